@@ -1,0 +1,48 @@
+"""The front end in one call: text to checked syntax tree to algebra.
+
+``compile_query(text)`` parses, translates and checks a C-SPARQL query and returns its ``QueryPlan``; any
+problem is a ``QueryError`` whose ``str()`` shows every diagnostic with line, column and caret.
+"""
+
+from __future__ import annotations
+
+from csparql.algebra.operators import QueryPlan
+from csparql.algebra.translate import translate
+from csparql.algebra.variables import in_scope
+from csparql.language import syntax as sx
+from csparql.language.checks import check
+from csparql.language.errors import QueryError, QuerySemanticError
+from csparql.language.parser import parse
+
+
+def parse_query(text: str, source_name: str = "<query>") -> sx.Query:
+    """The syntax tree of a query that parses, translates and keeps every C-SPARQL rule."""
+    query, _ = _front_end(text, source_name)
+    return query
+
+
+def compile_query(text: str, source_name: str = "<query>") -> QueryPlan:
+    """The algebra of a valid query; raises ``QueryError`` (with every problem found) otherwise."""
+    _, plan = _front_end(text, source_name)
+    return plan
+
+
+def _front_end(text: str, source_name: str) -> tuple[sx.Query, QueryPlan]:
+    query = parse(text, source_name)
+    try:
+        # Rules about windows and registration come first: the algebra needs valid windows.
+        problems = check(query, _bound_in_where(query))
+        if problems:
+            raise QuerySemanticError(problems)
+        plan = translate(query)
+    except QueryError as error:
+        raise error.with_source(text, source_name) from None
+    return query, plan
+
+
+def _bound_in_where(query: sx.Query) -> tuple:
+    from csparql.algebra.translate import _Translator
+
+    if query.where is None:
+        return ()
+    return in_scope(_Translator(query).group(query.where))

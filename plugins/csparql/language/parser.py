@@ -1,0 +1,802 @@
+"""Text to syntax tree: ``parse(text)`` returns a ``csparql.language.syntax.Query`` or raises a ``QueryError``.
+
+The grammar (``grammar.lark``) is parsed with lark's LALR(1) parser and contextual lexer. ``_TreeBuilder``
+walks lark's parse tree top-down and builds the syntax tree, resolving prefixed names and relative IRIs on
+the way. Lark's exceptions never leave this module: they become ``QuerySyntaxError`` with a message in plain
+words, the position, and what was expected there.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from decimal import Decimal
+from pathlib import Path as FilePath
+from urllib.parse import urljoin
+
+import lark
+from lark import Token, Tree
+from rdflib import BNode, URIRef, Variable
+
+from csparql.language import expressions as ex
+from csparql.language import syntax as sx
+from csparql.language.errors import (
+    Diagnostic,
+    QueryError,
+    QuerySemanticError,
+    QuerySyntaxError,
+    Span,
+    UnsupportedFeatureError,
+)
+from csparql.terms import RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
+from csparql.windows import canonical_unit, unit_micros
+
+GRAMMAR_FILE = FilePath(__file__).with_name("grammar.lark")
+RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
+UPDATE_KEYWORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH")
+
+
+@functools.cache
+def _lark() -> lark.Lark:
+    return lark.Lark(
+        GRAMMAR_FILE.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=False,
+        cache=False,
+    )
+
+
+def parse(text: str, source_name: str = "<query>") -> sx.Query:
+    """Parse C-SPARQL text into its syntax tree.
+
+    Raises ``QuerySyntaxError`` when the text is not C-SPARQL, ``UnsupportedFeatureError`` for SPARQL Update
+    and SERVICE, and ``QuerySemanticError`` for what the builder can already tell is wrong (an undefined
+    prefix, a duration finer than a microsecond). The language rules that need the whole query are checked
+    by ``csparql.language.checks``.
+    """
+    try:
+        tree = _lark().parse(text)
+    except lark.exceptions.UnexpectedInput as error:
+        raise _syntax_error(error, text).with_source(text, source_name) from None
+    try:
+        return _TreeBuilder().build(tree)
+    except QueryError as error:
+        raise error.with_source(text, source_name) from None
+
+
+# --- lark errors in plain words ------------------------------------------------------------------------
+
+_TERMINAL_WORDS = {
+    "VAR1": "a variable",
+    "VAR2": "a variable",
+    "IRIREF": "an IRI",
+    "PNAME_LN": "an IRI",
+    "PNAME_NS": "an IRI",
+    "STRING_LITERAL1": "a string",
+    "STRING_LITERAL2": "a string",
+    "STRING_LITERAL_LONG1": "a string",
+    "STRING_LITERAL_LONG2": "a string",
+    "INTEGER": "a number",
+    "DECIMAL": "a number",
+    "DOUBLE": "a number",
+    "INTEGER_POSITIVE": "a number",
+    "DECIMAL_POSITIVE": "a number",
+    "DOUBLE_POSITIVE": "a number",
+    "INTEGER_NEGATIVE": "a number",
+    "DECIMAL_NEGATIVE": "a number",
+    "DOUBLE_NEGATIVE": "a number",
+    "TRUE": "a boolean",
+    "FALSE": "a boolean",
+    "BLANK_NODE_LABEL": "a blank node",
+    "ANON": "a blank node",
+    "NIL": "'()'",
+    "LANGTAG": "a language tag",
+    "TIME_UNIT": "a time unit (ms, s, m, h, d)",
+    "QUERY_NAME": "a query name",
+    "BUILTIN_UNARY": "a function call",
+    "BUILTIN_BINARY": "a function call",
+    "BUILTIN_NULLARY": "a function call",
+    "AGGREGATE_NAME": "an aggregate function (COUNT, SUM, AVG, MIN, MAX)",
+    "COMPARATOR": "a comparison",
+    "ADDITIVE_OP": "'+' or '-'",
+    "MULTIPLICATIVE_OP": "'*' or '/'",
+    "UNARY_OP": "'!', '+' or '-'",
+    "PATH_MOD": "'*', '+' or '?'",
+    "INVERSE": "'^'",
+    "RDF_TYPE": "'a'",
+    "ORDER_DIRECTION": "'ASC' or 'DESC'",
+    "$END": "the end of the query",
+}
+# Expected-set words that say the most, listed first.
+_WORD_ORDER = ["the end of the query", "'}'", "')'", "']'", "'.'"]
+
+
+@functools.cache
+def _terminal_words() -> dict[str, str]:
+    words = dict(_TERMINAL_WORDS)
+    for terminal in _lark().terminals:
+        if terminal.name in words:
+            continue
+        pattern = terminal.pattern
+        if isinstance(pattern, lark.lexer.PatternStr):
+            words[terminal.name] = f"'{pattern.value}'"
+        elif re.fullmatch(r"[A-Z_]+", terminal.name) and "(?i:" in pattern.value:
+            words[terminal.name] = f"'{terminal.name}'"
+    return words
+
+
+def _describe_expected(names) -> str:
+    words = _terminal_words()
+    described = sorted({words.get(name, name) for name in names})
+    described.sort(key=lambda w: (_WORD_ORDER.index(w) if w in _WORD_ORDER else len(_WORD_ORDER), w.startswith("'"), w))
+    if len(described) > 8:
+        described = described[:8] + ["…"]
+    if not described:
+        return "nothing more"
+    if len(described) == 1:
+        return described[0]
+    return ", ".join(described[:-1]) + " or " + described[-1]
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of query"
+    text = str(token).split("\n")[0]
+    if len(text) > 30:
+        text = text[:27] + "…"
+    return f"'{text}'"
+
+
+def _word_at(text: str, line: int, column: int) -> str:
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return ""
+    match = re.match(r"[A-Za-z_]+", lines[line - 1][column - 1:])
+    return match.group(0) if match else ""
+
+
+def _end_span(text: str) -> Span:
+    lines = text.split("\n")
+    return Span(len(lines), len(lines[-1]) + 1, 1)
+
+
+def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> QueryError:
+    line, column = getattr(error, "line", -1), getattr(error, "column", -1)
+    if isinstance(error, lark.exceptions.UnexpectedToken) and error.token.type == "$END":
+        span = _end_span(text)
+        if not text.strip() or all(l.strip().startswith("#") or not l.strip() for l in text.split("\n")):
+            return QuerySyntaxError(Diagnostic("the query is empty: expected SELECT, CONSTRUCT, ASK or DESCRIBE", Span(1, 1)))
+        return QuerySyntaxError(Diagnostic(f"unexpected end of query; expected {_describe_expected(error.expected)}", span))
+    if line < 1:
+        return QuerySyntaxError(Diagnostic("the query could not be parsed", None))
+    word = _word_at(text, line, column)
+    if word.upper() in UPDATE_KEYWORDS:
+        return UnsupportedFeatureError(
+            Diagnostic(
+                f"SPARQL Update ({word.upper()}) is not supported: csparql evaluates queries "
+                "(SELECT, CONSTRUCT, ASK, DESCRIBE) and never changes stored data",
+                Span(line, column, len(word)),
+            )
+        )
+    if isinstance(error, lark.exceptions.UnexpectedToken):
+        token = error.token
+        span = Span.of_token(token)
+        if token.type == "TIME_UNIT" or (token.type == "QUERY_NAME" and word):
+            span = Span(line, column, len(word) or 1)
+        message = f"unexpected {_describe_token(token)}; expected {_describe_expected(error.expected)}"
+        return QuerySyntaxError(Diagnostic(message, span))
+    # UnexpectedCharacters: no terminal starts here.
+    char = getattr(error, "char", "")
+    allowed = getattr(error, "allowed", None) or set()
+    rest = text.split("\n")[line - 1][column - 1:] if line <= len(text.split("\n")) else ""
+    if char in "\"'" and not re.match(r"('''|\"\"\")", rest):
+        message = "unterminated string: a string must end with its opening quote on the same line"
+    elif char in "\"'":
+        message = "unterminated long string"
+    elif char == "<" and "IRIREF" in allowed:
+        message = "unterminated or malformed IRI: an IRI is written <…> with no spaces, quotes or braces inside"
+    elif word and allowed & {"TIME_UNIT"}:
+        message = f"unknown time unit '{word}'; expected {_describe_expected(allowed)}"
+    elif word:
+        message = f"unexpected '{word}'; expected {_describe_expected(allowed)}"
+    else:
+        shown = char if char.strip() else repr(char)
+        message = f"unexpected character '{shown}'"
+        if allowed:
+            message += f"; expected {_describe_expected(allowed)}"
+    return QuerySyntaxError(Diagnostic(message, Span(line, column, len(word) or 1)))
+
+
+# --- lark tree to syntax tree --------------------------------------------------------------------------
+
+_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[tbnrf\"'\\])")
+_UCHAR = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})")
+_PN_LOCAL_ESCAPE = re.compile(r"\\([_~.\-!$&'()*+,;=/?#@%])")
+
+
+def _unescape_string(body: str) -> str:
+    def replace(match: re.Match) -> str:
+        code = match.group(1)
+        if code[0] in "uU":
+            return chr(int(code[1:], 16))
+        return _ECHAR[code]
+
+    return _ESCAPE.sub(replace, body)
+
+
+def _unescape_iri(body: str) -> str:
+    return _UCHAR.sub(lambda m: chr(int(m.group(1)[1:], 16)), body)
+
+
+def _tree(node, name: str) -> bool:
+    return isinstance(node, Tree) and node.data == name
+
+
+def _is_token(node, *types: str) -> bool:
+    return isinstance(node, Token) and node.type in types
+
+
+class _TreeBuilder:
+    """Builds the syntax tree from lark's parse tree, one method per grammar rule that needs one."""
+
+    def __init__(self) -> None:
+        self.base: str | None = None
+        self.prefixes: dict[str, str] = {}
+        self.anonymous_count = 0
+
+    # entry points
+
+    def build(self, tree: Tree) -> sx.Query:
+        registration = None
+        query_tree = tree.children[-1]
+        if len(tree.children) == 2:
+            registration = self.registration(tree.children[0])
+        prologue = self.prologue(query_tree.children[0])
+        query = self.query_form(query_tree.children[1])
+        values = self.values_clause(query_tree.children[2]) if len(query_tree.children) > 2 else None
+        return sx.Query(
+            prologue=prologue, registration=registration, values=values, **query
+        )
+
+    def registration(self, tree: Tree) -> sx.Registration:
+        kind_tree = tree.children[1]
+        name = next(c for c in tree.children if _is_token(c, "QUERY_NAME"))
+        every = next((c for c in tree.children if _tree(c, "computed_every")), None)
+        return sx.Registration(
+            kind=str(kind_tree.children[0]).upper(),
+            name=str(name),
+            computed_every=self.duration(every.children[-1]) if every is not None else None,
+            span=Span.of_meta(tree.meta),
+        )
+
+    def duration(self, tree: Tree) -> sx.Duration:
+        number_token = tree.children[0].children[0]
+        unit = tree.children[1]
+        span = Span(number_token.line, number_token.column, unit.end_column - number_token.column if unit.line == number_token.line else len(number_token))
+        amount = Decimal(str(number_token))
+        micros = amount * unit_micros(str(unit))
+        if micros != micros.to_integral_value():
+            raise QuerySemanticError(
+                Diagnostic(f"the duration {number_token}{unit} is not a whole number of microseconds", span)
+            )
+        return sx.Duration(amount=amount, unit=canonical_unit(str(unit)), micros=int(micros), span=span)
+
+    def prologue(self, tree: Tree) -> sx.Prologue:
+        base = None
+        prefixes: list[tuple[str, str]] = []
+        for decl in tree.children:
+            if decl.data == "base_decl":
+                base = self.resolve(_unescape_iri(str(decl.children[1])[1:-1]))
+                self.base = base
+            else:
+                prefix = str(decl.children[1])[:-1]
+                namespace = self.resolve(_unescape_iri(str(decl.children[2])[1:-1]))
+                self.prefixes[prefix] = namespace
+                prefixes = [(p, n) for p, n in prefixes if p != prefix] + [(prefix, namespace)]
+        return sx.Prologue(base=base, prefixes=tuple(prefixes))
+
+    def resolve(self, iri: str) -> str:
+        """An IRI resolved against BASE when it is relative and a base is declared; otherwise as written."""
+        if self.base is None or re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*:", iri):
+            return iri
+        return urljoin(self.base, iri)
+
+    # query forms
+
+    def query_form(self, tree: Tree) -> dict:
+        kind = tree.data
+        children = list(tree.children)
+        datasets = tuple(self.dataset(c) for c in children if isinstance(c, Tree) and c.data.startswith("from_"))
+        aggregates = tuple(self.aggregate_clause(c) for c in children if _tree(c, "aggregate_clause"))
+        modifiers = self.solution_modifier(next(c for c in children if _tree(c, "solution_modifier")))
+        where_tree = next((c for c in children if _tree(c, "where_clause")), None)
+        where = self.group_graph_pattern(where_tree.children[-1]) if where_tree is not None else None
+        form_span = Span.of_token(children[0]) if isinstance(children[0], Token) else None
+        if kind == "select_query":
+            form = self.select_clause(children[0])
+        elif kind == "construct_query":
+            template_tree = children[1]
+            template = self.triples_template(template_tree.children[0]) if template_tree.children else ()
+            form = sx.ConstructForm(template=template, span=form_span)
+        elif kind == "construct_where":
+            template_tree = next((c for c in children if _tree(c, "triples_template")), None)
+            triples = self.triples_template(template_tree) if template_tree is not None else ()
+            form = sx.ConstructForm(template=None, span=form_span)
+            where = sx.GroupPattern((sx.TriplesBlock(triples),) if triples else ())
+        elif kind == "describe_query":
+            if any(_tree(c, "select_all") for c in children):
+                terms = None
+            else:
+                terms = tuple(
+                    self.term(c) for c in children[1:] if isinstance(c, (Tree, Token)) and not self._is_clause(c)
+                )
+            form = sx.DescribeForm(terms=terms, span=form_span)
+        else:
+            form = sx.AskForm(span=form_span)
+        return dict(form=form, datasets=datasets, where=where, aggregates=aggregates, **modifiers)
+
+    @staticmethod
+    def _is_clause(node) -> bool:
+        return isinstance(node, Tree) and (
+            node.data.startswith("from_")
+            or node.data in ("where_clause", "aggregate_clause", "solution_modifier", "select_all")
+        )
+
+    def select_clause(self, tree: Tree) -> sx.SelectForm:
+        modifier = None
+        items: list[sx.SelectItem] | None = []
+        braced = False
+        for child in tree.children[1:]:
+            if _tree(child, "select_modifier"):
+                modifier = str(child.children[0]).upper()
+            elif _tree(child, "select_all"):
+                items = None
+            elif _tree(child, "braced_projection"):
+                braced = True
+                items.extend(sx.SelectItem(self.var(v), span=Span.of_meta(v.meta)) for v in child.children)
+            elif _tree(child, "select_item"):
+                if len(child.children) == 1:
+                    items.append(sx.SelectItem(self.var(child.children[0]), span=Span.of_meta(child.meta)))
+                else:
+                    var_tree = child.children[-1]
+                    items.append(
+                        sx.SelectItem(
+                            self.var(var_tree), self.expression(child.children[0]), span=Span.of_meta(var_tree.meta)
+                        )
+                    )
+        return sx.SelectForm(
+            modifier=modifier,
+            items=tuple(items) if items is not None else None,
+            braced=braced,
+            span=Span.of_token(tree.children[0]),
+        )
+
+    def dataset(self, tree: Tree) -> sx.DatasetClause:
+        iri_tree = next(c for c in tree.children if _tree(c, "iri"))
+        iri = self.iri(iri_tree)
+        span = Span.of_meta(iri_tree.meta)
+        if tree.data == "from_graph":
+            return sx.FromGraph(iri, named=False, span=span)
+        if tree.data == "from_named_graph":
+            return sx.FromGraph(iri, named=True, span=span)
+        window_tree = next((c for c in tree.children if isinstance(c, Tree) and c.data.endswith("_window")), None)
+        window = self.window(window_tree) if window_tree is not None else None
+        return sx.FromStream(iri, window, named=tree.data == "from_named_stream", span=span)
+
+    def window(self, tree: Tree) -> sx.WindowSpec:
+        span = Span.of_meta(tree.meta)
+        if tree.data == "logical_window":
+            duration_tree = next(c for c in tree.children if _tree(c, "duration"))
+            overlap = next(c for c in tree.children if _tree(c, "window_overlap"))
+            step = self.duration(overlap.children[1]) if len(overlap.children) > 1 else None
+            return sx.LogicalWindowSpec(range=self.duration(duration_tree), step=step, span=span)
+        count_token = next(c for c in tree.children if _tree(c, "triples_count")).children[0]
+        with_range = any(_is_token(c, "RANGE") for c in tree.children)
+        return sx.PhysicalWindowSpec(
+            count=int(str(count_token)), with_range=with_range, span=Span.of_token(count_token)
+        )
+
+    def aggregate_clause(self, tree: Tree) -> sx.AggregateClause:
+        var_tree = tree.children[1]
+        function_tree = tree.children[2]
+        group_tree = tree.children[3]
+        filter_tree = tree.children[4] if len(tree.children) > 4 else None
+        name_token = function_tree.children[0]
+        argument = None
+        distinct = False
+        argument_span = None
+        if len(function_tree.children) > 1:
+            arg_tree = function_tree.children[1]
+            distinct = any(_is_token(c, "DISTINCT") for c in arg_tree.children)
+            target = arg_tree.children[-1]
+            argument = "*" if _tree(target, "select_all") else self.var(target)
+            argument_span = Span.of_meta(target.meta)
+        group_vars = [c for c in group_tree.children if _tree(c, "var")]
+        first = group_vars[0] if group_vars else None
+        braced = first is None or group_tree.meta.column != first.meta.column or group_tree.meta.line != first.meta.line
+        return sx.AggregateClause(
+            var=self.var(var_tree),
+            function=str(name_token).upper(),
+            argument=argument,
+            distinct=distinct,
+            groups=tuple(self.var(v) for v in group_vars),
+            filter=self.expression(filter_tree.children[1]) if filter_tree is not None else None,
+            braced_groups=braced,
+            span=Span.of_meta(tree.meta),
+            var_span=Span.of_meta(var_tree.meta),
+            function_span=Span.of_token(name_token),
+            argument_span=argument_span,
+            group_spans=tuple(Span.of_meta(v.meta) for v in group_vars),
+        )
+
+    def solution_modifier(self, tree: Tree) -> dict:
+        result: dict = {}
+        for clause in tree.children:
+            if clause.data == "group_clause":
+                result["group_by"] = tuple(self.group_condition(c) for c in clause.children[2:])
+            elif clause.data == "having_clause":
+                result["having"] = tuple(self.expression(c) for c in clause.children[1:])
+            elif clause.data == "order_clause":
+                result["order_by"] = tuple(self.order_condition(c) for c in clause.children[2:])
+            elif clause.data == "limit_offset_clauses":
+                for part in clause.children:
+                    value = int(str(part.children[1]))
+                    result["limit" if part.data == "limit_clause" else "offset"] = value
+        return result
+
+    def group_condition(self, tree: Tree) -> sx.GroupCondition:
+        children = tree.children
+        if len(children) == 3:
+            return sx.GroupCondition(self.expression(children[0]), self.var(children[2]), bracketed=True)
+        child = children[0]
+        if _tree(child, "var") or _tree(child, "builtin_call") or child.data in ("builtin_fixed", "builtin_list", "function_call", "exists", "not_exists", "timestamp_call"):
+            return sx.GroupCondition(self.expression(child))
+        return sx.GroupCondition(self.expression(child), bracketed=True)
+
+    def order_condition(self, tree: Tree) -> sx.OrderCondition:
+        if _is_token(tree.children[0], "ORDER_DIRECTION"):
+            return sx.OrderCondition(self.expression(tree.children[1]), str(tree.children[0]).upper())
+        return sx.OrderCondition(self.expression(tree.children[0]))
+
+    def values_clause(self, tree: Tree) -> sx.ValuesBlock:
+        return self.data_block(tree.children[1])
+
+    def data_block(self, tree: Tree) -> sx.ValuesBlock:
+        span = Span.of_meta(tree.meta)
+        if tree.data == "inline_data_one_var":
+            var = self.var(tree.children[0])
+            rows = tuple((self.data_value(v),) for v in tree.children[1:])
+            return sx.ValuesBlock((var,), rows, one_var_form=True, span=span, row_spans=tuple(Span.of_meta(v.meta) for v in tree.children[1:]))
+        vars_: list[Variable] = []
+        rows: list[tuple] = []
+        row_spans: list[Span | None] = []
+        seen_rows = False
+        for child in tree.children:
+            if _tree(child, "var"):
+                vars_.append(self.var(child))
+            elif _tree(child, "data_block_row"):
+                rows.append(tuple(self.data_value(v) for v in child.children))
+                row_spans.append(Span.of_meta(child.meta))
+                seen_rows = True
+            elif _is_token(child, "NIL"):
+                if seen_rows or vars_ or child is not tree.children[0]:
+                    rows.append(())
+                    row_spans.append(Span.of_token(child))
+                    seen_rows = True
+        return sx.ValuesBlock(tuple(vars_), tuple(rows), span=span, row_spans=tuple(row_spans))
+
+    def data_value(self, tree: Tree):
+        child = tree.children[0]
+        if _is_token(child, "UNDEF"):
+            return None
+        return self.term(child)
+
+    # group graph patterns
+
+    def group_graph_pattern(self, tree: Tree) -> sx.GroupPattern:
+        span = Span.of_meta(tree.meta)
+        if not tree.children:
+            return sx.GroupPattern((), span=span)
+        inner = tree.children[0]
+        if inner.data == "sub_select":
+            return sx.GroupPattern((self.sub_select(inner),), span=span)
+        elements: list[sx.GroupElement] = []
+        for child in inner.children:
+            elements.append(self.group_element(child))
+        return sx.GroupPattern(tuple(elements), span=span)
+
+    def sub_select(self, tree: Tree) -> sx.SubSelect:
+        children = tree.children
+        form = self.select_clause(children[0])
+        where = self.group_graph_pattern(children[1].children[-1])
+        aggregates = tuple(self.aggregate_clause(c) for c in children if _tree(c, "aggregate_clause"))
+        modifiers = self.solution_modifier(next(c for c in children if _tree(c, "solution_modifier")))
+        values_tree = next((c for c in children if _tree(c, "values_clause")), None)
+        values = self.values_clause(values_tree) if values_tree is not None else None
+        return sx.SubSelect(sx.Query(form=form, where=where, aggregates=aggregates, values=values, **modifiers))
+
+    def group_element(self, tree: Tree) -> sx.GroupElement:
+        kind = tree.data
+        if kind == "triples_block":
+            return sx.TriplesBlock(tuple(self.triples_same_subject(t) for t in tree.children))
+        if kind == "group_or_union_graph_pattern":
+            operands = [self.union_operand(c) for c in tree.children if isinstance(c, Tree)]
+            if len(operands) == 1:
+                return operands[0]
+            return sx.UnionPattern(tuple(operands))
+        if kind == "optional_graph_pattern":
+            return sx.OptionalPattern(self.group_graph_pattern(tree.children[1]))
+        if kind == "minus_graph_pattern":
+            return sx.MinusPattern(self.group_graph_pattern(tree.children[1]))
+        if kind == "service_graph_pattern":
+            raise UnsupportedFeatureError(
+                Diagnostic(
+                    "SERVICE (federated query) is not supported: csparql evaluates queries over its own streams "
+                    "and static graphs; load the remote data with 'csparql load-static' instead",
+                    Span.of_token(tree.children[0]),
+                )
+            )
+        if kind == "filter":
+            return sx.FilterPattern(self.expression(tree.children[1]), span=Span.of_meta(tree.meta))
+        if kind == "bind":
+            var_tree = tree.children[-1]
+            return sx.BindPattern(
+                self.expression(tree.children[1]),
+                self.var(var_tree),
+                span=Span.of_meta(tree.meta),
+                var_span=Span.of_meta(var_tree.meta),
+            )
+        if kind == "inline_data":
+            return self.data_block(tree.children[1])
+        raise AssertionError(f"unknown group element {kind}")
+
+    def union_operand(self, tree: Tree):
+        if tree.data == "graph_graph_pattern":
+            name_node = tree.children[1]
+            return sx.GraphPattern(
+                self.term(name_node), self.group_graph_pattern(tree.children[2]), span=Span.of_meta(tree.meta)
+            )
+        return self.group_graph_pattern(tree)
+
+    # triples
+
+    def triples_template(self, tree: Tree) -> tuple[sx.TriplesSameSubject, ...]:
+        return tuple(self.triples_same_subject(t) for t in tree.children)
+
+    def triples_same_subject(self, tree: Tree) -> sx.TriplesSameSubject:
+        subject = self.node(tree.children[0])
+        properties = self.property_list(tree.children[1]) if len(tree.children) > 1 else ()
+        return sx.TriplesSameSubject(subject, properties, span=Span.of_meta(tree.meta))
+
+    def property_list(self, tree: Tree) -> sx.PropertyList:
+        children = tree.children
+        pairs = []
+        for i in range(0, len(children), 2):
+            verb = self.verb(children[i])
+            objects = tuple(self.node(o) for o in children[i + 1].children)
+            pairs.append((verb, objects))
+        return tuple(pairs)
+
+    def verb(self, node) -> sx.Verb:
+        if _tree(node, "var"):
+            return self.var(node)
+        if _tree(node, "rdf_type"):
+            return RDF_TYPE
+        if _tree(node, "iri"):
+            return self.iri(node)
+        return self.path(node)
+
+    def node(self, node) -> sx.Node:
+        if _tree(node, "collection") or _tree(node, "collection_path"):
+            return sx.Collection(tuple(self.node(c) for c in node.children))
+        if _tree(node, "blank_node_property_list") or _tree(node, "blank_node_property_list_path"):
+            return sx.BlankNodePropertyList(self.property_list(node.children[0]))
+        if _tree(node, "blank_node") and _is_token(node.children[0], "ANON"):
+            index = self.anonymous_count
+            self.anonymous_count += 1
+            return sx.Anonymous(index)
+        return self.term(node)
+
+    # property paths
+
+    def path(self, tree: Tree) -> sx.PathExpr:
+        if tree.data == "path":
+            options = [self.path(c) for c in tree.children]
+            return options[0] if len(options) == 1 else sx.AlternativePath(tuple(options))
+        if tree.data == "path_sequence":
+            steps = [self.path(c) for c in tree.children]
+            return steps[0] if len(steps) == 1 else sx.SequencePath(tuple(steps))
+        if tree.data == "path_elt_or_inverse":
+            if _is_token(tree.children[0], "INVERSE"):
+                return sx.InversePath(self.path(tree.children[1]))
+            return self.path(tree.children[0])
+        if tree.data == "path_elt":
+            primary = self.path(tree.children[0])
+            if len(tree.children) > 1:
+                return sx.ModifiedPath(primary, str(tree.children[1]))
+            return primary
+        if tree.data == "path_primary":
+            child = tree.children[0]
+            if _tree(child, "iri"):
+                return self.iri(child)
+            if _tree(child, "rdf_type"):
+                return RDF_TYPE
+            if _tree(child, "path_negated_property_set"):
+                members = []
+                for member in child.children:
+                    inverse = _is_token(member.children[0], "INVERSE")
+                    target = member.children[-1]
+                    members.append((RDF_TYPE if _tree(target, "rdf_type") else self.iri(target), inverse))
+                return sx.NegatedPropertySet(tuple(members))
+            return self.path(child)
+        raise AssertionError(f"unknown path node {tree.data}")
+
+    # terms
+
+    def term(self, node):
+        if isinstance(node, Token):
+            raise AssertionError(f"unexpected token {node.type}")
+        kind = node.data
+        if kind == "var":
+            return self.var(node)
+        if kind == "iri":
+            return self.iri(node)
+        if kind == "rdf_literal":
+            return self.rdf_literal(node)
+        if kind == "numeric_literal":
+            return self.numeric_literal(node)
+        if kind == "boolean_literal":
+            return literal(str(node.children[0]).lower(), XSD_BOOLEAN)
+        if kind == "blank_node":
+            token = node.children[0]
+            if token.type == "ANON":
+                index = self.anonymous_count
+                self.anonymous_count += 1
+                return sx.Anonymous(index)
+            return BNode(str(token)[2:])
+        if kind == "nil":
+            return RDF_NIL
+        if kind == "rdf_type":
+            return RDF_TYPE
+        raise AssertionError(f"unknown term node {kind}")
+
+    def var(self, tree: Tree) -> Variable:
+        return Variable(str(tree.children[0])[1:])
+
+    def iri(self, tree: Tree) -> URIRef:
+        token = tree.children[0]
+        text = str(token)
+        if token.type == "IRIREF":
+            return URIRef(self.resolve(_unescape_iri(text[1:-1])))
+        prefix, _, local = text.partition(":")
+        if prefix not in self.prefixes:
+            raise QuerySemanticError(
+                Diagnostic(
+                    f"undefined prefix '{prefix}:' — declare it with PREFIX {prefix}: <…> before the query",
+                    Span.of_token(token),
+                )
+            )
+        return URIRef(self.prefixes[prefix] + _PN_LOCAL_ESCAPE.sub(r"\1", local))
+
+    def string(self, tree: Tree) -> str:
+        token = tree.children[0]
+        text = str(token)
+        quote = 3 if token.type.startswith("STRING_LITERAL_LONG") else 1
+        return _unescape_string(text[quote:-quote])
+
+    def rdf_literal(self, tree: Tree):
+        lexical = self.string(tree.children[0])
+        if len(tree.children) == 1:
+            return literal(lexical)
+        extra = tree.children[1]
+        if _is_token(extra, "LANGTAG"):
+            return literal(lexical, language=str(extra)[1:])
+        return literal(lexical, str(self.iri(extra)))
+
+    def numeric_literal(self, tree: Tree):
+        child = tree.children[0]
+        token = child.children[0] if _tree(child, "numeric_literal_signed") else child
+        text = str(token)
+        if "DOUBLE" in token.type:
+            return literal(text, XSD_DOUBLE)
+        if "DECIMAL" in token.type:
+            return literal(text, XSD_DECIMAL)
+        return literal(text, XSD_INTEGER)
+
+    # expressions
+
+    def expression(self, node) -> ex.Expr:
+        if isinstance(node, Token):
+            raise AssertionError(f"unexpected token {node.type} in expression")
+        kind = node.data
+        c = node.children
+        if kind == "or_expression":
+            return ex.Or(self.expression(c[0]), self.expression(c[1]))
+        if kind == "and_expression":
+            return ex.And(self.expression(c[0]), self.expression(c[1]))
+        if kind == "comparison":
+            return ex.Compare(str(c[1]), self.expression(c[0]), self.expression(c[2]))
+        if kind == "in_expression":
+            return ex.In(self.expression(c[0]), self.expression_list(c[2]))
+        if kind == "not_in_expression":
+            return ex.In(self.expression(c[0]), self.expression_list(c[3]), negated=True)
+        if kind in ("additive", "multiplicative"):
+            return ex.Arithmetic(str(c[1]), self.expression(c[0]), self.expression(c[2]))
+        if kind == "additive_signed":
+            return ex.Arithmetic("+", self.expression(c[0]), self.expression(c[1]))
+        if kind == "signed_multiplicative":
+            if len(c) == 1:
+                return self.numeric_literal(Tree("numeric_literal", [c[0]]))
+            return ex.Arithmetic(str(c[1]), self.expression(c[0]), self.expression(c[2]))
+        if kind == "unary":
+            operand = self.expression(c[1])
+            return ex.Not(operand) if str(c[0]) == "!" else ex.Unary(str(c[0]), operand)
+        if kind == "builtin_call":
+            return self.aggregate(c[0])
+        if kind == "builtin_fixed":
+            return self.builtin_fixed(node)
+        if kind == "builtin_list":
+            return ex.BuiltinCall(str(c[0]).upper(), self.expression_list(c[1]))
+        if kind == "exists":
+            return ex.Exists(self.group_graph_pattern(c[1]))
+        if kind == "not_exists":
+            return ex.Exists(self.group_graph_pattern(c[2]), negated=True)
+        if kind == "timestamp_call":
+            stream = None
+            stream_span = None
+            if len(c) > 2:
+                stream = self.term(c[2])
+                stream_span = Span.of_meta(c[2].meta)
+            return ex.Timestamp(self.var(c[1]), stream, stream_span=stream_span)
+        if kind in ("iri_or_function", "function_call"):
+            iri = self.iri(c[0])
+            if len(c) == 1:
+                return iri
+            distinct, args = self.arg_list(c[1])
+            return ex.FunctionCall(iri, args, distinct)
+        if kind == "aggregate":
+            return self.aggregate(node)
+        return self.term(node)
+
+    def builtin_fixed(self, tree: Tree) -> ex.BuiltinCall:
+        name_token = tree.children[0]
+        name = str(name_token).upper()
+        args = tuple(
+            self.expression(child)
+            for child in tree.children[1:]
+            if not _is_token(child, "NIL")
+        )
+        return ex.BuiltinCall(name, args)
+
+    def aggregate(self, tree: Tree) -> ex.AggregateCall:
+        c = tree.children
+        name = str(c[0]).upper()
+        distinct = any(_is_token(x, "DISTINCT") for x in c)
+        rest = [x for x in c[1:] if not _is_token(x, "DISTINCT", "SEPARATOR")]
+        target = rest[0]
+        argument = None if _tree(target, "select_all") else self.expression(target)
+        separator = self.string(rest[1]) if len(rest) > 1 else None
+        if argument is None and name != "COUNT":
+            raise QuerySyntaxError(
+                Diagnostic(f"{name}(*) is not allowed: only COUNT takes '*'", Span.of_meta(target.meta))
+            )
+        if separator is not None and name != "GROUP_CONCAT":
+            raise QuerySyntaxError(
+                Diagnostic(f"SEPARATOR is only allowed in GROUP_CONCAT, not in {name}", Span.of_token(c[0]))
+            )
+        return ex.AggregateCall(name, argument, distinct, separator)
+
+    def arg_list(self, tree: Tree) -> tuple[bool, tuple[ex.Expr, ...]]:
+        if tree.children and _is_token(tree.children[0], "NIL"):
+            return False, ()
+        distinct = any(_is_token(x, "DISTINCT") for x in tree.children)
+        return distinct, tuple(self.expression(x) for x in tree.children if not _is_token(x, "DISTINCT"))
+
+    def expression_list(self, tree: Tree) -> tuple[ex.Expr, ...]:
+        if tree.children and _is_token(tree.children[0], "NIL"):
+            return ()
+        return tuple(self.expression(x) for x in tree.children)
+
