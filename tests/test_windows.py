@@ -250,6 +250,10 @@ def test_logical_window_validation():
     assert LogicalWindow(range=30 * MIN, step=5 * MIN).step == 5 * MIN
     with pytest.raises(ValueError, match="longer than its RANGE"):
         LogicalWindow(range=5 * MIN, step=10 * MIN)
+    with pytest.raises(ValueError, match="longer than its RANGE"):
+        LogicalWindow(range=5 * MIN, step=5 * MIN + 1)
+    assert LogicalWindow(range=5 * MIN, step=5 * MIN).tumbling
+    assert LogicalWindow(range=1, step=1).range == 1
     with pytest.raises(ValueError, match="RANGE must be positive"):
         LogicalWindow(range=0, step=0)
     with pytest.raises(ValueError, match="RANGE must be positive"):
@@ -447,7 +451,8 @@ def test_physical_window_evaluations():
 
 def test_window_ends_between():
     window = LogicalWindow(range=10 * MIN, step=5 * MIN)
-    assert list(window_ends_between(window, at(10, 1), at(10, 20))) == [at(10, 5), at(10, 10), at(10, 15), at(10, 20)]
+    ends = list(window_ends_between(window, at(10, 1), at(10, 20)))
+    assert ends == [at(10, 5), at(10, 10), at(10, 15), at(10, 20)]
     assert list(window_ends_between(window, at(10, 1), at(10, 4))) == []
     with pytest.raises(TypeError):
         list(window_ends_between(PhysicalWindow(5), 0, 10))
@@ -580,7 +585,10 @@ def test_previous_and_next_evaluation(period, t):
 
 @FEW
 @given(
-    st.one_of(logical_windows(st.integers(min_value=1, max_value=HOUR)), st.builds(PhysicalWindow, st.integers(1, 10**6))),
+    st.one_of(
+        logical_windows(st.integers(min_value=1, max_value=HOUR)),
+        st.builds(PhysicalWindow, st.integers(min_value=1, max_value=10**6)),
+    ),
     st.one_of(st.none(), st.integers(min_value=1, max_value=2 * HOUR)),
     instants,
     st.integers(min_value=0, max_value=40),

@@ -85,7 +85,7 @@ class _SexprPrinter:
         return f"(triple {self.term(t.subject)} {self.term(t.predicate)} {self.term(t.object)})"
 
     def sources(self, sources) -> str:
-        return "(from " + " ".join(self.source(s) for s in sources) + ")"
+        return "(" + " ".join(["from", *(self.source(s) for s in sources)]) + ")"
 
     def operator(self, op: alg.Operator, depth: int) -> list[str]:
         pad = INDENT * depth

@@ -36,8 +36,8 @@ def window_of(spec: sx.WindowSpec) -> Window:
 
 def dataset_of(query: sx.Query) -> alg.Dataset:
     """The dataset of decision 6: stream windows and FROM graphs (or the default static graph) make the
-    default graph; every stream window and every FROM NAMED graph (or, when there is none, every named
-    static graph) is a named graph."""
+    default graph; every stream window and every FROM NAMED graph is a named graph, and so is every named
+    static graph of the store when the query names no static graph at all."""
     streams: dict[URIRef, alg.StreamWindow] = {}
     default: list[alg.Source] = []
     named: list[alg.Source] = []
@@ -51,7 +51,9 @@ def dataset_of(query: sx.Query) -> alg.Dataset:
     graphs = [alg.StaticGraph(c.iri) for c in query.datasets if isinstance(c, sx.FromGraph) and not c.named]
     named_graphs = [alg.StaticGraph(c.iri) for c in query.datasets if isinstance(c, sx.FromGraph) and c.named]
     default.extend(dict.fromkeys(graphs) or [alg.DEFAULT_GRAPH])
-    named.extend(dict.fromkeys(named_graphs) or [alg.ALL_NAMED_GRAPHS])
+    # As in SPARQL (§13.2), a query that describes its static dataset (FROM or FROM NAMED) gets exactly the
+    # named graphs it names; one that names no static graph sees every named static graph of the store.
+    named.extend(dict.fromkeys(named_graphs) if graphs or named_graphs else [alg.ALL_NAMED_GRAPHS])
     return alg.Dataset(tuple(default), tuple(named))
 
 
@@ -180,7 +182,7 @@ class _Translator:
                     name = sorted(loose)[0]
                     raise _error(
                         f"?{name} is used in a SELECT expression but is neither grouped nor inside an aggregate",
-                        item.span,
+                        item.expression_span or item.span,
                     )
             if item.var in bound_so_far or item.var in projected:
                 raise _error(

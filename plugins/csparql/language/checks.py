@@ -58,7 +58,7 @@ def _registration(query: sx.Query) -> list[Diagnostic]:
         problems.append(
             Diagnostic(
                 f"only CONSTRUCT and DESCRIBE queries can be registered as STREAM (C-SPARQL 000 §3.3); "
-                f"this is a {form} query: register it with REGISTER QUERY {registration.name} instead",
+                f"this is a {form} query: write REGISTER QUERY {registration.name} instead of REGISTER STREAM",
                 query.form.span,
             )
         )
@@ -147,6 +147,10 @@ def _aggregate_clauses(query: sx.Query, bound: set[Variable]) -> list[Diagnostic
                     f"{clause.function} cannot be used in an AGGREGATE clause, which takes COUNT, SUM, AVG, MIN or MAX",
                     clause.function_span,
                 )
+            )
+        elif clause.function != "COUNT" and clause.argument == "*":
+            problems.append(
+                Diagnostic(f"{clause.function}(*) is not allowed: only COUNT takes '*'", clause.function_span)
             )
         elif clause.function != "COUNT" and not isinstance(clause.argument, Variable):
             problems.append(

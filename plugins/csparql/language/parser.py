@@ -158,7 +158,8 @@ def _word_at(text: str, line: int, column: int) -> str:
 
 
 def _end_span(text: str) -> Span:
-    lines = text.split("\n")
+    """The place just after the last character that is not white space."""
+    lines = text.rstrip().split("\n")
     return Span(len(lines), len(lines[-1]) + 1, 1)
 
 
@@ -166,8 +167,10 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> QueryErr
     line, column = getattr(error, "line", -1), getattr(error, "column", -1)
     if isinstance(error, lark.exceptions.UnexpectedToken) and error.token.type == "$END":
         span = _end_span(text)
-        if not text.strip() or all(l.strip().startswith("#") or not l.strip() for l in text.split("\n")):
-            return QuerySyntaxError(Diagnostic("the query is empty: expected SELECT, CONSTRUCT, ASK or DESCRIBE", Span(1, 1)))
+        if all(line.strip().startswith("#") or not line.strip() for line in text.split("\n")):
+            return QuerySyntaxError(
+                Diagnostic("the query is empty: expected SELECT, CONSTRUCT, ASK or DESCRIBE", span if text.strip() else Span(1, 1))
+            )
         return QuerySyntaxError(Diagnostic(f"unexpected end of query; expected {_describe_expected(error.expected)}", span))
     if line < 1:
         return QuerySyntaxError(Diagnostic("the query could not be parsed", None))
@@ -246,6 +249,19 @@ class _TreeBuilder:
         self.base: str | None = None
         self.prefixes: dict[str, str] = {}
         self.anonymous_count = 0
+        # Blank node labels are scoped to one basic graph pattern (SPARQL 1.1 §4.1.4): each label is
+        # remembered with the pattern it first appeared in. FILTERs do not end a pattern; other elements do.
+        self.bnode_patterns: dict[str, int] = {}
+        self.current_pattern = 0
+        self.in_template = False
+
+    def new_basic_pattern(self) -> None:
+        self.current_pattern += 1
+
+    def span_of(self, node) -> Span | None:
+        if isinstance(node, Token):
+            return Span.of_token(node)
+        return Span.of_meta(node.meta)
 
     # entry points
 
@@ -364,7 +380,10 @@ class _TreeBuilder:
                     var_tree = child.children[-1]
                     items.append(
                         sx.SelectItem(
-                            self.var(var_tree), self.expression(child.children[0]), span=Span.of_meta(var_tree.meta)
+                            self.var(var_tree),
+                            self.expression(child.children[0]),
+                            span=Span.of_meta(var_tree.meta),
+                            expression_span=self.span_of(child.children[0]),
                         )
                     )
         return sx.SelectForm(
@@ -393,11 +412,24 @@ class _TreeBuilder:
             overlap = next(c for c in tree.children if _tree(c, "window_overlap"))
             step = self.duration(overlap.children[1]) if len(overlap.children) > 1 else None
             return sx.LogicalWindowSpec(range=self.duration(duration_tree), step=step, span=span)
-        count_token = next(c for c in tree.children if _tree(c, "triples_count")).children[0]
+        count_tree = next(c for c in tree.children if _tree(c, "count_number"))
         with_range = any(_is_token(c, "RANGE") for c in tree.children)
         return sx.PhysicalWindowSpec(
-            count=int(str(count_token)), with_range=with_range, span=Span.of_token(count_token)
+            count=self.whole_number(count_tree, "TRIPLES", allow_negative=True),
+            with_range=with_range,
+            span=Span.of_token(count_tree.children[0]),
         )
+
+    def whole_number(self, tree: Tree, clause: str, allow_negative: bool = False) -> int:
+        """The integer a ``count_number`` holds; a clear error when it is not a whole number (or is negative)."""
+        token = tree.children[0]
+        if token.type not in ("INTEGER", "INTEGER_POSITIVE", "INTEGER_NEGATIVE") or (
+            token.type == "INTEGER_NEGATIVE" and not allow_negative
+        ):
+            raise QuerySyntaxError(
+                Diagnostic(f"{clause} takes a whole number of at least 0, not {token}", Span.of_token(token))
+            )
+        return int(str(token))
 
     def aggregate_clause(self, tree: Tree) -> sx.AggregateClause:
         var_tree = tree.children[1]
@@ -443,8 +475,8 @@ class _TreeBuilder:
                 result["order_by"] = tuple(self.order_condition(c) for c in clause.children[2:])
             elif clause.data == "limit_offset_clauses":
                 for part in clause.children:
-                    value = int(str(part.children[1]))
-                    result["limit" if part.data == "limit_clause" else "offset"] = value
+                    keyword = "LIMIT" if part.data == "limit_clause" else "OFFSET"
+                    result[keyword.lower()] = self.whole_number(part.children[1], keyword)
         return result
 
     def group_condition(self, tree: Tree) -> sx.GroupCondition:
@@ -504,8 +536,15 @@ class _TreeBuilder:
         if inner.data == "sub_select":
             return sx.GroupPattern((self.sub_select(inner),), span=span)
         elements: list[sx.GroupElement] = []
+        self.new_basic_pattern()
         for child in inner.children:
+            ends_pattern = child.data not in ("triples_block", "filter")
+            if ends_pattern:
+                self.new_basic_pattern()
             elements.append(self.group_element(child))
+            if ends_pattern:
+                self.new_basic_pattern()
+        self.new_basic_pattern()
         return sx.GroupPattern(tuple(elements), span=span)
 
     def sub_select(self, tree: Tree) -> sx.SubSelect:
@@ -564,7 +603,11 @@ class _TreeBuilder:
     # triples
 
     def triples_template(self, tree: Tree) -> tuple[sx.TriplesSameSubject, ...]:
-        return tuple(self.triples_same_subject(t) for t in tree.children)
+        self.in_template = True
+        try:
+            return tuple(self.triples_same_subject(t) for t in tree.children)
+        finally:
+            self.in_template = False
 
     def triples_same_subject(self, tree: Tree) -> sx.TriplesSameSubject:
         subject = self.node(tree.children[0])
@@ -656,7 +699,18 @@ class _TreeBuilder:
                 index = self.anonymous_count
                 self.anonymous_count += 1
                 return sx.Anonymous(index)
-            return BNode(str(token)[2:])
+            label = str(token)[2:]
+            if not self.in_template:
+                first = self.bnode_patterns.setdefault(label, self.current_pattern)
+                if first != self.current_pattern:
+                    raise QuerySemanticError(
+                        Diagnostic(
+                            f"the blank node _:{label} is already used in another basic graph pattern; "
+                            "a blank node label belongs to one pattern (use a variable to join across patterns)",
+                            Span.of_token(token),
+                        )
+                    )
+            return BNode(label)
         if kind == "nil":
             return RDF_NIL
         if kind == "rdf_type":

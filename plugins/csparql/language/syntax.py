@@ -305,6 +305,7 @@ class SelectItem:
     var: Variable
     expression: Expr | None = None
     span: Span | None = _span()
+    expression_span: Span | None = _span()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,30 @@
+"""The optimizer: an ordered list of pure rules, each ``rule(plan, statistics) -> plan``.
+
+The order matters: sources are assigned before the D-Graph split can look at them; adjacent BGPs are merged
+so the split sees whole groups; filters are pushed down onto the split parts; joins are ordered last.
+"""
+
+from __future__ import annotations
+
+from csparql.algebra.operators import QueryPlan
+from csparql.optimizer.assign_sources import assign_sources
+from csparql.optimizer.merge_bgps import merge_bgps
+from csparql.optimizer.order_joins import order_joins
+from csparql.optimizer.pushdown_filters import pushdown_filters
+from csparql.optimizer.split_stream_static import split_stream_static
+from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
+
+RULES = (
+    assign_sources,
+    merge_bgps,
+    split_stream_static,
+    pushdown_filters,
+    order_joins,
+)
+
+
+def optimize(plan: QueryPlan, statistics: SourceStatistics = NO_STATISTICS, rules=RULES) -> QueryPlan:
+    """The plan after every rule, in order; the same query over the same data gives the same results."""
+    for rule in rules:
+        plan = rule(plan, statistics)
+    return plan

@@ -1,0 +1,83 @@
+"""Order joins so that selective and connected patterns come first.
+
+Inside each BGP the triple patterns are ordered, and each chain of inner joins is reordered, greedily: start
+with the most selective operand, then always take the most selective operand that shares a variable with
+those already taken, so that no join is a cross product unless the query asks for one. Selectivity comes from
+the source statistics when there are any, and otherwise from the shape of the pattern (each bound position
+makes it more selective, subject most, then object, then predicate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rdflib import Variable
+
+from csparql.algebra import operators as alg
+from csparql.algebra.variables import in_scope, pattern_variables
+from csparql.algebra.walk import transform
+from csparql.optimizer.joins import build_join, join_operands
+from csparql.optimizer.statistics import UNKNOWN_CARDINALITY, SourceStatistics
+
+# How much a bound position divides the expected number of matches of a triple pattern.
+BOUND_SUBJECT, BOUND_OBJECT, BOUND_PREDICATE = 1000.0, 100.0, 10.0
+
+
+def order_joins(plan: alg.QueryPlan, statistics: SourceStatistics) -> alg.QueryPlan:
+    """The plan with the patterns of every BGP and the operands of every join chain in greedy order."""
+
+    def reorder(op: alg.Operator) -> alg.Operator:
+        if isinstance(op, alg.BGP) and len(op.triples) > 1:
+            ordered = _greedy(
+                list(op.triples),
+                lambda t: _triple_cost(t, op.sources, statistics),
+                lambda t: set(pattern_variables(t)),
+            )
+            return alg.BGP(tuple(ordered), op.sources)
+        if isinstance(op, alg.Join):
+            operands = _greedy(
+                join_operands(op), lambda o: _operator_cost(o, statistics), lambda o: set(in_scope(o))
+            )
+            return build_join(operands)
+        return op
+
+    return dataclasses.replace(plan, pattern=transform(plan.pattern, reorder))
+
+
+def _greedy(items: list, cost, variables) -> list:
+    """Items ordered cheapest-first, preferring items connected to those already chosen (stable on ties)."""
+    remaining = list(enumerate(items))
+    chosen: list = []
+    bound: set[Variable] = set()
+    while remaining:
+        connected = [(i, item) for i, item in remaining if bound & variables(item)] if chosen else []
+        pool = connected or remaining
+        index, best = min(pool, key=lambda pair: (cost(pair[1]), pair[0]))
+        remaining = [(i, item) for i, item in remaining if i != index]
+        chosen.append(best)
+        bound |= variables(best)
+    return chosen
+
+
+def _triple_cost(triple: alg.TriplePattern, sources, statistics: SourceStatistics) -> float:
+    cost = float(statistics.cardinality(sources, triple.predicate))
+    if not isinstance(triple.subject, Variable):
+        cost /= BOUND_SUBJECT
+    if not isinstance(triple.object, Variable):
+        cost /= BOUND_OBJECT
+    if not isinstance(triple.predicate, Variable) and cost >= UNKNOWN_CARDINALITY:
+        cost /= BOUND_PREDICATE
+    return cost
+
+
+def _operator_cost(op: alg.Operator, statistics: SourceStatistics) -> float:
+    match op:
+        case alg.BGP(triples, sources):
+            if not triples:
+                return 1.0
+            return min(_triple_cost(t, sources, statistics) for t in triples)
+        case alg.Filter(_, inner):
+            return _operator_cost(inner, statistics) / 2
+        case alg.Table(_, rows):
+            return float(len(rows))
+    return float(UNKNOWN_CARDINALITY)

@@ -1,0 +1,53 @@
+"""Helpers the tests share: where fixtures live and how fixture files are read."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+SPEC_QUERIES = ROOT / "examples" / "queries"
+LANGUAGE_FIXTURES = FIXTURES / "language"
+
+
+@dataclass
+class Block:
+    """One case of a fixture file: its name, its ``# key: value`` metadata lines, and its text."""
+
+    name: str
+    text: str
+    meta: dict[str, list[str]] = field(default_factory=dict)
+
+
+def read_blocks(path: Path, metadata_keys: tuple[str, ...] = ()) -> list[Block]:
+    """The cases of a fixture file made of ``### name`` blocks.
+
+    Lines ``# key: value`` right after the header, for the given keys, are metadata and not part of the text;
+    the text keeps everything else, without its trailing newlines.
+    """
+    blocks: list[Block] = []
+    content = path.read_text(encoding="utf-8")
+    parts = re.split(r"^### (.+)$", content, flags=re.M)
+    for name, body in zip(parts[1::2], parts[2::2]):
+        lines = body.split("\n")[1:]
+        meta: dict[str, list[str]] = {}
+        while lines and any(lines[0].startswith(f"# {key}:") for key in metadata_keys):
+            key, _, value = lines.pop(0)[2:].partition(":")
+            meta.setdefault(key.strip(), []).append(value.strip())
+        blocks.append(Block(name.strip(), "\n".join(lines).rstrip("\n"), meta))
+    return blocks
+
+
+def spec_query_files() -> list[Path]:
+    """The example queries of the specification, each with an ``# expect:`` header."""
+    return sorted(SPEC_QUERIES.glob("*.rq"))
+
+
+def expected_outcome(path: Path) -> str:
+    """``ok`` or ``error``, from the ``# expect:`` line of a specification query."""
+    match = re.search(r"^# expect: (ok|error)", path.read_text(encoding="utf-8"), flags=re.M)
+    assert match, f"{path.name} has no '# expect:' header"
+    return match.group(1)
