@@ -1,0 +1,61 @@
+"""Decisions of the language that a reader should find spelled out as tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from csparql.compiler import compile_query
+from csparql.language.errors import QueryError
+from csparql.windows import LogicalWindow
+from support import ROOT, SPEC_QUERIES
+
+STREAM = "http://streams.org/tollgates"
+
+
+def test_the_same_stream_twice_with_the_same_window_is_one_stream():
+    plan = compile_query(
+        f"SELECT * FROM STREAM <{STREAM}> [RANGE 10m STEP 1m] FROM STREAM <{STREAM}> [RANGE 10 MIN STEP 60 s] "
+        "WHERE { ?s ?p ?o }"
+    )
+    assert [s.window for s in plan.streams] == [LogicalWindow(600_000_000, 60_000_000)]
+    assert len(plan.dataset.default) == 2  # the window and the default static graph
+
+
+def test_the_same_stream_with_two_windows_is_refused_naming_both():
+    with pytest.raises(QueryError) as caught:
+        compile_query(
+            f"SELECT * FROM STREAM <{STREAM}> [RANGE 10m STEP 1m]\nFROM STREAM <{STREAM}> [RANGE 1h STEP 1m] "
+            "WHERE { ?s ?p ?o }"
+        )
+    message = caught.value.message
+    assert "[RANGE 10m STEP 1m]" in message and "[RANGE 1h STEP 1m]" in message
+    assert (caught.value.span.line, caught.value.span.column) == (2, 13)
+
+
+def test_tumbling_is_step_equal_to_range():
+    a = compile_query(f"SELECT * FROM STREAM <{STREAM}> [RANGE 5m TUMBLING] WHERE {{ ?s ?p ?o }}")
+    b = compile_query(f"SELECT * FROM STREAM <{STREAM}> [RANGE 5m STEP 5m] WHERE {{ ?s ?p ?o }}")
+    assert a.dataset == b.dataset
+
+
+def test_all_problems_of_a_query_are_reported_at_once():
+    with pytest.raises(QueryError) as caught:
+        compile_query(
+            "REGISTER STREAM s AS SELECT ?x FROM STREAM <http://s> [RANGE 1m STEP 5m] "
+            "WHERE { ?x <http://e/p> ?y } AGGREGATE { (?y, SUM, {?x}) }"
+        )
+    messages = [d.message for d in caught.value.diagnostics]
+    assert len(messages) == 4, messages  # REGISTER STREAM, STEP > RANGE, ?y reused, SUM without argument
+
+
+def test_vendored_specification_queries_match_the_specification_when_it_is_present():
+    shared = ROOT.parent / "shared" / "spec" / "queries"
+    vendored = sorted(p.relative_to(SPEC_QUERIES) for p in SPEC_QUERIES.rglob("*") if p.is_file())
+    assert len(vendored) >= 21
+    if shared.is_dir():  # on a developer machine the specification sits beside the repository
+        original = sorted(p.relative_to(shared) for p in shared.rglob("*") if p.is_file())
+        assert vendored == original
+        for relative in vendored:
+            assert (SPEC_QUERIES / relative).read_bytes() == (shared / relative).read_bytes(), relative
