@@ -1,0 +1,1 @@
+"""The engine: evaluating plans on Spark, reading and writing Delta tables, ingesting streams."""

@@ -1,0 +1,100 @@
+"""Evaluating one plan over one window: compile it for Spark, run it, and hand back its results.
+
+``evaluate_plan`` is the single place where a plan meets Spark; the ``csparql run`` command, replays, the
+Airflow task and the tests all come through it. It returns a ``QueryResult`` of rdflib terms for small
+results, and keeps the Spark DataFrame for writers that stream results into Delta tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from rdflib import Variable
+from rdflib.term import Identifier
+
+from csparql.algebra import operators as alg
+from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
+from csparql.spark.compiler import SparkCompiler, construct_triples, describe_triples
+from csparql.spark.sources import SourceReader
+from csparql.storage.terms import from_dict
+
+Triple = tuple[Identifier, Identifier, Identifier]
+
+
+@dataclass
+class QueryResult:
+    """The results of one evaluation: bindings for SELECT, a boolean for ASK, triples for CONSTRUCT/DESCRIBE."""
+
+    form: str  # "select", "ask", "construct" or "describe"
+    vars: tuple[Variable, ...] = ()
+    rows: list[tuple[Identifier | None, ...]] = field(default_factory=list)
+    boolean: bool | None = None
+    triples: list[Triple] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        if self.form == "select":
+            return len(self.rows)
+        if self.form == "ask":
+            return 1
+        return len(self.triples)
+
+
+@dataclass
+class CompiledEvaluation:
+    """A plan compiled over its sources: the DataFrame of its results, and how to read it."""
+
+    plan: alg.QueryPlan
+    form: str
+    df: DataFrame  # SELECT: one column per projected variable (term structs); graphs: s, p, o
+    columns: dict[Variable, str]
+
+    def result(self) -> QueryResult:
+        """Collect the results to the driver as rdflib terms."""
+        if self.form == "ask":
+            return QueryResult("ask", boolean=len(self.df.limit(1).collect()) > 0)
+        if self.form == "select":
+            vars_ = self.plan.form.vars
+            names = [self.columns[var] for var in vars_]
+            rows = [tuple(from_dict(row[name].asDict()) if row[name] is not None else None for name in names) for row in self.df.collect()]
+            return QueryResult("select", vars=vars_, rows=rows)
+        triples = [(from_dict(r["s"].asDict()), from_dict(r["p"].asDict()), from_dict(r["o"].asDict())) for r in self.df.collect()]
+        return QueryResult(self.form, triples=triples)
+
+
+def compile_plan(
+    spark: SparkSession,
+    plan: alg.QueryPlan,
+    reader: SourceReader,
+    at: int | None = None,
+    statistics: SourceStatistics = NO_STATISTICS,
+    optimized: bool = False,
+) -> CompiledEvaluation:
+    """The Spark plan of a query for one evaluation (``at`` is the window end t_f, which NOW() returns)."""
+    if not optimized:
+        plan = optimize(plan, statistics)
+    compiler = SparkCompiler(spark, reader, plan, now=at)
+    solutions = compiler.compile()
+    form = plan.form
+    if isinstance(form, alg.SelectResult):
+        df = compiler.ordered(solutions)
+        columns = {var: compiler.column(var) for var in form.vars}
+        df = df.select(*[F.col(columns[var]) for var in form.vars])
+        return CompiledEvaluation(plan, "select", df, columns)
+    if isinstance(form, alg.AskResult):
+        return CompiledEvaluation(plan, "ask", solutions.df, {})
+    if isinstance(form, alg.ConstructResult):
+        return CompiledEvaluation(plan, "construct", construct_triples(compiler, solutions, form.template), {})
+    return CompiledEvaluation(plan, "describe", describe_triples(compiler, solutions, form.terms), {})
+
+
+def evaluate_plan(
+    spark: SparkSession,
+    plan: alg.QueryPlan,
+    reader: SourceReader,
+    at: int | None = None,
+    statistics: SourceStatistics = NO_STATISTICS,
+) -> QueryResult:
+    """Evaluate a plan once and collect its results."""
+    return compile_plan(spark, plan, reader, at, statistics).result()

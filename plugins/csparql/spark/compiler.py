@@ -1,0 +1,740 @@
+"""Optimised algebra to Spark DataFrame plans: one method per operator (an unknown operator is an error that
+names it). Nothing here builds SQL text; every plan is made of DataFrame operations and Spark functions.
+
+Solutions are DataFrames with one column per variable, holding the term struct (null = unbound). Alongside
+travel provenance columns for ``timestamp()`` (only when the query uses it), the graph column inside
+``GRAPH ?g``, and sort-key columns below an ``ORDER BY`` that a DISTINCT or LIMIT must respect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from dataclasses import dataclass, field
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+from rdflib import Variable
+
+from csparql.algebra import operators as alg
+from csparql.algebra.variables import certain, in_scope
+from csparql.algebra.walk import walk
+from csparql.language import expressions as ex
+from csparql.spark import values as v
+from csparql.spark.expressions import ExpressionCompiler, Scope
+from csparql.spark.sources import SourceReader, empty_triples
+from csparql.spark.terms import TERM_STRUCT, XSD_INTEGER, XSD_STRING, constant, make_term, null_term
+from csparql.storage.terms import IRI, LITERAL
+
+GRAPH_COLUMN = "__graph"
+# Static parts up to this many triples are broadcast rather than shuffled against a window.
+BROADCAST_TRIPLES = 2_000_000
+
+
+class CompilationError(Exception):
+    """The plan holds something the Spark compiler does not know; the message names it."""
+
+
+@dataclass
+class Solutions:
+    """A compiled pattern: its DataFrame and what its columns mean."""
+
+    df: DataFrame
+    vars: tuple[Variable, ...]  # in-scope variables, in order
+    stamps: dict[Variable, list[tuple[str, str | None]]] = field(default_factory=dict)
+    graph: bool = False  # whether the graph column (inside GRAPH ?g) is present
+    ordering: list[tuple[str, bool]] = field(default_factory=list)  # sort-key columns (name, descending)
+
+
+class SparkCompiler:
+    """Compiles the pattern of an optimised ``QueryPlan`` over the sources a ``SourceReader`` provides."""
+
+    def __init__(self, spark: SparkSession, reader: SourceReader, plan: alg.QueryPlan, now: int | None = None):
+        self.spark = spark
+        self.reader = reader
+        self.plan = plan
+        self.now = now
+        self.names: dict[Variable, str] = {}
+        self.counter = itertools.count()
+        self.uses_timestamps = any(
+            isinstance(node, ex.Timestamp)
+            for op in walk(plan.pattern)
+            for expression in _expressions(op)
+            for node in ex.walk(expression)
+        )
+
+    # naming
+
+    def column(self, var: Variable) -> str:
+        """The DataFrame column of a variable (the same everywhere in the plan)."""
+        if var not in self.names:
+            safe = re.sub(r"[^A-Za-z0-9_]", "_", str(var))
+            self.names[var] = f"v_{safe}_{len(self.names)}"
+        return self.names[var]
+
+    def fresh(self, prefix: str = "t") -> str:
+        return f"__{prefix}{next(self.counter)}"
+
+    def scope(self, solutions: Solutions, extra: dict[int, str] | None = None) -> Scope:
+        return Scope(
+            columns={var: self.column(var) for var in solutions.vars},
+            stamps=dict(solutions.stamps),
+            precomputed=dict(extra or {}),
+            now=self.now,
+        )
+
+    # entry point
+
+    def compile(self, op: alg.Operator | None = None) -> Solutions:
+        """The solutions of an operator (the plan's whole pattern by default)."""
+        op = self.plan.pattern if op is None else op
+        method = getattr(self, "_" + type(op).__name__, None)
+        if method is None:
+            raise CompilationError(f"the Spark compiler has no rule for the operator {type(op).__name__}")
+        return method(op)
+
+    # basic graph patterns
+
+    def _source_frame(self, sources: tuple[alg.Source, ...], graph: bool) -> DataFrame:
+        frames = []
+        for source in self._expand(sources):
+            frame = self.reader.read(source)
+            label = str(source.iri) if source.iri is not None else None
+            frames.append(frame.withColumn("src", F.lit(label).cast(StringType())))
+        if not frames:
+            return empty_triples(self.spark).withColumn("src", F.lit(None).cast(StringType()))
+        return reduce(lambda a, b: a.unionByName(b), frames)
+
+    def _expand(self, sources: tuple[alg.Source, ...]) -> list[alg.Source]:
+        expanded: list[alg.Source] = []
+        for source in sources:
+            if source == alg.ALL_NAMED_GRAPHS:
+                expanded.extend(alg.StaticGraph(iri) for iri in self.reader.named_graphs())
+            else:
+                expanded.append(source)
+        return list(dict.fromkeys(expanded))
+
+    def _pattern(self, triple: alg.TriplePattern, sources: tuple[alg.Source, ...], graph: bool) -> Solutions:
+        """The distinct matches of one triple pattern (an RDF graph is a set), with provenance if needed."""
+        frame = self._source_frame(sources, graph)
+        positions = {"s": triple.subject, "p": triple.predicate, "o": triple.object}
+        bound: dict[Variable, str] = {}
+        condition = F.lit(True)
+        for position, term in positions.items():
+            if isinstance(term, Variable):
+                if term in bound:
+                    condition = condition & (F.col(position) == F.col(bound[term]))
+                else:
+                    bound[term] = position
+            else:
+                condition = condition & (F.col(position) == constant(term))
+        frame = frame.where(condition)
+        keys = [F.col(position).alias(self.column(var)) for var, position in bound.items()]
+        if graph:
+            keys.append(F.col("src").alias(GRAPH_COLUMN))
+        streams = [s for s in self._expand(sources) if isinstance(s, alg.StreamWindow)]
+        stamps: dict[Variable, list[tuple[str, str | None]]] = {}
+        single_static = len(self._expand(sources)) == 1 and not streams
+        if self.uses_timestamps and streams:
+            aggregates = []
+            stamp_columns = []
+            for stream in streams:
+                name = self.fresh("ts")
+                aggregates.append(F.max(F.when(F.col("src") == str(stream.iri), F.col("ts"))).alias(name))
+                stamp_columns.append((name, str(stream.iri)))
+            frame = frame.groupBy(*keys).agg(*aggregates)
+            for var in bound:
+                stamps[var] = list(stamp_columns)
+        else:
+            frame = frame.select(*keys)
+            if not single_static:
+                frame = frame.distinct()
+        return Solutions(frame, tuple(bound), stamps, graph)
+
+    def _BGP(self, op: alg.BGP) -> Solutions:
+        if op.sources is None:
+            raise CompilationError("the plan was not optimised: a BGP has no sources (run csparql.optimizer.optimize)")
+        graph = self._graph_mode
+        if not op.triples:
+            return self._unit(graph)
+        result: Solutions | None = None
+        small = self._small(op.sources)
+        for triple in op.triples:
+            part = self._pattern(triple, op.sources, graph)
+            if small:
+                part.df = F.broadcast(part.df)
+            result = part if result is None else self._inner_join(result, part)
+        return result
+
+    _graph_mode = False
+
+    def _small(self, sources: tuple[alg.Source, ...]) -> bool:
+        """Whether a part reads only static graphs small enough to broadcast to every executor."""
+        if not sources or not all(isinstance(s, alg.StaticGraph) for s in sources):
+            return False
+        estimate = getattr(self.reader, "estimated_triples", None)
+        if estimate is None:
+            return False
+        total = 0
+        for source in self._expand(sources):
+            count = estimate(source)
+            if count is None:
+                return False
+            total += count
+        return total <= BROADCAST_TRIPLES
+
+    def _unit(self, graph: bool) -> Solutions:
+        """One empty solution (or, inside GRAPH ?g, one per named graph)."""
+        if graph:
+            names = [str(s.iri) for s in self._expand(self.plan.dataset.named)]
+            frame = self.spark.createDataFrame([(n,) for n in names], f"{GRAPH_COLUMN} string")
+            return Solutions(frame, (), {}, True)
+        return Solutions(self.spark.range(1).select(), (), {}, False)
+
+    def _PathPattern(self, op: alg.PathPattern) -> Solutions:
+        from csparql.spark.paths import evaluate_path
+
+        return evaluate_path(self, op, self._graph_mode)
+
+    # joins
+
+    def _shared(self, left: Solutions, right: Solutions) -> list[Variable]:
+        return [var for var in left.vars if var in right.vars]
+
+    def _inner_join(self, left: Solutions, right: Solutions, left_op=None, right_op=None) -> Solutions:
+        shared = self._shared(left, right)
+        certain_left = certain(left_op) if left_op is not None else set(left.vars)
+        certain_right = certain(right_op) if right_op is not None else set(right.vars)
+        equi = [var for var in shared if var in certain_left and var in certain_right]
+        loose = [var for var in shared if var not in equi]
+        keys = [self.column(var) for var in equi] + ([GRAPH_COLUMN] if left.graph and right.graph else [])
+        if not loose:
+            df = left.df.join(right.df, on=keys, how="inner") if keys else left.df.crossJoin(right.df)
+        else:
+            df = self._compatible_join(left, right, keys, loose, "inner")
+        return self._merged(left, right, df)
+
+    def _compatible_join(self, left: Solutions, right: Solutions, keys: list[str], loose: list[Variable], how: str, extra=None) -> DataFrame:
+        """A join where some shared variables may be unbound: compatible when equal or either is unbound."""
+        renames = {self.column(var): self.fresh("r") for var in loose}
+        right_df = right.df
+        for old, new in renames.items():
+            right_df = right_df.withColumnRenamed(old, new)
+        condition = F.lit(True)
+        for var in loose:
+            a, b = F.col(self.column(var)), F.col(renames[self.column(var)])
+            condition = condition & ((a == b) | a.isNull() | b.isNull())
+        left_df = left.df
+        key_renames = {key: self.fresh("k") for key in keys}
+        for old, new in key_renames.items():
+            right_df = right_df.withColumnRenamed(old, new)
+        for key in keys:
+            condition = condition & (F.col(key) == F.col(key_renames[key]))
+        if extra is not None:
+            condition = condition & extra(renames)
+        df = left_df.join(right_df, condition, how)
+        for var in loose:
+            name = self.column(var)
+            df = df.withColumn(name, F.coalesce(F.col(name), F.col(renames[name]))).drop(renames[name])
+        for key in keys:
+            df = df.drop(key_renames[key])
+        return df
+
+    def _merged(self, left: Solutions, right: Solutions, df: DataFrame) -> Solutions:
+        stamps = {var: list(cols) for var, cols in left.stamps.items()}
+        for var, cols in right.stamps.items():
+            stamps.setdefault(var, []).extend(cols)
+        vars_ = tuple(dict.fromkeys(left.vars + right.vars))
+        return Solutions(df, vars_, stamps, left.graph or right.graph)
+
+    def _Join(self, op: alg.Join) -> Solutions:
+        left, right = self.compile(op.left), self.compile(op.right)
+        return self._inner_join(left, right, op.left, op.right)
+
+    def _LeftJoin(self, op: alg.LeftJoin) -> Solutions:
+        left, right = self.compile(op.left), self.compile(op.right)
+        shared = self._shared(left, right)
+        certain_left, certain_right = certain(op.left), certain(op.right)
+        equi = [var for var in shared if var in certain_left and var in certain_right]
+        loose = [var for var in shared if var not in equi]
+        keys = [self.column(var) for var in equi] + ([GRAPH_COLUMN] if left.graph and right.graph else [])
+        if op.expression is None and not loose:
+            df = left.df.join(right.df, on=keys, how="left") if keys else left.df.join(right.df, F.lit(True), "left")
+            return self._merged(left, right, df)
+        # The OPTIONAL's filter sees the merged solution: rename the right side, evaluate, then merge.
+        right_only = [var for var in right.vars if var not in shared]
+        renames = {self.column(var): self.fresh("o") for var in right.vars}
+        stamp_renames = {name: self.fresh("os") for cols in right.stamps.values() for name, _ in cols}
+        graph_key = keys[-1:] if keys and keys[-1] == GRAPH_COLUMN else []
+        key_renames = {**{key: renames[key] for key in keys if key != GRAPH_COLUMN}, **{key: self.fresh("k") for key in graph_key}}
+        right_df = right.df
+        for old, new in {**renames, **stamp_renames, **{k: key_renames[k] for k in graph_key}}.items():
+            right_df = right_df.withColumnRenamed(old, new)
+        condition = F.lit(True)
+        for key in keys:
+            condition = condition & (F.col(key) == F.col(key_renames[key]))
+        for var in loose:
+            a, b = F.col(self.column(var)), F.col(renames[self.column(var)])
+            condition = condition & ((a == b) | a.isNull() | b.isNull())
+        if op.expression is not None:
+            merged_columns = {}
+            for var in left.vars:
+                name = self.column(var)
+                merged_columns[var] = F.coalesce(F.col(name), F.col(renames[name])) if var in shared else F.col(name)
+            for var in right_only:
+                merged_columns[var] = F.col(renames[self.column(var)])
+            stamps = {var: list(cols) for var, cols in left.stamps.items()}
+            for var, cols in right.stamps.items():
+                stamps.setdefault(var, []).extend((stamp_renames[c], s) for c, s in cols)
+            condition = condition & self._condition_over(merged_columns, stamps, op.expression)
+        df = left.df.join(right_df, condition, "left")
+        for var in shared:
+            name = self.column(var)
+            df = df.withColumn(name, F.coalesce(F.col(name), F.col(renames[name]))).drop(renames[name])
+        for var in right_only:
+            df = df.withColumnRenamed(renames[self.column(var)], self.column(var))
+        for key in graph_key:
+            df = df.drop(key_renames[key])
+        for old, new in stamp_renames.items():
+            df = df.withColumnRenamed(new, old)
+        return self._merged(left, right, df)
+
+    def _condition_over(self, columns: dict[Variable, Column], stamps, expression: ex.Expr) -> Column:
+        """An expression's EBV over explicit columns (used inside join conditions)."""
+        aliases = {var: self.fresh("c") for var in columns}
+        compiler = _ColumnExpressionCompiler(Scope(columns=aliases, stamps=stamps, now=self.now), columns, aliases)
+        return F.coalesce(compiler.condition(expression), F.lit(False))
+
+    def _Union(self, op: alg.Union) -> Solutions:
+        left, right = self.compile(op.left), self.compile(op.right)
+        df = left.df.unionByName(right.df, allowMissingColumns=True)
+        stamps = {var: list(cols) for var, cols in left.stamps.items()}
+        for var, cols in right.stamps.items():
+            stamps.setdefault(var, []).extend(cols)
+        return Solutions(df, tuple(dict.fromkeys(left.vars + right.vars)), stamps, left.graph or right.graph)
+
+    def _Minus(self, op: alg.Minus) -> Solutions:
+        left, right = self.compile(op.left), self.compile(op.right)
+        shared = self._shared(left, right)
+        if not shared:
+            return left
+        certain_left, certain_right = certain(op.left), certain(op.right)
+        keys = [GRAPH_COLUMN] if left.graph and right.graph else []
+        if all(var in certain_left and var in certain_right for var in shared):
+            right_df = right.df.select(*[self.column(var) for var in shared], *keys).distinct()
+            df = left.df.join(right_df, on=[self.column(var) for var in shared] + keys, how="left_anti")
+            return dataclasses.replace(left, df=df)
+        renames = {self.column(var): self.fresh("m") for var in shared}
+        right_df = right.df.select(*[F.col(self.column(var)).alias(renames[self.column(var)]) for var in shared])
+        compatible = F.lit(True)
+        overlap = F.lit(False)
+        for var in shared:
+            a, b = F.col(self.column(var)), F.col(renames[self.column(var)])
+            compatible = compatible & ((a == b) | a.isNull() | b.isNull())
+            overlap = overlap | (a.isNotNull() & b.isNotNull())
+        df = left.df.join(right_df, compatible & overlap, "left_anti")
+        return dataclasses.replace(left, df=df)
+
+    # filters and expressions
+
+    def _prepare(self, solutions: Solutions, expressions: list[ex.Expr]) -> tuple[Solutions, dict[int, str]]:
+        """Compute EXISTS flags and f:timestamp lookups an expression needs, as columns."""
+        extra: dict[int, str] = {}
+        for expression in expressions:
+            for node in ex.walk(expression):
+                if isinstance(node, ex.Exists) and id(node) not in extra:
+                    solutions, extra[id(node)] = self._exists(solutions, node)
+                elif isinstance(node, ex.TripleTimestamp) and id(node) not in extra:
+                    solutions, extra[id(node)] = self._triple_timestamp(solutions, node)
+        return solutions, extra
+
+    def _Filter(self, op: alg.Filter) -> Solutions:
+        solutions = self.compile(op.input)
+        solutions, extra = self._prepare(solutions, [op.expression])
+        condition = ExpressionCompiler(self.scope(solutions, extra)).condition(op.expression)
+        df = solutions.df.where(condition)
+        for column in extra.values():
+            df = df.drop(column)
+        return dataclasses.replace(solutions, df=df)
+
+    def _Extend(self, op: alg.Extend) -> Solutions:
+        solutions = self.compile(op.input)
+        solutions, extra = self._prepare(solutions, [op.expression])
+        term = ExpressionCompiler(self.scope(solutions, extra)).term(op.expression)
+        df = solutions.df.withColumn(self.column(op.var), term)
+        for column in extra.values():
+            df = df.drop(column)
+        return dataclasses.replace(solutions, df=df, vars=tuple(dict.fromkeys(solutions.vars + (op.var,))))
+
+    def _exists(self, solutions: Solutions, node: ex.Exists) -> tuple[Solutions, str]:
+        """A boolean column: whether the EXISTS pattern has a solution compatible with each row."""
+        row_id = self.fresh("rid")
+        flag = self.fresh("ex")
+        base = dataclasses.replace(solutions, df=solutions.df.withColumn(row_id, F.monotonically_increasing_id()).cache())
+        pattern = node.pattern
+        conditions: list[ex.Expr] = []
+        while isinstance(pattern, alg.Filter):
+            conditions.append(pattern.expression)
+            pattern = pattern.input
+        inner = self.compile(pattern)
+        joined = self._inner_join(base, inner, None, pattern)
+        if conditions:
+            joined, extra = self._prepare(joined, conditions)
+            compiler = ExpressionCompiler(self.scope(joined, extra))
+            joined = dataclasses.replace(joined, df=joined.df.where(reduce(lambda a, b: a & b, (compiler.condition(c) for c in conditions))))
+        matches = joined.df.select(row_id).distinct().withColumn(flag, F.lit(True))
+        df = base.df.join(matches, row_id, "left").withColumn(flag, F.coalesce(F.col(flag), F.lit(False)))
+        if node.negated:
+            df = df.withColumn(flag, ~F.col(flag))
+        return dataclasses.replace(solutions, df=df.drop(row_id)), flag
+
+    def _triple_timestamp(self, solutions: Solutions, node: ex.TripleTimestamp) -> tuple[Solutions, str]:
+        """A timestamp column: the latest τ of the triple (s, p, o) in the query's stream windows."""
+        name = self.fresh("tts")
+        windows = self._source_frame(tuple(self.plan.streams), False)
+        lookup = windows.groupBy("s", "p", "o").agg(F.max("ts").alias(name))
+        scope = self.scope(solutions)
+        compiler = ExpressionCompiler(scope)
+        keys = {"s": compiler.term(node.subject), "p": compiler.term(node.predicate), "o": compiler.term(node.object)}
+        renamed = {position: self.fresh("tk") for position in keys}
+        df = solutions.df
+        for position, column in keys.items():
+            df = df.withColumn(renamed[position], column)
+        lookup = lookup.select(*[F.col(p).alias(renamed[p]) for p in keys], name)
+        df = df.join(lookup, list(renamed.values()), "left")
+        for column in renamed.values():
+            df = df.drop(column)
+        return dataclasses.replace(solutions, df=df), name
+
+    # VALUES
+
+    def _Table(self, op: alg.Table) -> Solutions:
+        from csparql.storage.terms import term_dict
+
+        columns = [self.column(var) for var in op.vars]
+        schema = ", ".join(f"`{c}` {TERM_STRUCT.simpleString()}" for c in columns) or None
+        if not op.vars:
+            df = self.spark.range(len(op.rows)).select()
+        else:
+            rows = [tuple(None if t is None else term_dict(t) for t in row) for row in op.rows]
+            df = self.spark.createDataFrame(rows, schema)
+        return Solutions(df, op.vars, {}, False)
+
+    # aggregation
+
+    def _Group(self, op: alg.Group) -> Solutions:
+        solutions = self.compile(op.input)
+        solutions, extra = self._prepare(solutions, [k.expression for k in op.keys])
+        compiler = ExpressionCompiler(self.scope(solutions, extra))
+        key_columns = []
+        key_vars = []
+        df = solutions.df
+        for key in op.keys:
+            name = self.column(key.var) if key.var is not None else self.fresh("g")
+            df = df.withColumn(name, compiler.term(key.expression))
+            key_columns.append(name)
+            if key.var is not None:
+                key_vars.append(key.var)
+        if solutions.graph:
+            key_columns.append(GRAPH_COLUMN)
+        grouped_input = dataclasses.replace(solutions, df=df)
+        scope = self.scope(grouped_input, extra)
+        partials, finals = [], []
+        for var, call in op.aggregates:
+            p, final = _aggregate(call, scope, self, solutions)
+            partials.extend(p)
+            finals.append(final.alias(self.column(var)))
+        grouped = df.groupBy(*key_columns).agg(*partials) if partials else df.groupBy(*key_columns).agg(F.count(F.lit(1)).alias(self.fresh("n")))
+        result = grouped.select(*[F.col(c) for c in key_columns], *finals)
+        vars_ = tuple(key_vars) + tuple(var for var, _ in op.aggregates)
+        return Solutions(result, vars_, {}, solutions.graph)
+
+    def _StreamAggregate(self, op: alg.StreamAggregate) -> Solutions:
+        solutions = self.compile(op.input)
+        df = solutions.df
+        scope = self.scope(solutions)
+        for clause in op.clauses:
+            partition = [F.col(self.column(g)) for g in clause.groups]
+            if solutions.graph:
+                partition.append(F.col(GRAPH_COLUMN))
+            window = Window.partitionBy(*partition)
+            df = df.withColumn(self.column(clause.var), _window_aggregate(clause, scope, window))
+        vars_ = tuple(dict.fromkeys(solutions.vars + tuple(c.var for c in op.clauses)))
+        result = dataclasses.replace(solutions, df=df, vars=vars_)
+        for clause in op.clauses:
+            if clause.filter is not None:
+                result, extra = self._prepare(result, [clause.filter])
+                condition = ExpressionCompiler(self.scope(result, extra)).condition(clause.filter)
+                result = dataclasses.replace(result, df=result.df.where(condition))
+        return result
+
+    # solution modifiers
+
+    def _OrderBy(self, op: alg.OrderBy) -> Solutions:
+        solutions = self.compile(op.input)
+        compiler = ExpressionCompiler(self.scope(solutions))
+        df = solutions.df
+        ordering = []
+        for expression, descending in op.conditions:
+            name = self.fresh("ord")
+            df = df.withColumn(name, v.order_key(compiler.value(expression)))
+            ordering.append((name, descending))
+        return dataclasses.replace(solutions, df=df, ordering=ordering + solutions.ordering)
+
+    def _Project(self, op: alg.Project) -> Solutions:
+        solutions = self.compile(op.input)
+        keep = [self.column(var) for var in op.vars if var in solutions.vars]
+        stamps = {var: cols for var, cols in solutions.stamps.items() if var in op.vars}
+        stamp_columns = [name for cols in stamps.values() for name, _ in cols]
+        extra = ([GRAPH_COLUMN] if solutions.graph else []) + [name for name, _ in solutions.ordering]
+        df = solutions.df
+        for var in op.vars:
+            if var not in solutions.vars:
+                df = df.withColumn(self.column(var), null_term())
+        columns = [self.column(var) for var in op.vars] + list(dict.fromkeys(stamp_columns)) + extra
+        return Solutions(df.select(*[F.col(f"`{c}`") for c in columns]), op.vars, stamps, solutions.graph, solutions.ordering)
+
+    def _Distinct(self, op: alg.Distinct | alg.Reduced) -> Solutions:
+        solutions = self.compile(op.input)
+        visible = [self.column(var) for var in solutions.vars] + ([GRAPH_COLUMN] if solutions.graph else [])
+        if not solutions.ordering:
+            df = solutions.df.select(*visible).distinct()
+            return Solutions(df, solutions.vars, {}, solutions.graph)
+        # Keep each distinct solution at the place of its first occurrence in the order.
+        order_names = [name for name, _ in solutions.ordering]
+        first = F.min(F.struct(*[F.col(n) for n in order_names])).alias("__first")
+        df = solutions.df.groupBy(*visible).agg(first)
+        df = df.select(*visible, *[F.col("__first").getField(n).alias(n) for n in order_names])
+        return Solutions(df, solutions.vars, {}, solutions.graph, solutions.ordering)
+
+    _Reduced = _Distinct
+
+    def _Slice(self, op: alg.Slice) -> Solutions:
+        solutions = self.compile(op.input)
+        df = self.ordered(solutions)
+        if op.start:
+            df = df.offset(op.start)
+        if op.length is not None:
+            df = df.limit(op.length)
+        return dataclasses.replace(solutions, df=df)
+
+    def ordered(self, solutions: Solutions) -> DataFrame:
+        """The DataFrame sorted by the solutions' ORDER BY, if any."""
+        if not solutions.ordering:
+            return solutions.df
+        return solutions.df.orderBy(*[F.col(n).desc() if d else F.col(n).asc() for n, d in solutions.ordering])
+
+    # GRAPH ?g
+
+    def _Graph(self, op: alg.Graph) -> Solutions:
+        if not isinstance(op.name, Variable):
+            raise CompilationError("GRAPH <iri> should have been resolved by the optimizer (assign_sources)")
+        previous = self._graph_mode
+        self._graph_mode = True
+        try:
+            inner = self.compile(op.input)
+        finally:
+            self._graph_mode = previous
+        if not inner.graph:
+            names = self._unit(True)
+            inner = Solutions(inner.df.crossJoin(names.df), inner.vars, inner.stamps, True, inner.ordering)
+        var_column = self.column(op.name)
+        graph_term = make_term(IRI, F.col(GRAPH_COLUMN))
+        df = inner.df
+        if op.name in inner.vars:
+            df = df.where(F.col(var_column) == graph_term)
+        else:
+            df = df.withColumn(var_column, graph_term)
+        if not previous:
+            df = df.drop(GRAPH_COLUMN)
+        return Solutions(df, tuple(dict.fromkeys((op.name,) + inner.vars)), inner.stamps, previous, inner.ordering)
+
+
+class _ColumnExpressionCompiler(ExpressionCompiler):
+    """An expression compiler whose variables are given as arbitrary columns (for join conditions)."""
+
+    def __init__(self, scope: Scope, columns: dict[Variable, Column], aliases: dict[Variable, str]):
+        super().__init__(scope)
+        self._columns = columns
+
+    def value(self, expression):
+        if isinstance(expression, Variable):
+            column = self._columns.get(expression)
+            return v.TermValue(column if column is not None else null_term())
+        return super().value(expression)
+
+    def _fn_bound(self, args):
+        column = self._columns.get(args[0])
+        return v.BooleanValue(column.isNotNull() if column is not None else F.lit(False))
+
+
+def _expressions(op: alg.Operator):
+    from csparql.algebra.walk import expressions_of
+
+    return expressions_of(op)
+
+
+# --- aggregates -----------------------------------------------------------------------------------------------
+
+
+def _numeric_parts(value: v.Value) -> tuple[Column, Column, Column, Column]:
+    """(rank, dec, dbl, is-bound-but-not-a-number) of a value, for SUM and AVG."""
+    term = value.term()
+    number = value.numeric()
+    return number.rank, number.dec, number.dbl, term.isNotNull() & number.rank.isNull()
+
+
+def _aggregate(call: ex.AggregateCall, scope: Scope, compiler: SparkCompiler, solutions: Solutions) -> tuple[list[Column], Column]:
+    """The partial aggregates of a SPARQL 1.1 set function (§18.5.1) and the column giving its term."""
+    name = call.name
+    expressions = ExpressionCompiler(scope)
+    if name == "COUNT":
+        if call.argument is None:
+            if call.distinct:
+                row = F.struct(*[F.col(compiler.column(var)) for var in solutions.vars]) if solutions.vars else F.lit(1)
+                partial = F.count_distinct(row)
+            else:
+                partial = F.count(F.lit(1))
+        else:
+            term = expressions.term(call.argument)
+            partial = F.count_distinct(term) if call.distinct else F.count(term)
+        alias = compiler.fresh("a")
+        return [partial.alias(alias)], make_term(LITERAL, F.col(alias).cast(StringType()), XSD_INTEGER)
+    value = expressions.value(call.argument)
+    term = value.term()
+    if name in ("SUM", "AVG"):
+        rank, dec, dbl, bad = _numeric_parts(value)
+        names = [compiler.fresh("a") for _ in range(5)]
+        if call.distinct:
+            partials = [F.max(rank), F.sum_distinct(dec), F.sum_distinct(dbl), F.max(bad.cast("int")), F.count_distinct(term)]
+        else:
+            partials = [F.max(rank), F.sum(dec), F.sum(dbl), F.max(bad.cast("int")), F.count(term)]
+        partials = [p.alias(n) for p, n in zip(partials, names)]
+        r, sdec, sdbl, anybad, count = (F.col(n) for n in names)
+        if name == "SUM":
+            number = v.Numeric(F.coalesce(r, F.lit(1)), F.coalesce(sdec, F.lit(0).cast(v.DECIMAL)), F.coalesce(sdbl, F.lit(0.0)))
+        else:
+            avg_rank = F.when(count == 0, F.lit(1)).otherwise(F.greatest(r, F.lit(2)))
+            number = v.Numeric(
+                avg_rank,
+                F.when(count == 0, F.lit(0).cast(v.DECIMAL)).otherwise((sdec / count).cast(v.DECIMAL)),
+                F.when(count == 0, F.lit(0.0)).otherwise(sdbl / count),
+            )
+        result = v.NumericValue(number).term()
+        return partials, F.when(F.coalesce(anybad, F.lit(0)) == 0, result)
+    if name in ("MIN", "MAX"):
+        alias = compiler.fresh("a")
+        key = v.order_key(v.TermValue(term))
+        picked = F.min_by(term, key) if name == "MIN" else F.max_by(term, key)
+        return [picked.alias(alias)], F.col(alias)
+    if name == "SAMPLE":
+        alias = compiler.fresh("a")
+        return [F.first(term, ignorenulls=True).alias(alias)], F.col(alias)
+    if name == "GROUP_CONCAT":
+        alias = compiler.fresh("a")
+        lexical = F.when(term.getField("kind") == LITERAL, term.getField("value"))
+        collected = F.collect_set(lexical) if call.distinct else F.collect_list(lexical)
+        separator = call.separator if call.separator is not None else " "
+        return [collected.alias(alias)], make_term(LITERAL, F.array_join(F.col(alias), separator), XSD_STRING)
+    raise CompilationError(f"unknown aggregate {name}")
+
+
+def _window_aggregate(clause: alg.AggregateSpec, scope: Scope, window) -> Column:
+    """One C-SPARQL AGGREGATE clause over its group, without reducing (000 §4.1)."""
+    expressions = ExpressionCompiler(scope)
+    if clause.function == "COUNT":
+        if clause.argument is None:
+            count = F.count(F.lit(1)).over(window)
+        else:
+            column = F.col(scope.columns[clause.argument]) if clause.argument in scope.columns else null_term()
+            count = F.size(F.collect_set(column).over(window)) if clause.distinct else F.count(column).over(window)
+        return make_term(LITERAL, count.cast(StringType()), XSD_INTEGER)
+    value = expressions.value(clause.argument)
+    term = value.term()
+    if clause.function in ("SUM", "AVG"):
+        rank, dec, dbl, bad = _numeric_parts(value)
+        r = F.max(rank).over(window)
+        sdec = F.sum(dec).over(window)
+        sdbl = F.sum(dbl).over(window)
+        anybad = F.max(bad.cast("int")).over(window)
+        count = F.count(term).over(window)
+        if clause.function == "SUM":
+            number = v.Numeric(F.coalesce(r, F.lit(1)), F.coalesce(sdec, F.lit(0).cast(v.DECIMAL)), F.coalesce(sdbl, F.lit(0.0)))
+        else:
+            number = v.Numeric(
+                F.when(count == 0, F.lit(1)).otherwise(F.greatest(r, F.lit(2))),
+                F.when(count == 0, F.lit(0).cast(v.DECIMAL)).otherwise((sdec / count).cast(v.DECIMAL)),
+                F.when(count == 0, F.lit(0.0)).otherwise(sdbl / count),
+            )
+        return F.when(F.coalesce(anybad, F.lit(0)) == 0, v.NumericValue(number).term())
+    key = v.order_key(v.TermValue(term))
+    picked = F.min_by(term, key) if clause.function == "MIN" else F.max_by(term, key)
+    return picked.over(window)
+
+
+
+# --- result forms -----------------------------------------------------------------------------------------------
+
+
+def construct_triples(compiler: SparkCompiler, solutions: Solutions, template: tuple[alg.TriplePattern, ...]) -> DataFrame:
+    """The graph a CONSTRUCT template builds from the solutions (§16.2): one instance of the template per
+    solution, blank nodes fresh per solution, triples with an unbound or ill-placed term left out."""
+    from rdflib import BNode
+
+    if not template:
+        return empty_triples(compiler.spark).select("s", "p", "o")
+    row_id = compiler.fresh("row")
+    df = solutions.df.withColumn(row_id, F.monotonically_increasing_id())
+
+    def position(term) -> Column:
+        if isinstance(term, Variable):
+            return F.col(compiler.column(term)) if term in solutions.vars else null_term()
+        if isinstance(term, BNode):
+            return make_term(BLANK_KIND, F.concat(F.lit(f"{term}_"), F.col(row_id).cast(StringType())))
+        return constant(term)
+
+    instances = F.array(
+        *[F.struct(position(t.subject).alias("s"), position(t.predicate).alias("p"), position(t.object).alias("o")) for t in template]
+    )
+    triples = df.select(F.explode(instances).alias("t")).select("t.s", "t.p", "t.o")
+    valid = (
+        F.col("s").isNotNull()
+        & F.col("p").isNotNull()
+        & F.col("o").isNotNull()
+        & (F.col("s").getField("kind") != LITERAL)
+        & (F.col("p").getField("kind") == IRI)
+    )
+    return triples.where(valid).distinct()
+
+
+def describe_triples(compiler: SparkCompiler, solutions: Solutions, terms: tuple) -> DataFrame:
+    """The concise bounded descriptions of the resources (IRIs given, and the values of the variables given):
+    every triple whose subject is one of them, followed through blank-node objects."""
+    frames = []
+    for term in terms:
+        if isinstance(term, Variable):
+            if term in solutions.vars:
+                frames.append(solutions.df.select(F.col(compiler.column(term)).alias("r")))
+        else:
+            frames.append(compiler.spark.range(1).select(constant(term).alias("r")))
+    if not frames:
+        return empty_triples(compiler.spark).select("s", "p", "o")
+    resources = reduce(lambda a, b: a.unionByName(b), frames).where(F.col("r").isNotNull()).distinct()
+    graph = compiler._source_frame(compiler.plan.dataset.default, False).select("s", "p", "o").distinct().cache()
+    found = graph.join(resources, graph["s"] == resources["r"], "left_semi").cache()
+    seen = resources.cache()
+    frontier = found.where(F.col("o").getField("kind") == BLANK_KIND).select(F.col("o").alias("r")).distinct()
+    frontier = frontier.join(seen, "r", "left_anti").cache()
+    while frontier.count() > 0:
+        seen = seen.unionByName(frontier).distinct().cache()
+        more = graph.join(frontier, graph["s"] == frontier["r"], "left_semi").cache()
+        found = found.unionByName(more).distinct().cache()
+        frontier = more.where(F.col("o").getField("kind") == BLANK_KIND).select(F.col("o").alias("r")).distinct()
+        frontier = frontier.join(seen, "r", "left_anti").cache()
+    return found
+
+
+BLANK_KIND = 2

@@ -1,0 +1,67 @@
+"""RDF terms as Spark columns: the stored struct (``csparql.storage.terms``), constants and constructors."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import ByteType, StringType, StructField, StructType
+from rdflib.term import Identifier
+
+from csparql.storage.terms import BLANK, IRI, LITERAL, term_row
+
+TERM_STRUCT = StructType(
+    [
+        StructField("kind", ByteType(), False),
+        StructField("value", StringType(), False),
+        StructField("datatype", StringType(), True),
+        StructField("language", StringType(), True),
+    ]
+)
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+XSD_STRING = XSD + "string"
+XSD_BOOLEAN = XSD + "boolean"
+XSD_INTEGER = XSD + "integer"
+XSD_DECIMAL = XSD + "decimal"
+XSD_FLOAT = XSD + "float"
+XSD_DOUBLE = XSD + "double"
+XSD_DATETIME = XSD + "dateTime"
+RDF_LANGSTRING = RDF + "langString"
+
+__all__ = ["TERM_STRUCT", "IRI", "BLANK", "LITERAL", "make_term", "constant", "null_term"]
+
+
+def make_term(kind, value: Column, datatype: Column | str | None = None, language: Column | str | None = None) -> Column:
+    """A term struct from its parts; null when ``value`` is null (an error or unbound)."""
+    kind_col = kind if isinstance(kind, Column) else F.lit(kind)
+    datatype_col = datatype if isinstance(datatype, Column) else F.lit(datatype)
+    language_col = language if isinstance(language, Column) else F.lit(language)
+    struct = F.struct(
+        kind_col.cast(ByteType()).alias("kind"),
+        value.alias("value"),
+        datatype_col.cast(StringType()).alias("datatype"),
+        language_col.cast(StringType()).alias("language"),
+    )
+    return F.when(value.isNotNull(), struct)
+
+
+def constant(term: Identifier) -> Column:
+    """A column holding the given ground term."""
+    kind, value, datatype, language = term_row(term)
+    return F.struct(
+        F.lit(kind).cast(ByteType()).alias("kind"),
+        F.lit(value).alias("value"),
+        F.lit(datatype).cast(StringType()).alias("datatype"),
+        F.lit(language).cast(StringType()).alias("language"),
+    )
+
+
+def null_term() -> Column:
+    """An unbound term (a typed null)."""
+    return F.lit(None).cast(TERM_STRUCT)
+
+
+def literal_term(value: Column, datatype: str | Column) -> Column:
+    """A literal of the given datatype; null when ``value`` is null."""
+    return make_term(LITERAL, value, datatype, None)

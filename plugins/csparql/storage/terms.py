@@ -1,0 +1,83 @@
+"""RDF terms as stored: a struct of four fields, lossless, one per position of a triple.
+
+``kind`` is 1 for an IRI, 2 for a blank node, 3 for a literal; ``value`` is the IRI, the blank node label or
+the literal's lexical form; ``datatype`` is the literal's datatype IRI (``xsd:string`` for a plain literal,
+``rdf:langString`` for a language-tagged one) and ``language`` its tag in lower case. Two terms are the same
+RDF term exactly when their structs are equal, so joins compare structs.
+
+Result tables show terms to analysts in N-Triples syntax (``ntriples``).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from rdflib import BNode, Literal, URIRef
+from rdflib.term import Identifier
+
+from csparql.terms import RDF_LANGSTRING, XSD_STRING, format_ntriples_term
+
+IRI, BLANK, LITERAL = 1, 2, 3
+
+TERM_TYPE = pa.struct(
+    [
+        pa.field("kind", pa.int8(), nullable=False),
+        pa.field("value", pa.string(), nullable=False),
+        pa.field("datatype", pa.string()),
+        pa.field("language", pa.string()),
+    ]
+)
+
+TermRow = tuple[int, str, str | None, str | None]
+
+
+def term_row(term: Identifier) -> TermRow:
+    """The stored form of an rdflib term: (kind, value, datatype, language)."""
+    if isinstance(term, URIRef):
+        return (IRI, str(term), None, None)
+    if isinstance(term, BNode):
+        return (BLANK, str(term), None, None)
+    if isinstance(term, Literal):
+        if term.language:
+            return (LITERAL, str(term), str(RDF_LANGSTRING), term.language.lower())
+        return (LITERAL, str(term), str(term.datatype or XSD_STRING), None)
+    raise TypeError(f"not a ground RDF term: {term!r}")
+
+
+def term_dict(term: Identifier) -> dict:
+    """The stored form of a term as a dict (the shape pyarrow builds structs from)."""
+    kind, value, datatype, language = term_row(term)
+    return {"kind": kind, "value": value, "datatype": datatype, "language": language}
+
+
+def from_row(kind: int, value: str, datatype: str | None = None, language: str | None = None) -> Identifier:
+    """The rdflib term of a stored struct."""
+    if kind == IRI:
+        return URIRef(value)
+    if kind == BLANK:
+        return BNode(value)
+    if kind == LITERAL:
+        if language:
+            return Literal(value, lang=language, normalize=False)
+        if datatype is None or datatype == str(XSD_STRING):
+            return Literal(value, normalize=False)
+        return Literal(value, datatype=URIRef(datatype), normalize=False)
+    raise ValueError(f"unknown term kind {kind}")
+
+
+def from_dict(struct: dict | None) -> Identifier | None:
+    """The rdflib term of a stored struct given as a dict (None stays None: unbound)."""
+    if struct is None:
+        return None
+    return from_row(struct["kind"], struct["value"], struct.get("datatype"), struct.get("language"))
+
+
+def ntriples(term: Identifier | None) -> str | None:
+    """A term in N-Triples syntax, as result tables show it (None for unbound)."""
+    if term is None:
+        return None
+    return format_ntriples_term(term)
+
+
+def term_array(terms: list[Identifier | None]) -> pa.Array:
+    """An Arrow array of stored terms (None entries are null)."""
+    return pa.array([None if t is None else term_dict(t) for t in terms], type=TERM_TYPE)
