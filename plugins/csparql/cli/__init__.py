@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from csparql.cli import language
+import importlib
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-COMMAND_MODULES = (language,)
+# Each module registers its subcommands; heavy imports (Spark, Delta) stay inside the commands' functions.
+COMMAND_MODULES = ("language", "ingest", "engine")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show a traceback for internal errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMAND_MODULES:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"csparql.cli.{name}")
+        except ModuleNotFoundError as error:
+            if error.name == f"csparql.cli.{name}":
+                continue
+            raise
         module.register(commands)
     return parser
 

@@ -1,0 +1,306 @@
+"""``csparql run``, ``replay``, ``results`` and ``sql``: evaluating windows and reading what they wrote.
+
+Spark and Delta are imported inside the commands, so ``csparql check`` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from csparql.cli.language import _read_or_report
+from csparql.compiler import compile_query
+from csparql.language.errors import QueryError
+
+FORMATS = ("json", "tsv", "csv")
+
+
+def _common(parser: argparse.ArgumentParser, spark: bool = True) -> None:
+    parser.add_argument("--warehouse", metavar="DIR", help="warehouse folder (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
+    if spark:
+        parser.add_argument("--master", metavar="URL", help="Spark master: local[*] (default), spark://host:7077 or sc://host:15002")
+
+
+def register(commands) -> None:
+    run = commands.add_parser(
+        "run",
+        help="evaluate one window of a query, write and print its results",
+        description="Evaluate the window of QUERY that closes at or before --at (decision 4), replace that "
+        "window's results in the query's result table, record the run, and print the results.",
+    )
+    run.add_argument("query", metavar="QUERY", help="query file ('-' for standard input)")
+    run.add_argument("--at", required=True, metavar="T", help="evaluation instant: ISO 8601 with a zone (2010-03-22T10:10:00Z) or epoch milliseconds")
+    run.add_argument("--format", choices=FORMATS, default="tsv", help="output format (default tsv; graphs print as N-Triples)")
+    run.add_argument("--name", help="result table name for a query without REGISTER (default: the file name)")
+    run.add_argument("--no-write", action="store_true", help="print the results without writing them")
+    _common(run)
+    run.set_defaults(run=run_run)
+
+    replay = commands.add_parser(
+        "replay",
+        help="evaluate every scheduled window in a range",
+        description="Evaluate every scheduled evaluation of QUERY with its instant in [--from, --to] (the "
+        "windows a backfill over that range would evaluate), writing each window's results.",
+    )
+    replay.add_argument("query", metavar="QUERY", help="query file ('-' for standard input)")
+    replay.add_argument("--from", dest="start", required=True, metavar="T1", help="first evaluation instant")
+    replay.add_argument("--to", dest="end", required=True, metavar="T2", help="last evaluation instant")
+    replay.add_argument("--format", choices=FORMATS, default=None, help="json: one JSON object per line per window")
+    replay.add_argument("--name", help="result table name for a query without REGISTER (default: the file name)")
+    _common(replay)
+    replay.set_defaults(run=run_replay)
+
+    results = commands.add_parser(
+        "results",
+        help="print the stored results of a query",
+        description="Read the results a query's evaluations stored, window by window.",
+    )
+    results.add_argument("name", metavar="NAME", help="the query's name")
+    results.add_argument("--format", choices=FORMATS, default=None, help="json: one JSON object per line per window")
+    results.add_argument("--from", dest="start", metavar="T1", help="only windows ending at or after T1")
+    results.add_argument("--to", dest="end", metavar="T2", help="only windows ending at or before T2")
+    _common(results, spark=False)
+    results.set_defaults(run=run_results)
+
+    sql = commands.add_parser(
+        "sql",
+        help="run SQL over the result, stream and run tables (no Spark)",
+        description="Run a SQL query with delta-rs's query engine over the warehouse's tables. Table names "
+        "are in lower case: each query's results by its name (name, name_answers, name_triples), runs, "
+        "statistics, each stream as stream_<name> and each static graph as static_<name> (see --tables).",
+    )
+    sql.add_argument("statement", nargs="?", metavar="SQL", help="the SQL statement")
+    sql.add_argument("--tables", action="store_true", help="list the table names available to SQL")
+    sql.add_argument("--format", choices=("table", "csv", "tsv", "json"), default="table", help="output format")
+    _common(sql, spark=False)
+    sql.set_defaults(run=run_sql)
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _instant(text: str, option: str) -> int | None:
+    from csparql.windows import parse_instant
+
+    try:
+        return parse_instant(text)
+    except ValueError as error:
+        print(f"csparql: {option}: {error}", file=sys.stderr)
+        return None
+
+
+def _load(query: str):
+    """(plan, source text, name) or None after reporting the problem."""
+    source = _read_or_report(query)
+    if source is None:
+        return None
+    text, source_name = source
+    try:
+        plan = compile_query(text, source_name)
+    except QueryError as error:
+        print(error.render(), file=sys.stderr)
+        return None
+    return plan, source_name
+
+
+def _name(plan, source_name: str, given: str | None) -> str | None:
+    from csparql.storage.warehouse import InvalidName, check_query_name
+
+    name = given or (plan.registration.name if plan.registration else re.sub(r"[^A-Za-z0-9_\-]", "_", Path(source_name).stem))
+    try:
+        return check_query_name(name)
+    except InvalidName as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return None
+
+
+def _engine(args):
+    from csparql.engine.runner import Engine
+    from csparql.storage.warehouse import Warehouse
+
+    return Engine(Warehouse.locate(args.warehouse), master=getattr(args, "master", None))
+
+
+def _window_json(evaluation) -> str:
+    from csparql.engine.formats import to_json_object, to_ntriples
+    from csparql.windows import format_instant
+
+    window = evaluation.window
+    if evaluation.result.form in ("select", "ask"):
+        results = to_json_object(evaluation.result)
+    else:
+        results = {"graph": to_ntriples(evaluation.result)}
+    return json.dumps(
+        {
+            "window_start": format_instant(window.start) if window.start is not None else None,
+            "window_end": format_instant(window.end),
+            "results": results,
+        },
+        ensure_ascii=False,
+    )
+
+
+def _engine_errors():
+    from csparql.engine.runner import EvaluationFailed
+    from csparql.storage.delta import StorageError, TableFeatureError
+
+    return (EvaluationFailed, StorageError, TableFeatureError)
+
+
+# --- commands --------------------------------------------------------------------------------------------
+
+
+def run_run(args: argparse.Namespace) -> int:
+    loaded = _load(args.query)
+    at = _instant(args.at, "--at")
+    if loaded is None or at is None:
+        return 1
+    plan, source_name = loaded
+    name = _name(plan, source_name, args.name)
+    if name is None:
+        return 1
+    from csparql.engine.formats import render
+
+    try:
+        evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write)
+    except _engine_errors() as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return 1
+    sys.stdout.write(render(evaluation.result, args.format))
+    from csparql.windows import format_instant
+
+    window = evaluation.window
+    span = f"({format_instant(window.start)}, {format_instant(window.end)}]" if window.start is not None else f"ending {format_instant(window.end)}"
+    where = "" if args.no_write else f", written to the results of {name}"
+    print(f"{name}: window {span}: {len(evaluation.result)} result(s){where} in {evaluation.duration_ms} ms", file=sys.stderr)
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    loaded = _load(args.query)
+    start, end = _instant(args.start, "--from"), _instant(args.end, "--to")
+    if loaded is None or start is None or end is None:
+        return 1
+    if start > end:
+        print("csparql: --from must not be after --to", file=sys.stderr)
+        return 1
+    plan, source_name = loaded
+    name = _name(plan, source_name, args.name)
+    if name is None:
+        return 1
+    from tqdm import tqdm
+
+    from csparql.engine.formats import render
+    from csparql.schedule import scheduled_evaluations
+    from csparql.windows import format_instant
+
+    try:
+        windows = scheduled_evaluations(plan, start, end)
+    except ValueError as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return 1
+    engine = _engine(args)
+    progress = tqdm(windows, desc=name, unit="window", file=sys.stderr, disable=not sys.stderr.isatty())
+    try:
+        for window in progress:
+            evaluation = engine.evaluate(plan, window.at, name)
+            if args.format == "json":
+                print(_window_json(evaluation), flush=True)
+            elif args.format:
+                print(f"# window ending {format_instant(window.end)}")
+                sys.stdout.write(render(evaluation.result, args.format))
+            else:
+                print(f"{format_instant(window.end)}\t{len(evaluation.result)} result(s)\t{evaluation.duration_ms} ms", flush=True)
+    except _engine_errors() as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return 1
+    print(f"{name}: {len(windows)} window(s) evaluated", file=sys.stderr)
+    return 0
+
+
+def run_results(args: argparse.Namespace) -> int:
+    from csparql.engine.formats import render
+    from csparql.engine.stored import StoredResults
+    from csparql.storage.warehouse import InvalidName, Warehouse
+    from csparql.windows import format_instant
+
+    start = _instant(args.start, "--from") if args.start else None
+    end = _instant(args.end, "--to") if args.end else None
+    if (args.start and start is None) or (args.end and end is None):
+        return 1
+    try:
+        stored = StoredResults(Warehouse.locate(args.warehouse), args.name)
+    except (InvalidName, LookupError) as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return 1
+    count = 0
+    for window_start, window_end, result in stored.windows(start, end):
+        count += 1
+        if args.format == "json":
+            from csparql.engine.formats import to_json_object, to_ntriples
+
+            body = to_json_object(result) if result.form in ("select", "ask") else {"graph": to_ntriples(result)}
+            print(json.dumps({"window_start": format_instant(window_start) if window_start is not None else None,
+                              "window_end": format_instant(window_end), "results": body}, ensure_ascii=False))
+        else:
+            print(f"# window ending {format_instant(window_end)}")
+            sys.stdout.write(render(result, args.format or "tsv"))
+    if count == 0:
+        print(f"{args.name}: no stored windows in that range", file=sys.stderr)
+    return 0
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    from csparql.engine.stored import sql_tables
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse.locate(args.warehouse)
+    tables = sql_tables(warehouse)
+    if args.tables or not args.statement:
+        if not tables:
+            print(f"no tables in {warehouse.root}", file=sys.stderr)
+        for name, path in sorted(tables.items()):
+            print(f"{name}\t{path}")
+        return 0 if args.tables else 2
+    from deltalake import DeltaTable, QueryBuilder
+
+    builder = QueryBuilder()
+    for name, path in tables.items():
+        builder = builder.register(name, DeltaTable(str(path)))
+    try:
+        import pyarrow as pa
+
+        table = pa.table(builder.execute(args.statement).read_all())
+    except Exception as error:  # delta-rs reports SQL errors as exceptions of several types
+        message = str(error).strip().split("\n")[0]
+        print(f"csparql sql: {message}", file=sys.stderr)
+        return 1
+    _print_table(table, args.format)
+    return 0
+
+
+def _print_table(table, fmt: str) -> None:
+    import csv
+
+    rows = table.to_pylist()
+    names = table.column_names
+    if fmt == "json":
+        for row in rows:
+            print(json.dumps(row, default=str, ensure_ascii=False))
+        return
+    if fmt in ("csv", "tsv"):
+        writer = csv.writer(sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        writer.writerow(names)
+        for row in rows:
+            writer.writerow(["" if row[n] is None else row[n] for n in names])
+        return
+    cells = [[("" if row[n] is None else str(row[n])) for n in names] for row in rows]
+    widths = [max([len(n)] + [len(c[i]) for c in cells]) for i, n in enumerate(names)]
+    print("  ".join(n.ljust(w) for n, w in zip(names, widths)))
+    print("  ".join("-" * w for w in widths))
+    for c in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(c, widths)))
+    print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})", file=sys.stderr)

@@ -1,0 +1,248 @@
+"""The catalog of a warehouse: which streams and static graphs exist, what they hold, and how to read them.
+
+``DeltaSourceReader`` is the ``SourceReader`` the compiler uses in production. It reads a table through the
+live files of its current Delta version, never by listing folders, and prunes them before Spark sees them:
+
+- a logical window reads only the hour buckets it overlaps and, within them, only the files whose timestamp
+  statistics can hold a triple of the window (the recorded maximum is truncated to the millisecond, so a file
+  is kept while ``max + 1 ms > start``);
+- a physical window ``[TRIPLES n]`` takes files from the newest down until they surely hold the n latest
+  triples at or before the window end, so a long stream's old files are never opened.
+
+What each evaluation read is kept in ``scans`` (files and rows per stream) for the runs table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+from rdflib import URIRef
+
+from csparql.algebra import operators as alg
+from csparql.optimizer import SourceStatistics
+from csparql.spark.sources import empty_triples
+from csparql.spark.terms import TERM_STRUCT
+from csparql.storage import delta, schema
+from csparql.storage.delta import STATISTICS_TRUNCATION_MICROS, FileInfo
+from csparql.storage.warehouse import Warehouse
+from csparql.windows import LogicalWindow, WindowBounds, from_micros
+
+IRI_PROPERTY = "csparql.iri"
+KIND_PROPERTY = "csparql.kind"
+
+STREAM_FILE_SCHEMA = StructType(
+    [
+        StructField("s", TERM_STRUCT, False),
+        StructField("p", TERM_STRUCT, False),
+        StructField("o", TERM_STRUCT, False),
+        StructField("ts", TimestampType(), False),
+        StructField("arrival", LongType(), False),
+    ]
+)
+STATIC_FILE_SCHEMA = StructType(
+    [StructField("s", TERM_STRUCT, False), StructField("p", TERM_STRUCT, False), StructField("o", TERM_STRUCT, False)]
+)
+
+
+def bucket_of(micros: int) -> str:
+    """The hour bucket (``yyyyMMddTHH``, UTC) a timestamp falls in; streams are partitioned by it."""
+    return from_micros(micros).strftime("%Y%m%dT%H")
+
+
+@dataclass
+class Scan:
+    """What one evaluation read from one stream."""
+
+    files: int = 0
+    rows: int = 0
+    file_uris: list[str] = field(default_factory=list)
+
+
+class Catalog:
+    """Streams, static graphs and their statistics in one warehouse."""
+
+    def __init__(self, warehouse: Warehouse):
+        self.warehouse = warehouse
+
+    def stream_exists(self, iri) -> bool:
+        return delta.exists(self.warehouse.stream(str(iri)))
+
+    def named_graphs(self) -> list[URIRef]:
+        """Every named static graph, by the IRI its table records."""
+        graphs = []
+        for folder in self.warehouse.static_folders():
+            if folder.name == "default":
+                continue
+            iri = delta.properties(folder).get(IRI_PROPERTY)
+            if iri:
+                graphs.append(URIRef(iri))
+        return sorted(graphs)
+
+    def streams(self) -> list[tuple[URIRef, str]]:
+        """Every stream table: (IRI, folder)."""
+        found = []
+        for folder in self.warehouse.stream_folders():
+            iri = delta.properties(folder).get(IRI_PROPERTY)
+            if iri:
+                found.append((URIRef(iri), str(folder)))
+        return sorted(found)
+
+    def statistics(self) -> SourceStatistics:
+        """Triples per predicate of every source, for the optimizer (empty when nothing was recorded)."""
+        path = self.warehouse.statistics
+        if not delta.exists(path):
+            return SourceStatistics({})
+        table = read_arrow(path, schema.STATISTICS)
+        if table.num_rows == 0:
+            return SourceStatistics({})
+        rows = table.to_pylist()
+        latest_replace: dict[str, int] = {}
+        for row in rows:
+            if row["replaces"]:
+                latest_replace[row["source"]] = max(latest_replace.get(row["source"], -1), row["generation"])
+        counts: dict = defaultdict(lambda: defaultdict(int))
+        for row in rows:
+            if row["generation"] >= latest_replace.get(row["source"], -1):
+                key = URIRef(row["source"]) if row["source"] else None
+                counts[key][URIRef(row["predicate"])] += row["triples"]
+        return SourceStatistics({k: dict(v) for k, v in counts.items()})
+
+    def record_statistics(self, source: str | None, kind: str, counts: dict[str, int], replaces: bool) -> None:
+        """Append the triples per predicate one load or ingest added (one commit)."""
+        generation = time.time_ns() // 1000
+        rows = [
+            {"source": source or "", "kind": kind, "generation": generation, "replaces": replaces, "predicate": p, "triples": n}
+            for p, n in counts.items()
+        ]
+        if not rows and not replaces:
+            return
+        if not rows:  # an emptied graph: record that it now holds nothing
+            rows = [{"source": source or "", "kind": kind, "generation": generation, "replaces": True, "predicate": "", "triples": 0}]
+        delta.append(self.warehouse.statistics, pa.Table.from_pylist(rows, schema=schema.STATISTICS), schema.STATISTICS)
+
+    def static_triples(self, iri) -> int | None:
+        """How many triples a static graph holds, from its Delta log (None when unknown)."""
+        path = self.warehouse.static(None if iri is None else str(iri))
+        if not delta.exists(path):
+            return 0
+        files = delta.live_files(delta.open_table(path), path)
+        if any(f.records is None for f in files):
+            return None
+        return sum(f.records for f in files)
+
+
+def read_arrow(path, arrow_schema: pa.Schema | None = None) -> pa.Table:
+    """A whole (small) Delta table as Arrow, read from the live files of its current version."""
+    table = delta.open_table(path)
+    uris = [f.uri for f in delta.live_files(table, path)]
+    if not uris:
+        return pa.Table.from_pylist([], schema=arrow_schema) if arrow_schema is not None else pa.table({})
+    return pa.concat_tables([pq.read_table(uri) for uri in uris], promote_options="default")
+
+
+class DeltaSourceReader:
+    """Reads the sources of one evaluation from Delta tables (see the module docstring)."""
+
+    def __init__(self, spark: SparkSession, catalog: Catalog, bounds: dict[URIRef, WindowBounds]):
+        self.spark = spark
+        self.catalog = catalog
+        self.bounds = bounds
+        self.scans: dict[URIRef, Scan] = {}
+        self._frames: dict = {}
+
+    def named_graphs(self) -> list[URIRef]:
+        return self.catalog.named_graphs()
+
+    def estimated_triples(self, source: alg.Source) -> int | None:
+        if isinstance(source, alg.StaticGraph):
+            return self.catalog.static_triples(source.iri)
+        return None
+
+    def read(self, source: alg.Source) -> DataFrame:
+        key = source
+        if key not in self._frames:
+            self._frames[key] = self._static(source) if isinstance(source, alg.StaticGraph) else self._stream(source)
+        return self._frames[key]
+
+    def _static(self, source: alg.StaticGraph) -> DataFrame:
+        path = self.catalog.warehouse.static(None if source.iri is None else str(source.iri))
+        if not delta.exists(path):
+            return empty_triples(self.spark)
+        uris = [f.uri for f in delta.live_files(delta.open_table(path), path)]
+        if not uris:
+            return empty_triples(self.spark)
+        frame = self.spark.read.schema(STATIC_FILE_SCHEMA).parquet(*uris)
+        return frame.select("s", "p", "o", F.lit(None).cast(TimestampType()).alias("ts"), F.lit(None).cast(LongType()).alias("arrival"))
+
+    def _stream(self, source: alg.StreamWindow) -> DataFrame:
+        path = self.catalog.warehouse.stream(str(source.iri))
+        bounds = self.bounds[source.iri]
+        scan = self.scans.setdefault(source.iri, Scan())
+        if not delta.exists(path):
+            return empty_triples(self.spark)
+        files = delta.live_files(delta.open_table(path), path)
+        if isinstance(source.window, LogicalWindow):
+            chosen = select_window_files(files, bounds)
+        else:
+            chosen = select_latest_files(files, bounds.end, source.window.count)
+        scan.files += len(chosen)
+        scan.rows += sum(f.records or 0 for f in chosen)
+        scan.file_uris.extend(f.uri for f in chosen)
+        if not chosen:
+            return empty_triples(self.spark)
+        frame = self.spark.read.schema(STREAM_FILE_SCHEMA).parquet(*[f.uri for f in chosen])
+        end = F.timestamp_micros(F.lit(bounds.end))
+        if isinstance(source.window, LogicalWindow):
+            start = F.timestamp_micros(F.lit(bounds.start))
+            return frame.where((F.col("ts") > start) & (F.col("ts") <= end))
+        return frame.where(F.col("ts") <= end).orderBy(F.col("ts").desc(), F.col("arrival").desc()).limit(source.window.count)
+
+
+def select_window_files(files: list[FileInfo], bounds: WindowBounds) -> list[FileInfo]:
+    """The files that can hold a triple with start < τ ≤ end: by hour bucket, then by timestamp statistics."""
+    first_bucket, last_bucket = bucket_of(bounds.start + 1), bucket_of(bounds.end)
+    chosen = []
+    for file in files:
+        bucket = file.partition.get("bucket")
+        if bucket is not None and not (first_bucket <= bucket <= last_bucket):
+            continue
+        if file.min_ts is not None and file.min_ts > bounds.end:
+            continue
+        if file.max_ts is not None and file.max_ts + STATISTICS_TRUNCATION_MICROS <= bounds.start:
+            continue
+        chosen.append(file)
+    return chosen
+
+
+def select_latest_files(files: list[FileInfo], end: int, count: int) -> list[FileInfo]:
+    """The files that surely hold the ``count`` latest triples with τ ≤ end (decision 3).
+
+    Files are taken newest first. Once the files lying wholly at or before ``end`` hold ``count`` records,
+    every triple of the answer is at least as late as the oldest of them (``floor``); any other file whose
+    maximum reaches ``floor`` may still hold one of the answer's triples and is kept too. Files without
+    statistics are always kept.
+    """
+    candidates = [f for f in files if f.min_ts is None or f.min_ts <= end]
+    unknown = [f for f in candidates if f.max_ts is None or f.records is None]
+    known = sorted((f for f in candidates if f not in unknown), key=lambda f: f.max_ts, reverse=True)
+    chosen: list[FileInfo] = []
+    held = 0
+    floor = None
+    for file in known:
+        within = file.max_ts + STATISTICS_TRUNCATION_MICROS <= end
+        if floor is not None and file.max_ts + STATISTICS_TRUNCATION_MICROS < floor:
+            break
+        chosen.append(file)
+        if within and floor is None:
+            held += file.records
+            if held >= count:
+                floor = min(f.min_ts for f in chosen if f.max_ts + STATISTICS_TRUNCATION_MICROS <= end and f.min_ts is not None)
+    return chosen + unknown
+

@@ -1,0 +1,86 @@
+"""Results in the W3C formats: SPARQL 1.1 Query Results JSON (for tools), TSV and CSV (for people), and
+N-Triples for graphs (CONSTRUCT and DESCRIBE)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rdflib import BNode, URIRef
+
+from csparql.engine.evaluate import QueryResult
+from csparql.terms import XSD_STRING, format_ntriples_term
+
+FORMATS = ("json", "tsv", "csv")
+
+
+def json_term(term) -> dict:
+    """A term in the SPARQL 1.1 JSON results format."""
+    if isinstance(term, URIRef):
+        return {"type": "uri", "value": str(term)}
+    if isinstance(term, BNode):
+        return {"type": "bnode", "value": str(term)}
+    out = {"type": "literal", "value": str(term)}
+    if term.language:
+        out["xml:lang"] = term.language
+    elif term.datatype is not None and term.datatype != XSD_STRING:
+        out["datatype"] = str(term.datatype)
+    return out
+
+
+def to_json_object(result: QueryResult) -> dict:
+    """The W3C JSON results object of a SELECT or ASK result."""
+    if result.form == "ask":
+        return {"head": {}, "boolean": bool(result.boolean)}
+    if result.form != "select":
+        raise ValueError("CONSTRUCT and DESCRIBE results are graphs: print them as N-Triples")
+    names = [str(v) for v in result.vars]
+    bindings = []
+    for row in result.rows:
+        bindings.append({name: json_term(term) for name, term in zip(names, row) if term is not None})
+    return {"head": {"vars": names}, "results": {"bindings": bindings}}
+
+
+def to_json(result: QueryResult) -> str:
+    return json.dumps(to_json_object(result), ensure_ascii=False)
+
+
+def to_tsv(result: QueryResult) -> str:
+    """SPARQL 1.1 TSV: a header of ?variables, then terms in N-Triples syntax, tab-separated."""
+    if result.form == "ask":
+        return "?_askResult\n" + ("true" if result.boolean else "false") + "\n"
+    lines = ["\t".join(f"?{v}" for v in result.vars)]
+    for row in result.rows:
+        lines.append("\t".join("" if t is None else format_ntriples_term(t) for t in row))
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(result: QueryResult) -> str:
+    """SPARQL 1.1 CSV: a header of variable names, then IRIs and lexical forms (lossy, for people)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    if result.form == "ask":
+        writer.writerow(["_askResult"])
+        writer.writerow(["true" if result.boolean else "false"])
+        return buffer.getvalue()
+    writer.writerow([str(v) for v in result.vars])
+    for row in result.rows:
+        writer.writerow(["" if t is None else (f"_:{t}" if isinstance(t, BNode) else str(t)) for t in row])
+    return buffer.getvalue()
+
+
+def to_ntriples(result: QueryResult) -> str:
+    return "".join(
+        f"{format_ntriples_term(s)} {format_ntriples_term(p)} {format_ntriples_term(o)} .\n" for s, p, o in result.triples
+    )
+
+
+def render(result: QueryResult, fmt: str) -> str:
+    """The result as text in the requested format (graphs always as N-Triples)."""
+    if result.form in ("construct", "describe"):
+        return to_ntriples(result)
+    return {"json": to_json, "tsv": to_tsv, "csv": to_csv}[fmt](result) + ("\n" if fmt == "json" else "")
+
+
+

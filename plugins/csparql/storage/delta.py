@@ -1,0 +1,281 @@
+"""Delta tables through delta-rs: open with a protocol check, list live files with their statistics, and
+commit atomically with retries.
+
+The tables stay standard Delta, readable by delta-spark on a cluster that has the connector: they never use
+deletion vectors or column mapping, and tables that do are refused on read with a clear error.
+
+Every write is one commit. Writers retry on commit conflicts (another writer committed first) with
+exponential backoff, each attempt against the latest version of the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake.transaction import AddAction
+
+STANDARD_CONFIGURATION = {"delta.enableDeletionVectors": "false", "delta.columnMapping.mode": "none"}
+REFUSED_READER_FEATURES = {"deletionVectors", "columnMapping", "v2Checkpoint", "variantType", "typeWidening"}
+MAX_ATTEMPTS = 8
+# Delta stores timestamp statistics truncated to milliseconds: a file's true maximum can be up to this much
+# above its recorded one.
+STATISTICS_TRUNCATION_MICROS = 1_000
+
+
+class TableFeatureError(Exception):
+    """A Delta table uses a feature csparql does not read (deletion vectors, column mapping)."""
+
+
+class StorageError(Exception):
+    """A Delta operation failed for a reason the user should see (the message says what and where)."""
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One live data file of a table version, with what the log says about it."""
+
+    uri: str  # absolute path a reader can open
+    size: int
+    records: int | None
+    min_ts: int | None  # microseconds, truncated to milliseconds as Delta stores them
+    max_ts: int | None
+    partition: Mapping[str, str | None]
+
+
+def exists(path: str | os.PathLike) -> bool:
+    """Whether a Delta table is at this path."""
+    return (Path(path) / "_delta_log").is_dir()
+
+
+def open_table(path: str | os.PathLike) -> DeltaTable:
+    """The latest version of the table, refused if it uses features csparql does not read."""
+    try:
+        table = DeltaTable(str(path))
+    except TableNotFoundError:
+        raise StorageError(f"no Delta table at {path}") from None
+    check_protocol(table, path)
+    return table
+
+
+def check_protocol(table: DeltaTable, path) -> None:
+    """Refuse tables with deletion vectors, column mapping or other reader features, naming the feature."""
+    protocol = table.protocol()
+    features = set(protocol.reader_features or [])
+    configuration = table.metadata().configuration or {}
+    refused = sorted(features & REFUSED_READER_FEATURES)
+    if configuration.get("delta.enableDeletionVectors", "false").lower() == "true":
+        refused.append("deletionVectors (delta.enableDeletionVectors = true)")
+    mapping = configuration.get("delta.columnMapping.mode", "none")
+    if mapping not in ("none", None):
+        refused.append(f"columnMapping (delta.columnMapping.mode = {mapping})")
+    if refused:
+        raise TableFeatureError(
+            f"the Delta table at {path} uses {', '.join(dict.fromkeys(refused))}; csparql reads standard "
+            "Delta tables without deletion vectors or column mapping. Rewrite the table without them "
+            "(for example with delta-spark: REORG TABLE … APPLY (PURGE), then disable the features)."
+        )
+
+
+def create(
+    path: str | os.PathLike,
+    schema: pa.Schema,
+    partition_by: list[str] | None = None,
+    properties: Mapping[str, str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> DeltaTable:
+    """Create an empty table (or return the existing one, if another writer created it meanwhile)."""
+    Path(path).mkdir(parents=True, exist_ok=True)
+    configuration = {**STANDARD_CONFIGURATION, **(properties or {})}
+    try:
+        return DeltaTable.create(
+            str(path), schema, mode="ignore", partition_by=partition_by, name=name, description=description,
+            configuration=configuration, raise_if_key_not_exists=False,
+        )
+    except DeltaError as error:
+        if exists(path):
+            return open_table(path)
+        raise StorageError(f"could not create a Delta table at {path}: {error}") from error
+
+
+def ensure(path, schema: pa.Schema, partition_by=None, properties=None, name=None, description=None) -> DeltaTable:
+    """The table at ``path``, created with this schema if it does not exist yet."""
+    if exists(path):
+        return open_table(path)
+    return create(path, schema, partition_by, properties, name, description)
+
+
+def properties(path) -> dict[str, str]:
+    """The table's configuration (csparql records the IRI of a stream or graph there)."""
+    return dict(open_table(path).metadata().configuration or {})
+
+
+def _micros(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return int(value)
+
+
+def live_files(table: DeltaTable, root) -> list[FileInfo]:
+    """The data files of the table's current version (never a directory listing: removed files linger until
+    vacuum), each with its record count, timestamp bounds and partition values."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    columns = set(actions.column_names)
+    paths = actions.column("path").to_pylist()
+    sizes = actions.column("size_bytes").to_pylist()
+    records = actions.column("num_records").to_pylist() if "num_records" in columns else [None] * len(paths)
+    mins = actions.column("min.ts").to_pylist() if "min.ts" in columns else [None] * len(paths)
+    maxs = actions.column("max.ts").to_pylist() if "max.ts" in columns else [None] * len(paths)
+    partition_columns = [c for c in actions.column_names if c.startswith("partition.")]
+    partitions = [
+        {c[len("partition."):]: actions.column(c)[i].as_py() for c in partition_columns} for i in range(len(paths))
+    ]
+    root = Path(root).resolve()
+    files = []
+    for i, relative in enumerate(paths):
+        uri = relative if relative.startswith("/") else str(root / unquote(relative))
+        files.append(FileInfo(uri, sizes[i], records[i], _micros(mins[i]), _micros(maxs[i]), partitions[i]))
+    return files
+
+
+def _retrying(operation: Callable[[int], None], what: str, path) -> None:
+    for attempt in range(MAX_ATTEMPTS):
+        try:
+            operation(attempt)
+            return
+        except CommitFailedError:
+            if attempt == MAX_ATTEMPTS - 1:
+                raise StorageError(
+                    f"{what} at {path} kept conflicting with concurrent writers after {MAX_ATTEMPTS} attempts"
+                ) from None
+            time.sleep(random.uniform(0.02, 0.06) * 2**attempt)
+
+
+def append(path, data, schema: pa.Schema, partition_by=None, metadata: Mapping[str, str] | None = None) -> None:
+    """Append Arrow data (a table or a stream of record batches) in one commit."""
+    ensure(path, schema, partition_by)
+
+    def attempt(_):
+        write_deltalake(
+            str(path), data, mode="append", partition_by=partition_by,
+            commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
+        )
+
+    _retrying(attempt, "appending", path)
+
+
+def replace_where(
+    path,
+    data: pa.Table,
+    predicate: str,
+    schema: pa.Schema,
+    partition_by=None,
+    merge_schema: bool = False,
+    metadata: Mapping[str, str] | None = None,
+) -> None:
+    """Replace the rows matching ``predicate`` with ``data`` in one commit (overwrite by predicate)."""
+    ensure(path, schema, partition_by)
+
+    def attempt(_):
+        write_deltalake(
+            str(path), data, mode="overwrite", predicate=predicate, partition_by=partition_by,
+            schema_mode="merge" if merge_schema else None,
+            commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
+        )
+
+    _retrying(attempt, "replacing rows", path)
+
+
+def file_statistics(file: str, timestamp_column: str | None = "ts") -> str:
+    """The Delta ``stats`` JSON of a Parquet file, from its footer: record count and, for the timestamp
+    column, bounds truncated to milliseconds as Delta writers record them."""
+    metadata = pq.ParquetFile(file).metadata
+    stats: dict = {"numRecords": metadata.num_rows}
+    if timestamp_column is not None:
+        index = metadata.schema.to_arrow_schema().get_field_index(timestamp_column)
+        low = high = None
+        nulls = 0
+        for group in range(metadata.num_row_groups):
+            column = metadata.row_group(group).column(index)
+            if column.statistics is None or not column.statistics.has_min_max:
+                low = high = None
+                break
+            lo, hi = column.statistics.min, column.statistics.max
+            low = lo if low is None or lo < low else low
+            high = hi if high is None or hi > high else high
+            nulls += column.statistics.null_count or 0
+        if low is not None:
+            stats["minValues"] = {timestamp_column: _delta_timestamp(low)}
+            stats["maxValues"] = {timestamp_column: _delta_timestamp(high)}
+            stats["nullCount"] = {timestamp_column: nulls}
+    return json.dumps(stats)
+
+
+def _delta_timestamp(value) -> str:
+    micros = _micros(value)
+    millis = micros // 1000
+    instant = datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
+    return instant.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
+
+
+def commit_files(
+    path,
+    files: list[tuple[str, Mapping[str, str]]],
+    schema: pa.Schema,
+    partition_by: list[str] | None,
+    timestamp_column: str | None = "ts",
+    metadata: Mapping[str, str] | None = None,
+) -> None:
+    """Commit Parquet files already written inside the table folder (by Spark) in one append commit.
+
+    Every file must exist and lie inside the table: a commit naming a missing file would be accepted by the
+    log and break every later read, so this is checked first.
+    """
+    table = ensure(path, schema, partition_by)
+    root = Path(path).resolve()
+    actions = []
+    now = int(time.time() * 1000)
+    for file, partition_values in files:
+        full = Path(file).resolve()
+        if not full.is_file():
+            raise StorageError(f"refusing to commit {full}: the file does not exist")
+        if root not in full.parents:
+            raise StorageError(f"refusing to commit {full}: it is not inside the table folder {root}")
+        actions.append(
+            AddAction(
+                path=str(full.relative_to(root)),
+                size=full.stat().st_size,
+                partition_values=dict(partition_values),
+                modification_time=now,
+                data_change=True,
+                stats=file_statistics(str(full), timestamp_column),
+            )
+        )
+    if not actions:
+        return
+
+    def attempt(_):
+        DeltaTable(str(path)).create_write_transaction(
+            actions, mode="append", schema=schema, partition_by=partition_by,
+            commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
+        )
+
+    del table
+    _retrying(attempt, "committing files", path)

@@ -1,0 +1,77 @@
+"""The Arrow schemas of the warehouse's tables."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from csparql.storage.terms import TERM_TYPE
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+STREAM = pa.schema(
+    [
+        pa.field("s", TERM_TYPE, nullable=False),
+        pa.field("p", TERM_TYPE, nullable=False),
+        pa.field("o", TERM_TYPE, nullable=False),
+        pa.field("ts", TIMESTAMP, nullable=False),
+        pa.field("arrival", pa.int64(), nullable=False),
+        pa.field("bucket", pa.string(), nullable=False),
+    ]
+)
+"""A stream: triples with their event time ``ts`` (UTC, µs), arrival order, and the hour bucket they are
+partitioned by (``yyyyMMddTHH`` of ``ts``)."""
+
+STREAM_PARTITIONS = ["bucket"]
+
+STATIC = pa.schema(
+    [
+        pa.field("s", TERM_TYPE, nullable=False),
+        pa.field("p", TERM_TYPE, nullable=False),
+        pa.field("o", TERM_TYPE, nullable=False),
+    ]
+)
+
+WINDOW_COLUMNS = [pa.field("window_start", TIMESTAMP), pa.field("window_end", TIMESTAMP, nullable=False)]
+
+ANSWERS = pa.schema([*WINDOW_COLUMNS, pa.field("answer", pa.bool_(), nullable=False)])
+
+TRIPLES = pa.schema(
+    [
+        *WINDOW_COLUMNS,
+        pa.field("subject", pa.string(), nullable=False),
+        pa.field("predicate", pa.string(), nullable=False),
+        pa.field("object", pa.string(), nullable=False),
+    ]
+)
+"""CONSTRUCT/DESCRIBE results of a registered query, terms in N-Triples syntax."""
+
+RUNS = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("query", pa.string(), nullable=False),
+        pa.field("window_start", TIMESTAMP),
+        pa.field("window_end", TIMESTAMP, nullable=False),
+        pa.field("started_at", TIMESTAMP, nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("triples_read", pa.string()),
+        pa.field("files_read", pa.string()),
+        pa.field("rows_written", pa.int64()),
+        pa.field("duration_ms", pa.int64()),
+        pa.field("complete", pa.bool_()),
+    ]
+)
+"""One row per evaluation. ``triples_read`` and ``files_read`` are JSON objects keyed by stream IRI."""
+
+STATISTICS = pa.schema(
+    [
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("generation", pa.int64(), nullable=False),
+        pa.field("replaces", pa.bool_(), nullable=False),
+        pa.field("predicate", pa.string(), nullable=False),
+        pa.field("triples", pa.int64(), nullable=False),
+    ]
+)
+"""Append-only counts of triples per source and predicate; a generation that ``replaces`` hides the earlier
+ones of its source (a static graph loaded with --replace). ``source`` is the IRI, or '' for the default graph."""
