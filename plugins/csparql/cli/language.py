@@ -31,6 +31,11 @@ def register(commands) -> None:
         "showing which part reads which stream window and which static graph. '-' reads standard input.",
     )
     explain.add_argument("file", metavar="FILE", help="query file ('-' for standard input)")
+    explain.add_argument(
+        "--warehouse", metavar="DIR",
+        help="use the statistics of this warehouse (default: $CSPARQL_WAREHOUSE, else delta_tables/) to split "
+        "each pattern into the part that reads stream windows and the part that reads static graphs",
+    )
     explain.set_defaults(run=run_explain)
 
 
@@ -88,8 +93,14 @@ def run_explain(args: argparse.Namespace) -> int:
     except QueryError as error:
         print(error.render(), file=sys.stderr)
         return 1
+    from csparql.storage.statistics import read_statistics
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse.locate(args.warehouse)
+    statistics = read_statistics(warehouse)
     print("# algebra")
     sys.stdout.write(format_plan(plan))
-    print("\n# optimized")
-    sys.stdout.write(format_plan(optimize(plan)))
+    known = len(statistics.predicate_counts)
+    print(f"\n# optimized (statistics of {known} source(s) from {warehouse.root})" if known else "\n# optimized (no statistics: the sources each pattern can read are not narrowed)")
+    sys.stdout.write(format_plan(optimize(plan, statistics)))
     return 0

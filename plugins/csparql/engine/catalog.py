@@ -14,12 +14,8 @@ What each evaluation read is kept in ``scans`` (files and rows per stream) for t
 
 from __future__ import annotations
 
-import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType, TimestampType
@@ -29,8 +25,9 @@ from csparql.algebra import operators as alg
 from csparql.optimizer import SourceStatistics
 from csparql.spark.sources import empty_triples
 from csparql.spark.terms import TERM_STRUCT
-from csparql.storage import delta, schema
+from csparql.storage import delta
 from csparql.storage.delta import STATISTICS_TRUNCATION_MICROS, FileInfo
+from csparql.storage.statistics import read_statistics, record_statistics
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import LogicalWindow, WindowBounds, from_micros
 
@@ -96,36 +93,11 @@ class Catalog:
 
     def statistics(self) -> SourceStatistics:
         """Triples per predicate of every source, for the optimizer (empty when nothing was recorded)."""
-        path = self.warehouse.statistics
-        if not delta.exists(path):
-            return SourceStatistics({})
-        table = read_arrow(path, schema.STATISTICS)
-        if table.num_rows == 0:
-            return SourceStatistics({})
-        rows = table.to_pylist()
-        latest_replace: dict[str, int] = {}
-        for row in rows:
-            if row["replaces"]:
-                latest_replace[row["source"]] = max(latest_replace.get(row["source"], -1), row["generation"])
-        counts: dict = defaultdict(lambda: defaultdict(int))
-        for row in rows:
-            if row["generation"] >= latest_replace.get(row["source"], -1):
-                key = URIRef(row["source"]) if row["source"] else None
-                counts[key][URIRef(row["predicate"])] += row["triples"]
-        return SourceStatistics({k: dict(v) for k, v in counts.items()})
+        return read_statistics(self.warehouse)
 
     def record_statistics(self, source: str | None, kind: str, counts: dict[str, int], replaces: bool) -> None:
         """Append the triples per predicate one load or ingest added (one commit)."""
-        generation = time.time_ns() // 1000
-        rows = [
-            {"source": source or "", "kind": kind, "generation": generation, "replaces": replaces, "predicate": p, "triples": n}
-            for p, n in counts.items()
-        ]
-        if not rows and not replaces:
-            return
-        if not rows:  # an emptied graph: record that it now holds nothing
-            rows = [{"source": source or "", "kind": kind, "generation": generation, "replaces": True, "predicate": "", "triples": 0}]
-        delta.append(self.warehouse.statistics, pa.Table.from_pylist(rows, schema=schema.STATISTICS), schema.STATISTICS)
+        record_statistics(self.warehouse, source, kind, counts, replaces)
 
     def static_triples(self, iri) -> int | None:
         """How many triples a static graph holds, from its Delta log (None when unknown)."""
@@ -136,15 +108,6 @@ class Catalog:
         if any(f.records is None for f in files):
             return None
         return sum(f.records for f in files)
-
-
-def read_arrow(path, arrow_schema: pa.Schema | None = None) -> pa.Table:
-    """A whole (small) Delta table as Arrow, read from the live files of its current version."""
-    table = delta.open_table(path)
-    uris = [f.uri for f in delta.live_files(table, path)]
-    if not uris:
-        return pa.Table.from_pylist([], schema=arrow_schema) if arrow_schema is not None else pa.table({})
-    return pa.concat_tables([pq.read_table(uri) for uri in uris], promote_options="default")
 
 
 class DeltaSourceReader:

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from rdflib import Variable
 
-from csparql.engine.catalog import IRI_PROPERTY, read_arrow
+from csparql.engine.catalog import IRI_PROPERTY
 from csparql.engine.evaluate import QueryResult
 from csparql.engine.results import column_names, parse_ntriples_term
 from csparql.storage import delta
+from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, check_query_name
 
 
@@ -48,7 +49,7 @@ class StoredResults:
 
     def windows(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[int | None, int, QueryResult]]:
         """(window start, window end, results) for each stored window, in order of window end."""
-        table = read_arrow(self.path)
+        table = read_table(self.path)
         rows = table.to_pylist()
         groups: dict[int, list[dict]] = defaultdict(list)
         starts: dict[int, int | None] = {}

@@ -272,26 +272,32 @@ class _PathEvaluator:
         try:
             first = self.eval(inner, seeds).select(*columns).distinct()
             frontier, size = self._materialise(first)
-            pieces = [frontier]
-            if zero:
-                pieces.append(self._materialise(self._zero(seeds).join(frontier, on=columns, how="left_anti"))[0])
+            pieces, total = [frontier], size
             while size > 0:
                 if simple:
                     step = self.eval(inner, None)
                 else:
                     step = self.eval(inner, frontier.select(F.col("b").alias("a"), *self.keys).distinct())
-                moving = F.broadcast(frontier) if size <= BROADCAST_FRONTIER else frontier
-                candidates = self._extend(moving, step).distinct()
-                reached = reduce(DataFrame.unionByName, pieces)
-                frontier, size = self._materialise(candidates.join(reached, on=columns, how="left_anti"))
+                candidates = self._extend(self._small(frontier, size), step)
+                reached = self._small(reduce(DataFrame.unionByName, pieces), total)
+                frontier, size = self._materialise(candidates.join(reached, on=columns, how="left_anti").distinct())
                 if size == 0:
                     break
                 pieces.append(frontier)
+                total += size
                 if len(pieces) > MAX_PIECES:
                     pieces = [self._materialise(reduce(DataFrame.unionByName, pieces))[0]]
-            return reduce(DataFrame.unionByName, pieces)
+            result = reduce(DataFrame.unionByName, pieces)
+            if zero:
+                # The zero-length pairs not reached otherwise (a node reached from itself is there already).
+                result = result.unionByName(self._zero(seeds).join(self._small(result, total), on=columns, how="left_anti"))
+            return result
         finally:
             self._loop_depth -= 1
+
+    @staticmethod
+    def _small(frame: DataFrame, size: int) -> DataFrame:
+        return F.broadcast(frame) if size <= BROADCAST_FRONTIER else frame
 
     def _materialise(self, frame: DataFrame) -> tuple[DataFrame, int]:
         """The frame computed once, its lineage cut (a local checkpoint), and its number of rows."""

@@ -1,0 +1,728 @@
+"""N-Triples and timestamped N-Quads, one line at a time, as Spark executors parse them.
+
+This module is what runs inside the executors' Python workers (``mapInArrow``), so it imports neither Spark
+nor Delta: only the standard library and pyarrow.
+
+A line is a triple, optionally followed by its timestamp as the fourth term (timestamped N-Quads, 003 §3.1)::
+
+    <s> <p> <o> "2010-03-22T10:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .
+    <s> <p> <o> "1269252000000"^^<http://www.w3.org/2001/XMLSchema#integer> .
+    <s> <p> <o> 1269252000000 .
+
+Parsing is one compiled regular expression for the common case; escapes are decoded only when a backslash is
+present; a line the expression does not match goes through a small tokenizer that either parses it (odd but
+valid spacing) or says exactly what is wrong. Comment lines (``#``) and blank lines are skipped.
+
+Terms become the stored struct (``csparql.storage.terms``): IRIs and blank nodes by kind and value; literals
+with their lexical form, their datatype (``xsd:string`` for a plain literal, ``rdf:langString`` with a tag)
+and their language tag in lower case.
+
+Timestamps: an ``xsd:dateTime`` (or ``xsd:dateTimeStamp``) is an instant; without a zone it is read as UTC,
+with an offset it is converted to UTC; fractional seconds beyond microseconds are truncated. An integer
+(``xsd:integer``/``long``/``int``/..., a plain literal of digits, or a bare number) is milliseconds since
+the epoch. A plain literal may be either. Instants must lie in years 1..9999.
+
+Blank node labels are scoped: the label ``b1`` of a file becomes ``<scope>b1``, where the caller passes a
+scope unique to the (ingest, file), e.g. ``i3f9c2a1b0e7df1_`` — so ``_:b1`` of two files, or of the same
+file ingested twice, are different nodes, as RDF merging requires.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+XSD_STRING = XSD + "string"
+XSD_DATETIME = XSD + "dateTime"
+XSD_DATETIMESTAMP = XSD + "dateTimeStamp"
+RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+DATETIME_TYPES = frozenset({XSD_DATETIME, XSD_DATETIMESTAMP})
+INTEGER_TYPES = frozenset(
+    XSD + t for t in ("integer", "long", "int", "nonNegativeInteger", "positiveInteger", "unsignedLong", "unsignedInt")
+)
+
+IRI, BLANK, LITERAL = 1, 2, 3
+
+# Instants must fall in years 1..9999 (the hour buckets and Python's datetime cover them).
+MIN_MICROS = -62_135_596_800_000_000
+MAX_MICROS = 253_402_300_799_999_999
+
+TERM_TYPE = pa.struct(
+    [
+        pa.field("kind", pa.int8(), nullable=False),
+        pa.field("value", pa.string(), nullable=False),
+        pa.field("datatype", pa.string()),
+        pa.field("language", pa.string()),
+    ]
+)
+# What the executors return: terms, the timestamp in microseconds (Spark turns it into a timestamp), the
+# arrival order and the hour bucket.
+PARSED_STREAM = pa.schema(
+    [
+        pa.field("s", TERM_TYPE, nullable=False),
+        pa.field("p", TERM_TYPE, nullable=False),
+        pa.field("o", TERM_TYPE, nullable=False),
+        pa.field("ts_micros", pa.int64(), nullable=False),
+        pa.field("arrival", pa.int64(), nullable=False),
+        pa.field("bucket", pa.string(), nullable=False),
+    ]
+)
+PARSED_STATIC = pa.schema([PARSED_STREAM.field("s"), PARSED_STREAM.field("p"), PARSED_STREAM.field("o")])
+
+
+class LineError(ValueError):
+    """A line that is not a triple (or not a timestamped one); the message is the reason."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The common case: one regular expression
+# ---------------------------------------------------------------------------------------------------------
+
+_IRI_CHAR = r'[^\x00-\x20<>"{}|^`\\]'
+_IRI_BODY = rf"{_IRI_CHAR}*(?:\\(?:u[0-9A-Fa-f]{{4}}|U[0-9A-Fa-f]{{8}}){_IRI_CHAR}*)*"
+_ABS_IRI = rf"<([A-Za-z][A-Za-z0-9+.\-]*:{_IRI_BODY})>"
+_BNODE = r"_:([A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)"
+_STRING = r'"([^"\\\r\n]*(?:\\.[^"\\\r\n]*)*)"'
+_LANG = r"@([A-Za-z]+(?:-[A-Za-z0-9]+)*)"
+_WS = r"[ \t]*"
+
+_FAST = re.compile(
+    rf"{_WS}(?:{_ABS_IRI}|{_BNODE}){_WS}{_ABS_IRI}{_WS}"
+    rf"(?:{_ABS_IRI}|{_BNODE}|{_STRING}(?:{_LANG}|\^\^{_ABS_IRI})?){_WS}"
+    rf"(?:(?:{_STRING}(?:\^\^{_ABS_IRI})?|([+-]?[0-9]+)){_WS})?"
+    rf"\.{_WS}(?:#.*)?"
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# Escapes
+# ---------------------------------------------------------------------------------------------------------
+
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.)|$)", re.S)
+_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+
+
+def unescape(text: str, iri: bool = False) -> str:
+    """Decode N-Triples escapes: ``\\uXXXX``, ``\\UXXXXXXXX`` and, outside IRIs, ``\\t \\b \\n \\r \\f \\" \\' \\\\``."""
+    if "\\" not in text:
+        return text
+
+    def replace(match: re.Match) -> str:
+        short, long_, char = match.group(1), match.group(2), match.group(3)
+        if short or long_:
+            code = int(short or long_, 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise LineError(f"the escape '{match.group(0)}' is not a Unicode character")
+            return chr(code)
+        if char is not None and not iri and char in _ECHAR:
+            return _ECHAR[char]
+        if char is None:
+            raise LineError("a backslash ends the text without an escape")
+        where = "an IRI (only \\u and \\U escapes)" if iri else "a string"
+        raise LineError(f"invalid escape '\\{char}' in {where}")
+
+    return _ESCAPE.sub(replace, text)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Timestamps
+# ---------------------------------------------------------------------------------------------------------
+
+_DATETIME = re.compile(
+    r"(-?[0-9]{4,})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})?"
+)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+# 'YYYY-MM-DDTHH' -> microseconds at the start of that hour (UTC): most timestamps of a stream share a few
+# hours, so the common form is parsed by slicing the minutes, seconds and fraction off a cached hour.
+_HOURS: dict[str, int] = {}
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def datetime_micros(lexical: str) -> int | None:
+    """Microseconds since the epoch of an xsd:dateTime lexical form (no zone: UTC), or None if it is not one."""
+    base = _HOURS.get(lexical[:13])
+    if base is not None and len(lexical) >= 19 and lexical[13] == ":" and lexical[16] == ":":
+        minutes, seconds, tail = lexical[14:16], lexical[17:19], lexical[19:]
+        if _digits(minutes) and _digits(seconds) and minutes < "60" and seconds < "60":
+            base += (int(minutes) * 60 + int(seconds)) * 1_000_000
+            if tail == "Z" or not tail:
+                return base
+            if tail[0] == "." and tail[-1] == "Z" and len(tail) > 2 and _digits(tail[1:-1]):
+                return base + int(tail[1:-1][:6].ljust(6, "0"))
+    micros = _parse_datetime(lexical)
+    if micros is not None and len(_HOURS) < 100_000:
+        match = _DATETIME.fullmatch(lexical)
+        if len(match.group(1)) == 4 and match.group(4) != "24" and match.group(8) in (None, "Z"):
+            _HOURS[lexical[:13]] = micros - micros % 3_600_000_000
+    return micros
+
+
+def _parse_datetime(lexical: str) -> int | None:
+    match = _DATETIME.fullmatch(lexical)
+    if match is None:
+        return None
+    year_, month_, day_, hour_, minute_, second_, fraction, zone = match.groups()
+    year, month, day = int(year_), int(month_), int(day_)
+    hour, minute, second = int(hour_), int(minute_), int(second_)
+    if not 1 <= month <= 12 or day < 1:
+        return None
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day > _DAYS_IN_MONTH[month - 1] + (1 if month == 2 and leap else 0):
+        return None
+    if minute > 59 or second > 59:
+        return None
+    micro = int(fraction[:6].ljust(6, "0")) if fraction else 0
+    if hour == 24:  # 24:00:00 is the end of the day (XML Schema)
+        if minute or second or micro:
+            return None
+    elif hour > 23:
+        return None
+    micros = (((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60 + second) * 1_000_000 + micro
+    if zone and zone != "Z":
+        offset_hours, offset_minutes = int(zone[1:3]), int(zone[4:6])
+        if offset_hours > 14 or offset_minutes > 59:
+            return None
+        offset = (offset_hours * 60 + offset_minutes) * 60_000_000
+        micros = micros - offset if zone[0] == "+" else micros + offset
+    return micros
+
+
+def _in_range(micros: int, shown: str) -> int:
+    if not MIN_MICROS <= micros <= MAX_MICROS:
+        raise LineError(f"the timestamp '{shown}' is outside years 1..9999")
+    return micros
+
+
+def timestamp_micros(lexical: str, datatype: str | None, bare: bool = False) -> int:
+    """The instant of the fourth term: a dateTime, or epoch milliseconds (see the module docstring)."""
+    if bare or datatype in INTEGER_TYPES:
+        if _INTEGER.fullmatch(lexical):
+            return _in_range(int(lexical) * 1000, lexical)
+        raise LineError(f"the timestamp '{lexical}' is not an integer number of epoch milliseconds")
+    if datatype in DATETIME_TYPES:
+        micros = datetime_micros(lexical)
+        if micros is None:
+            raise LineError(f"the timestamp '{lexical}' is not a valid xsd:dateTime")
+        return _in_range(micros, lexical)
+    if datatype is None or datatype == XSD_STRING:
+        micros = datetime_micros(lexical)
+        if micros is None and _INTEGER.fullmatch(lexical):
+            micros = int(lexical) * 1000
+        if micros is None:
+            raise LineError(f"the timestamp '{lexical}' is neither an xsd:dateTime nor epoch milliseconds")
+        return _in_range(micros, lexical)
+    raise LineError(
+        f"the timestamp '{lexical}' has the datatype <{datatype}>; give an xsd:dateTime or an integer of epoch "
+        "milliseconds"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One line
+# ---------------------------------------------------------------------------------------------------------
+
+Term = tuple  # (kind, value, datatype, language)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A parsed line: three terms and the fourth term, if any, as (kind, value, datatype, language) tuples
+    (a bare number is a literal with the datatype ``None`` and language ``"bare"``)."""
+
+    s: Term
+    p: Term
+    o: Term
+    g: Term | None
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_IRI_AT = re.compile(r"<([^>\s]*)>")
+_BNODE_AT = re.compile(
+    r"_:([A-Za-z0-9_\u00B7\u00C0-\uFFFD\U00010000-\U000EFFFF]"
+    r"(?:[A-Za-z0-9_.\-\u00B7\u00C0-\uFFFD\U00010000-\U000EFFFF]*[A-Za-z0-9_\-\u00B7\u00C0-\uFFFD\U00010000-\U000EFFFF])?)"
+)
+_STRING_AT = re.compile(_STRING)
+_LANG_AT = re.compile(_LANG)
+_NUMBER_AT = re.compile(r"[+-]?[0-9]+(?![0-9A-Za-z_:.]*[0-9A-Za-z_:])")
+_WS_AT = re.compile(_WS)
+_FORBIDDEN_IRI = re.compile(r'[\x00-\x20<>"{}|^`]')
+
+
+def _iri(body: str) -> str:
+    value = unescape(body, iri=True)
+    bad = _FORBIDDEN_IRI.search(value)
+    if bad is not None:
+        raise LineError(f"the IRI <{body}> contains the character {bad.group(0)!r}, which IRIs cannot hold")
+    if not _SCHEME.match(value):
+        raise LineError(f"the IRI <{body}> is relative; N-Triples needs absolute IRIs")
+    return value
+
+
+class _Tokens:
+    """The slow path: term by term, with a reason for whatever is wrong."""
+
+    def __init__(self, line: str):
+        self.line = line
+        self.pos = 0
+
+    def skip(self) -> None:
+        self.pos = _WS_AT.match(self.line, self.pos).end()
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.line) or self.line[self.pos] == "#"
+
+    def peek(self) -> str:
+        return self.line[self.pos] if self.pos < len(self.line) else ""
+
+    def iri(self) -> str:
+        line, start = self.line, self.pos
+        match = _IRI_AT.match(line, start)
+        if match is None:
+            close = line.find(">", start)
+            if close < 0:
+                raise LineError("an IRI is not closed with '>'")
+            inner = line[start + 1:close]
+            bad = re.search(r"[\s<\"{}|^`]", inner)
+            shown = bad.group(0) if bad else "?"
+            raise LineError(f"the IRI <{inner}> contains the character {shown!r}, which IRIs cannot hold")
+        self.pos = match.end()
+        return _iri(match.group(1))
+
+    def bnode(self) -> str:
+        match = _BNODE_AT.match(self.line, self.pos)
+        if match is None:
+            raise LineError("invalid blank node label after '_:'")
+        self.pos = match.end()
+        return match.group(1)
+
+    def literal(self) -> Term:
+        match = _STRING_AT.match(self.line, self.pos)
+        if match is None:
+            rest = self.line[self.pos + 1:]
+            if "\\" in rest and re.search(r'\\$', rest):
+                raise LineError("a string literal ends with a lone backslash")
+            raise LineError("a string literal is not closed with '\"'")
+        self.pos = match.end()
+        lexical = unescape(match.group(1))
+        if self.peek() == "@":
+            lang = _LANG_AT.match(self.line, self.pos)
+            if lang is None:
+                raise LineError("invalid language tag after '@'")
+            self.pos = lang.end()
+            return (LITERAL, lexical, RDF_LANGSTRING, lang.group(1).lower())
+        if self.line.startswith("^^", self.pos):
+            self.pos += 2
+            if self.peek() != "<":
+                raise LineError("a datatype after '^^' must be an IRI in <>")
+            return (LITERAL, lexical, self.iri(), None)
+        return (LITERAL, lexical, XSD_STRING, None)
+
+    def term(self, position: str) -> Term:
+        char = self.peek()
+        if char == "<":
+            return (IRI, self.iri(), None, None)
+        if self.line.startswith("_:", self.pos):
+            return (BLANK, self.bnode(), None, None)
+        if char == '"':
+            return self.literal()
+        if position == "fourth":
+            number = _NUMBER_AT.match(self.line, self.pos)
+            if number is not None:
+                self.pos = number.end()
+                return (LITERAL, number.group(0), None, "bare")
+        if char == "" or char == "#":
+            raise LineError(f"the statement ends before its {position}")
+        if char == ".":
+            raise LineError(f"expected the {position} term, found '.'")
+        word = re.match(r"\S+", self.line[self.pos:]).group(0)[:40]
+        raise LineError(f"expected the {position} term, found '{word}'")
+
+
+def parse_statement(line: str) -> Statement | None:
+    """The terms of one line (None for a blank or comment line); raises ``LineError`` with the reason."""
+    tokens = _Tokens(line)
+    tokens.skip()
+    if tokens.at_end():
+        return None
+    s = tokens.term("subject")
+    if s[0] == LITERAL:
+        raise LineError("a literal cannot be the subject")
+    tokens.skip()
+    p = tokens.term("predicate")
+    if p[0] != IRI:
+        raise LineError("the predicate must be an IRI")
+    tokens.skip()
+    o = tokens.term("object")
+    tokens.skip()
+    g = None
+    if tokens.peek() != ".":
+        if tokens.at_end():
+            raise LineError("expected '.' at the end of the statement")
+        g = tokens.term("fourth")
+        tokens.skip()
+    if tokens.peek() != ".":
+        if tokens.at_end():
+            raise LineError("expected '.' at the end of the statement")
+        word = re.match(r"\S+", line[tokens.pos:]).group(0)[:40]
+        raise LineError(f"expected '.' at the end of the statement, found '{word}'")
+    tokens.pos += 1
+    tokens.skip()
+    if not tokens.at_end():
+        raise LineError(f"unexpected text after the final '.': '{line[tokens.pos:][:40]}'")
+    return Statement(s, p, o, g)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Batches of lines -> Arrow
+# ---------------------------------------------------------------------------------------------------------
+
+NO_TIMESTAMP = "the triple has no timestamp: give it as the fourth term, or pass --timestamp for plain RDF"
+GRAPH_NAME = "the fourth term must be the triple's timestamp (an xsd:dateTime or epoch milliseconds), not a graph name"
+STATIC_QUAD = "a static graph holds triples: a fourth term is not allowed here"
+
+
+@dataclass
+class LineParser:
+    """Parses lines into columns. ``timestamps``: a stream (the fourth term, else ``default_micros``) or a
+    static graph (no fourth term). ``scope`` prefixes blank node labels."""
+
+    scope: str
+    timestamps: bool = True
+    default_micros: int | None = None
+
+    def __post_init__(self):
+        self.rejects: list[tuple[int, str, str]] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.s_kind, self.s_value = [], []
+        self.p_value = []
+        self.o_kind, self.o_value, self.o_datatype, self.o_language = [], [], [], []
+        self.ts, self.lines = [], []
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def add(self, number: int, line: str) -> None:
+        """Parse one line (without its newline); a bad line is kept in ``rejects`` with its reason."""
+        match = _FAST.fullmatch(line)
+        try:
+            if match is not None:
+                self._add_fast(match)
+            else:
+                statement = parse_statement(line)
+                if statement is None:
+                    return
+                self._add_statement(statement)
+        except LineError as error:
+            self.rejects.append((number, str(error), line))
+            return
+        self.lines.append(number)
+
+    def _add_fast(self, match: re.Match) -> None:
+        s_iri, s_bnode, p, o_iri, o_bnode, o_lex, o_lang, o_dt, g_lex, g_dt, g_int = match.groups()
+        # Compute everything first: a LineError must leave no half-added row.
+        if s_iri is not None:
+            s_kind, s_value = IRI, (_iri(s_iri) if "\\" in s_iri else s_iri)
+        else:
+            s_kind, s_value = BLANK, self.scope + s_bnode
+        if "\\" in p:
+            p = _iri(p)
+        if o_iri is not None:
+            o = (IRI, _iri(o_iri) if "\\" in o_iri else o_iri, None, None)
+        elif o_bnode is not None:
+            o = (BLANK, self.scope + o_bnode, None, None)
+        else:
+            lexical = unescape(o_lex) if "\\" in o_lex else o_lex
+            if o_lang is not None:
+                o = (LITERAL, lexical, RDF_LANGSTRING, o_lang.lower())
+            elif o_dt is not None:
+                o = (LITERAL, lexical, _iri(o_dt) if "\\" in o_dt else o_dt, None)
+            else:
+                o = (LITERAL, lexical, XSD_STRING, None)
+        if g_lex is not None:
+            g = (LITERAL, unescape(g_lex) if "\\" in g_lex else g_lex, g_dt, None)
+        elif g_int is not None:
+            g = (LITERAL, g_int, None, "bare")
+        else:
+            g = None
+        ts = self._timestamp(g)
+        self.s_kind.append(s_kind)
+        self.s_value.append(s_value)
+        self.p_value.append(p)
+        self.o_kind.append(o[0])
+        self.o_value.append(o[1])
+        self.o_datatype.append(o[2])
+        self.o_language.append(o[3])
+        self.ts.append(ts)
+
+    def _add_statement(self, statement: Statement) -> None:
+        s, p, o = statement.s, statement.p, statement.o
+        ts = self._timestamp(statement.g)
+        scope = self.scope
+        self.s_kind.append(s[0])
+        self.s_value.append(scope + s[1] if s[0] == BLANK else s[1])
+        self.p_value.append(p[1])
+        self.o_kind.append(o[0])
+        self.o_value.append(scope + o[1] if o[0] == BLANK else o[1])
+        self.o_datatype.append(o[2])
+        self.o_language.append(o[3])
+        self.ts.append(ts)
+
+    def _timestamp(self, g: Term | None) -> int | None:
+        if not self.timestamps:
+            if g is not None:
+                raise LineError(STATIC_QUAD)
+            return None
+        if g is None:
+            if self.default_micros is None:
+                raise LineError(NO_TIMESTAMP)
+            return self.default_micros
+        if g[0] != LITERAL:
+            raise LineError(GRAPH_NAME)
+        if g[3] == "bare":
+            return timestamp_micros(g[1], None, bare=True)
+        if g[3] is not None:
+            raise LineError(f"the timestamp '{g[1]}'@{g[3]} is a language-tagged string, not an instant")
+        return timestamp_micros(g[1], g[2])
+
+    def batch(self, arrival_base: int = 0) -> pa.RecordBatch:
+        """The parsed rows as a record batch (``PARSED_STREAM`` or ``PARSED_STATIC``), then starts a new one
+        (``rejects`` keeps growing). A row's arrival is ``arrival_base + its line number``."""
+        n = len(self.lines)
+        s = pa.StructArray.from_arrays(
+            [pa.array(self.s_kind, pa.int8()), pa.array(self.s_value, pa.string()),
+             pa.nulls(n, pa.string()), pa.nulls(n, pa.string())],
+            fields=list(TERM_TYPE),
+        )
+        p = pa.StructArray.from_arrays(
+            [pa.repeat(pa.scalar(IRI, pa.int8()), n), pa.array(self.p_value, pa.string()),
+             pa.nulls(n, pa.string()), pa.nulls(n, pa.string())],
+            fields=list(TERM_TYPE),
+        )
+        o = pa.StructArray.from_arrays(
+            [pa.array(self.o_kind, pa.int8()), pa.array(self.o_value, pa.string()),
+             pa.array(self.o_datatype, pa.string()), pa.array(self.o_language, pa.string())],
+            fields=list(TERM_TYPE),
+        )
+        if self.timestamps:
+            ts = pa.array(self.ts, pa.int64())
+            arrival = pc.add(pa.array(self.lines, pa.int64()), pa.scalar(arrival_base, pa.int64()))
+            bucket = hour_buckets(ts)
+            batch = pa.RecordBatch.from_arrays([s, p, o, ts, arrival, bucket], schema=PARSED_STREAM)
+        else:
+            batch = pa.RecordBatch.from_arrays([s, p, o], schema=PARSED_STATIC)
+        self._reset()
+        return batch
+
+
+def hour_buckets(micros: pa.Array) -> pa.Array:
+    """The hour bucket (``yyyyMMddTHH``, UTC) of each timestamp, as ``catalog.bucket_of`` computes it
+    (formatted once per distinct hour: formatting every value is slow)."""
+    hours = pc.floor_temporal(micros.cast(pa.timestamp("us")), unit="hour")
+    distinct = pc.unique(hours)
+    labels = pc.strftime(distinct, format="%Y%m%dT%H")
+    return pc.take(labels, pc.index_in(hours, value_set=distinct))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Byte ranges of a file (the executors' side of the parallel parse)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    """A slice [start, end) of one input file. Its lines are those that START inside it; the last one is
+    read past ``end`` to its newline. ``newlines_before`` is how many newlines the file has before ``start``
+    (from the first pass), so line numbers are exact."""
+
+    index: int  # position among all ranges of the ingest (the order of the rejects)
+    file_index: int
+    path: str
+    start: int
+    end: int
+    newlines_before: int = 0
+
+
+def count_newlines(path: str, start: int, end: int) -> int:
+    """How many newline bytes the file has in [start, end)."""
+    count = 0
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        left = end - start
+        while left > 0:
+            chunk = handle.read(min(left, 8 << 20))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            left -= len(chunk)
+    return count
+
+
+def read_lines(byte_range: ByteRange) -> tuple[int, list[bytes | str]]:
+    """The line number of the range's first line and its lines (without newlines), decoded when the whole
+    slice is UTF-8 (else bytes, decoded line by line by the caller)."""
+    start, end = byte_range.start, byte_range.end
+    with open(byte_range.path, "rb") as handle:
+        skip_partial = False
+        if start > 0:
+            handle.seek(start - 1)
+            skip_partial = handle.read(1) != b"\n"
+        data = handle.read(end - start)
+        if data and not data.endswith(b"\n"):
+            tail = []
+            while True:
+                chunk = handle.read(1 << 16)
+                if not chunk:
+                    break
+                cut = chunk.find(b"\n")
+                if cut >= 0:
+                    tail.append(chunk[: cut + 1])
+                    break
+                tail.append(chunk)
+            data += b"".join(tail)
+    first_line = byte_range.newlines_before + 1
+    if skip_partial:  # the line holding `start` began in the previous range, which reads it
+        cut = data.find(b"\n")
+        if cut < 0 or cut >= end - start:
+            return first_line, []
+        data = data[cut + 1:]
+        first_line += 1
+    if not data:
+        return first_line, []
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    try:
+        return first_line, data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return first_line, data.split(b"\n")
+
+
+BATCH_LINES = 65_536
+
+
+def parse_range(
+    byte_range: ByteRange,
+    scope: str,
+    arrival_base: int,
+    timestamps: bool,
+    default_micros: int | None,
+    rejects_folder: str | None,
+) -> Iterator[pa.RecordBatch]:
+    """Parse the lines of one byte range into record batches; write its rejects (file index, line, reason,
+    text) to ``<rejects_folder>/<range index>.tsv``."""
+    first_line, lines = read_lines(byte_range)
+    parser = LineParser(scope, timestamps, default_micros)
+    rejects: list[tuple[int, str, str]] = []  # lines that are not even UTF-8
+    number = first_line
+    for line in lines:
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                rejects.append((number, f"not UTF-8 text (byte {error.start + 1} of the line)",
+                                line.decode("utf-8", "backslashreplace")))
+                number += 1
+                continue
+        if number == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        if line.endswith("\r"):
+            line = line[:-1]
+        parser.add(number, line)
+        number += 1
+        if len(parser) >= BATCH_LINES:
+            yield parser.batch(arrival_base)
+    if len(parser):
+        yield parser.batch(arrival_base)
+    rejects = sorted(rejects + parser.rejects)
+    if rejects_folder is not None and rejects:
+        write_rejects(os.path.join(rejects_folder, f"{byte_range.index:08d}.tsv"), byte_range.file_index, rejects)
+
+
+def escape_field(text: str) -> str:
+    """A TSV field: backslash, tab, newline and carriage return escaped."""
+    if "\\" in text or "\t" in text or "\n" in text or "\r" in text:
+        text = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return text
+
+
+def write_rejects(path: str, file_index: int, rejects: list[tuple[int, str, str]]) -> None:
+    """Rejects of one range as ``file index <TAB> line <TAB> reason <TAB> text`` lines (atomic: a retried
+    task rewrites the same file)."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        for number, reason, text in rejects:
+            handle.write(f"{file_index}\t{number}\t{escape_field(reason)}\t{escape_field(text)}\n")
+    os.replace(temporary, path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The functions Spark runs (``mapInArrow`` over ``spark.range(n)``: one row per byte range)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RangeJob:
+    """What an executor needs to parse one byte range."""
+
+    byte_range: ByteRange
+    scope: str  # blank node label prefix of the range's file
+    arrival_base: int  # arrival of line n is arrival_base + n
+    timestamps: bool  # a stream (True) or a static graph (False)
+    default_micros: int | None  # --timestamp, for lines without a fourth term
+
+
+def newline_counter(ranges: list[ByteRange]):
+    """The first pass: for each range id, how many newlines its bytes hold (``id long, newlines long``)."""
+
+    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            ids = batch.column(0).to_pylist()
+            counts = [count_newlines(ranges[i].path, ranges[i].start, ranges[i].end) for i in ids]
+            yield pa.RecordBatch.from_arrays([pa.array(ids, pa.int64()), pa.array(counts, pa.int64())],
+                                             names=["id", "newlines"])
+
+    return count
+
+
+def range_parser(jobs: list[RangeJob], rejects_folder: str):
+    """The second pass: for each range id, its parsed rows (``PARSED_STREAM`` or ``PARSED_STATIC``); its
+    rejects go to ``rejects_folder``."""
+
+    def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                job = jobs[i]
+                yield from parse_range(job.byte_range, job.scope, job.arrival_base, job.timestamps,
+                                       job.default_micros, rejects_folder)
+
+    return parse
+
+
+def read_rejects(path: str) -> list[tuple[int, int, str, str]]:
+    """The rejects one range wrote: (file index, line, reason, text), fields still escaped."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            file_index, number, reason, text = line.rstrip("\n").split("\t", 3)
+            rows.append((int(file_index), int(number), reason, text))
+    return rows

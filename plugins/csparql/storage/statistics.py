@@ -1,0 +1,61 @@
+"""Triples per predicate of each source, as the optimizer's ``SourceStatistics`` (read without Spark).
+
+Loads and ingests append counts to ``_csparql/statistics``; a generation that ``replaces`` (a static graph
+loaded with --replace) hides the earlier generations of its source.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rdflib import URIRef
+
+from csparql.optimizer import SourceStatistics
+from csparql.storage import delta, schema
+from csparql.storage.warehouse import Warehouse
+
+
+def read_table(path, arrow_schema: pa.Schema | None = None) -> pa.Table:
+    """A whole (small) Delta table as Arrow, read from the live files of its current version."""
+    table = delta.open_table(path)
+    uris = [f.uri for f in delta.live_files(table, path)]
+    if not uris:
+        return pa.Table.from_pylist([], schema=arrow_schema) if arrow_schema is not None else pa.table({})
+    return pa.concat_tables([pq.read_table(uri) for uri in uris], promote_options="default")
+
+
+def read_statistics(warehouse: Warehouse) -> SourceStatistics:
+    """The statistics recorded in a warehouse (empty when none were)."""
+    path = warehouse.statistics
+    if not delta.exists(path):
+        return SourceStatistics({})
+    rows = read_table(path, schema.STATISTICS).to_pylist()
+    latest_replace: dict[str, int] = {}
+    for row in rows:
+        if row["replaces"]:
+            latest_replace[row["source"]] = max(latest_replace.get(row["source"], -1), row["generation"])
+    counts: dict = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        if row["generation"] >= latest_replace.get(row["source"], -1) and row["predicate"]:
+            key = URIRef(row["source"]) if row["source"] else None
+            counts[key][URIRef(row["predicate"])] += row["triples"]
+        elif row["generation"] >= latest_replace.get(row["source"], -1):
+            counts[URIRef(row["source"]) if row["source"] else None]  # known to be empty
+    return SourceStatistics({k: dict(v) for k, v in counts.items()})
+
+
+def record_statistics(warehouse: Warehouse, source: str | None, kind: str, counts: dict[str, int], replaces: bool) -> None:
+    """Append the triples per predicate one load or ingest added (one commit)."""
+    generation = time.time_ns() // 1000
+    rows = [
+        {"source": source or "", "kind": kind, "generation": generation, "replaces": replaces, "predicate": p, "triples": n}
+        for p, n in counts.items()
+    ]
+    if not rows and not replaces:
+        return
+    if not rows:  # a graph replaced by nothing: record that it now holds nothing
+        rows = [{"source": source or "", "kind": kind, "generation": generation, "replaces": True, "predicate": "", "triples": 0}]
+    delta.append(warehouse.statistics, pa.Table.from_pylist(rows, schema=schema.STATISTICS), schema.STATISTICS)

@@ -1,0 +1,14 @@
+"""Fixtures shared by the whole suite. One SparkSession serves every test that needs Spark (it takes 10–20 s
+to start), created on first use."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from csparql.spark.session import spark_session
+
+    session = spark_session("local[2]")
+    yield session

@@ -1,0 +1,46 @@
+"""Writing stream and static tables directly (without the ingest command) for engine tests."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from rdflib import URIRef
+
+from csparql.engine.catalog import bucket_of
+from csparql.storage import delta, schema
+from csparql.storage.statistics import record_statistics
+from csparql.storage.terms import term_dict
+from csparql.storage.warehouse import Warehouse
+from csparql.windows import from_micros
+
+
+def write_stream(warehouse: Warehouse, iri: str, triples, first_arrival: int = 0, statistics: bool = True) -> None:
+    """Append (s, p, o, τ) triples to a stream table in one commit."""
+    path = warehouse.stream(iri)
+    delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {"csparql.iri": iri, "csparql.kind": "stream"})
+    rows = [
+        {"s": term_dict(s), "p": term_dict(p), "o": term_dict(o), "ts": from_micros(ts), "arrival": first_arrival + i, "bucket": bucket_of(ts)}
+        for i, (s, p, o, ts) in enumerate(triples)
+    ]
+    delta.append(path, pa.Table.from_pylist(rows, schema=schema.STREAM), schema.STREAM, schema.STREAM_PARTITIONS)
+    if statistics:
+        counts: dict[str, int] = {}
+        for _, p, _, _ in triples:
+            counts[str(p)] = counts.get(str(p), 0) + 1
+        record_statistics(warehouse, iri, "stream", counts, replaces=False)
+
+
+def write_static(warehouse: Warehouse, iri: str | None, triples) -> None:
+    """Append triples to a static graph table in one commit."""
+    path = warehouse.static(iri)
+    properties = {"csparql.kind": "static"} | ({"csparql.iri": iri} if iri else {})
+    delta.ensure(path, schema.STATIC, None, properties)
+    rows = [{"s": term_dict(s), "p": term_dict(p), "o": term_dict(o)} for s, p, o in triples]
+    delta.append(path, pa.Table.from_pylist(rows, schema=schema.STATIC), schema.STATIC)
+    counts: dict[str, int] = {}
+    for _, p, _ in triples:
+        counts[str(p)] = counts.get(str(p), 0) + 1
+    record_statistics(warehouse, iri, "static", counts, replaces=False)
+
+
+def iri(text: str) -> URIRef:
+    return URIRef(text)

@@ -1,0 +1,218 @@
+"""The engine over real Delta tables and a real SparkSession: which files a window reads, result tables,
+re-evaluation, failure atomicity, output streams, the protocol guard."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from rdflib import Literal, URIRef
+
+from csparql.compiler import compile_query
+from csparql.engine.runner import Engine
+from csparql.engine.stored import StoredResults
+from csparql.storage import delta
+from csparql.storage.statistics import read_table
+from csparql.storage.warehouse import Warehouse, output_stream_iri
+from csparql.windows import from_micros, parse_instant
+from engine.storage_helpers import write_static, write_stream
+
+C = "http://linkedurbandata.org/city#"
+T = "http://linkedurbandata.org/traffic#"
+STREAM = "http://streams.org/tollgates"
+HOUR = 3_600_000_000
+MINUTE = 60_000_000
+DAY = 24 * HOUR
+T_END = parse_instant("2010-03-30T12:00:00Z")
+
+PER_STREET = f"""
+REGISTER QUERY PerStreet COMPUTED EVERY 1h AS
+PREFIX c: <{C}>
+PREFIX t: <{T}>
+SELECT ?street ?passages
+FROM STREAM <{STREAM}> [RANGE 1h STEP 1h]
+WHERE {{ ?tollgate t:registers ?car . ?tollgate c:placedIn ?street . }}
+AGGREGATE {{ (?passages, COUNT, {{?street}}) }}
+"""
+
+
+def registrations(start: int, end: int, every: int = 5 * MINUTE, offset: int = 0):
+    """One registration per tollgate every ``every`` microseconds in (start, end]."""
+    triples = []
+    tick = start + every
+    index = offset
+    while tick <= end:
+        gate = URIRef(f"{C}T-{index % 3}")
+        triples.append((gate, URIRef(T + "registers"), URIRef(f"{C}car{index}"), tick))
+        tick += every
+        index += 1
+    return triples
+
+
+CITY = [(URIRef(f"{C}T-{i}"), URIRef(C + "placedIn"), Literal(f"street {i % 2}")) for i in range(3)]
+
+
+def warehouse_with_history(root: Path, days: int) -> Warehouse:
+    """A warehouse whose stream holds ``days`` days of registrations ending at T_END (the same last day)."""
+    warehouse = Warehouse(root)
+    write_static(warehouse, None, CITY)
+    for day in range(days, 0, -1):
+        day_start = T_END - day * DAY
+        write_stream(warehouse, STREAM, registrations(day_start, day_start + DAY), first_arrival=day * 10_000)
+    return warehouse
+
+
+def test_the_same_hour_reads_the_same_files_with_one_day_or_thirty_days_of_history(spark, tmp_path):
+    plan = compile_query(PER_STREET)
+    short = warehouse_with_history(tmp_path / "one-day", 1)
+    long = warehouse_with_history(tmp_path / "thirty-days", 30)
+    outcomes = []
+    for warehouse in (short, long):
+        evaluation = Engine(warehouse, spark).evaluate(plan, T_END - 3 * HOUR, "PerStreet")
+        outcomes.append(evaluation)
+    a, b = outcomes
+    assert a.result.rows and sorted(a.result.rows) == sorted(b.result.rows)
+    scan_a, scan_b = a.scans[URIRef(STREAM)], b.scans[URIRef(STREAM)]
+    assert scan_a.files == scan_b.files and scan_a.rows == scan_b.rows
+    buckets = lambda scan: sorted(Path(uri).parent.name for uri in scan.file_uris)  # noqa: E731
+    assert buckets(scan_a) == buckets(scan_b) == ["bucket=20100330T08", "bucket=20100330T09"]
+    # the runs table says the same
+    for warehouse in (short, long):
+        run = read_table(warehouse.runs).to_pylist()[-1]
+        assert json.loads(run["files_read"]) == {STREAM: 2}
+        assert run["status"] == "succeeded"
+    files = lambda w: len(delta.live_files(delta.open_table(w.stream(STREAM)), w.stream(STREAM)))  # noqa: E731
+    assert files(long) >= 30 * 24 and files(short) <= 25  # thirty times the history, the same two files read
+
+
+def test_evaluating_a_window_twice_leaves_one_copy_with_typed_columns(spark, tmp_path):
+    warehouse = warehouse_with_history(tmp_path / "w", 1)
+    engine = Engine(warehouse, spark)
+    plan = compile_query(PER_STREET)
+    first = engine.evaluate(plan, T_END, "PerStreet")
+    second = engine.evaluate(plan, T_END, "PerStreet")
+    assert first.rows_written == second.rows_written > 0
+    table = read_table(warehouse.results("PerStreet", "bindings"))
+    assert table.num_rows == first.rows_written
+    assert table.schema.field("passages").type == pa.int64()
+    assert table.schema.field("street").type == pa.string()
+    stored = list(StoredResults(warehouse, "PerStreet").windows())
+    assert len(stored) == 1
+    _, window_end, result = stored[0]
+    assert window_end == T_END
+    assert sorted(result.rows) == sorted(first.result.rows)
+    runs = read_table(warehouse.runs).to_pylist()
+    assert [r["status"] for r in runs] == ["succeeded", "succeeded"]
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, sys, time
+    from csparql.compiler import compile_query
+    from csparql.engine.runner import Engine
+    from csparql.storage import delta
+    from csparql.storage.warehouse import Warehouse
+
+    signal_file = sys.argv[2]
+
+    def hang(*args, **kwargs):
+        open(signal_file, "w").close()  # the results are computed; the commit would come next
+        time.sleep(600)
+
+    delta.replace_where = hang
+    plan = compile_query(open(sys.argv[3]).read())
+    Engine(Warehouse(sys.argv[1]), master="local[1]").evaluate(plan, int(sys.argv[4]), "PerStreet")
+    """
+)
+
+
+def test_killing_an_evaluation_before_its_commit_keeps_the_earlier_results(spark, tmp_path):
+    warehouse = warehouse_with_history(tmp_path / "w", 1)
+    engine = Engine(warehouse, spark)
+    plan = compile_query(PER_STREET)
+    before = engine.evaluate(plan, T_END, "PerStreet")
+    version_before = DeltaTable(str(warehouse.results("PerStreet", "bindings"))).version()
+    # More data arrives for the window, and a new evaluation is killed just before it commits.
+    write_stream(warehouse, STREAM, registrations(T_END - HOUR, T_END, every=7 * MINUTE, offset=900), first_arrival=99_000)
+    script, signal_file, query_file = tmp_path / "kill.py", tmp_path / "ready", tmp_path / "q.rq"
+    script.write_text(KILLER)
+    query_file.write_text(PER_STREET)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "plugins")}
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(warehouse.root), str(signal_file), str(query_file), str(T_END)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 240
+        while not signal_file.exists():
+            assert child.poll() is None, "the evaluation ended before reaching its commit"
+            assert time.time() < deadline, "the evaluation never reached its commit"
+            time.sleep(0.2)
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert DeltaTable(str(warehouse.results("PerStreet", "bindings"))).version() == version_before
+    _, _, stored = next(StoredResults(warehouse, "PerStreet").windows())
+    assert sorted(stored.rows) == sorted(before.result.rows)
+    # the next run succeeds and sees the new data
+    after = engine.evaluate(plan, T_END, "PerStreet")
+    assert sorted(after.result.rows) != sorted(before.result.rows)
+    _, _, stored = next(StoredResults(warehouse, "PerStreet").windows())
+    assert sorted(stored.rows) == sorted(after.result.rows)
+
+
+def test_a_register_stream_query_feeds_another_query(spark, tmp_path):
+    warehouse = warehouse_with_history(tmp_path / "w", 1)
+    engine = Engine(warehouse, spark)
+    producer = compile_query(
+        f"""REGISTER STREAM BusyGates COMPUTED EVERY 1h AS
+        PREFIX t: <{T}>
+        CONSTRUCT {{ ?tollgate t:busy ?passages }}
+        FROM STREAM <{STREAM}> [RANGE 1h STEP 1h]
+        WHERE {{ ?tollgate t:registers ?car }}
+        AGGREGATE {{ (?passages, COUNT, {{?tollgate}}) }}"""
+    )
+    produced = engine.evaluate(producer, T_END, "BusyGates")
+    assert produced.rows_written == 3
+    engine.evaluate(producer, T_END, "BusyGates")  # again: still one copy in the output stream
+    output = output_stream_iri("BusyGates")
+    stream_rows = read_table(warehouse.stream(str(output))).to_pylist()
+    assert len(stream_rows) == 3
+    assert {r["ts"] for r in stream_rows} == {from_micros(T_END)}  # every output triple carries t_f
+    consumer = compile_query(
+        f"""REGISTER QUERY Busiest AS
+        PREFIX t: <{T}>
+        SELECT ?tollgate ?n FROM STREAM <{output}> [RANGE 1h STEP 1h]
+        WHERE {{ ?tollgate t:busy ?n FILTER(?n >= 4) }}"""
+    )
+    consumed = engine.evaluate(consumer, T_END, "Busiest")
+    assert consumed.result.rows and all(int(n) >= 4 for _, n in consumed.result.rows)
+    counts = {str(gate): int(n) for gate, _, n in produced.result.triples}
+    assert {str(gate): int(n) for gate, n in consumed.result.rows} == {g: n for g, n in counts.items() if n >= 4}
+
+
+def test_tables_with_deletion_vectors_or_column_mapping_are_refused(tmp_path):
+    data = pa.table({"x": [1, 2]})
+    for name, configuration, feature in (
+        ("dv", {"delta.enableDeletionVectors": "true"}, "deletionVectors"),
+        ("cm", {"delta.columnMapping.mode": "name"}, "columnMapping"),
+    ):
+        path = tmp_path / name
+        write_deltalake(str(path), data, configuration=configuration)
+        with pytest.raises(delta.TableFeatureError) as caught:
+            delta.open_table(path)
+        assert feature in str(caught.value) and str(path) in str(caught.value)
+    plain = tmp_path / "plain"
+    write_deltalake(str(plain), data)
+    assert delta.open_table(plain).version() == 0
