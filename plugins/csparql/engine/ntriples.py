@@ -422,6 +422,86 @@ class LineParser:
     def __len__(self) -> int:
         return len(self.lines)
 
+    def add_lines(self, first_number: int, lines: list[str]) -> None:
+        """Parse consecutive lines (numbered from ``first_number``, without newlines, ``\\r`` stripped).
+
+        The hot loop of ingest: the common line (no backslash, IRIs or blank nodes, a canonical UTC
+        dateTime or epoch milliseconds) is handled inline; anything else goes through ``add``.
+        """
+        fast = _FAST.fullmatch
+        hours = _HOURS
+        scope = self.scope
+        stream = self.timestamps
+        default = self.default_micros
+        s_kind, s_value, p_value = self.s_kind.append, self.s_value.append, self.p_value.append
+        o_kind, o_value = self.o_kind.append, self.o_value.append
+        o_datatype, o_language = self.o_datatype.append, self.o_language.append
+        ts_append, line_append = self.ts.append, self.lines.append
+        number = first_number - 1
+        for line in lines:
+            number += 1
+            match = fast(line)
+            if match is None or "\\" in line:
+                self.add(number, line)
+                continue
+            s_iri, s_bnode, p, o_iri, o_bnode, o_lex, o_lang, o_dt, g_lex, g_dt, g_int = match.groups()
+            if stream:
+                ts = None
+                if g_lex is not None:
+                    if g_dt == XSD_DATETIME:
+                        base = hours.get(g_lex[:13])
+                        if base is not None and len(g_lex) >= 20 and g_lex[-1] == "Z" and g_lex[13] == ":" \
+                                and g_lex[16] == ":":
+                            minutes, seconds, fraction = g_lex[14:16], g_lex[17:19], g_lex[19:-1]
+                            digits = minutes + seconds + fraction[1:]
+                            if digits.isdigit() and digits.isascii() and minutes < "60" and seconds < "60":
+                                if not fraction:
+                                    ts = base + (int(minutes) * 60 + int(seconds)) * 1_000_000
+                                elif fraction[0] == "." and 1 < len(fraction) <= 7:
+                                    ts = base + (int(minutes) * 60 + int(seconds)) * 1_000_000 \
+                                        + int(fraction[1:].ljust(6, "0"))
+                    elif g_dt in INTEGER_TYPES and g_lex.isdigit() and g_lex.isascii() and len(g_lex) < 15:
+                        ts = int(g_lex) * 1000
+                elif g_int is not None:
+                    if g_int.isdigit() and g_int.isascii() and len(g_int) < 15:
+                        ts = int(g_int) * 1000
+                elif default is not None:
+                    ts = default
+                if ts is None:  # anything unusual (or wrong) about the timestamp: the general path
+                    self.add(number, line)
+                    continue
+                ts_append(ts)
+            elif g_lex is not None or g_int is not None:
+                self.add(number, line)
+                continue
+            if s_iri is not None:
+                s_kind(IRI)
+                s_value(s_iri)
+            else:
+                s_kind(BLANK)
+                s_value(scope + s_bnode)
+            p_value(p)
+            if o_iri is not None:
+                o_kind(IRI)
+                o_value(o_iri)
+                o_datatype(None)
+                o_language(None)
+            elif o_bnode is not None:
+                o_kind(BLANK)
+                o_value(scope + o_bnode)
+                o_datatype(None)
+                o_language(None)
+            else:
+                o_kind(LITERAL)
+                o_value(o_lex)
+                if o_lang is not None:
+                    o_datatype(RDF_LANGSTRING)
+                    o_language(o_lang.lower())
+                else:
+                    o_datatype(o_dt or XSD_STRING)
+                    o_language(None)
+            line_append(number)
+
     def add(self, number: int, line: str) -> None:
         """Parse one line (without its newline); a bad line is kept in ``rejects`` with its reason."""
         match = _FAST.fullmatch(line)
@@ -603,7 +683,7 @@ def read_lines(byte_range: ByteRange) -> tuple[int, list[bytes | str]]:
     first_line = byte_range.newlines_before + 1
     if skip_partial:  # the line holding `start` began in the previous range, which reads it
         cut = data.find(b"\n")
-        if cut < 0 or cut >= end - start:
+        if cut < 0 or cut >= end - start - 1:  # the next line starts at or after `end`: not ours
             return first_line, []
         data = data[cut + 1:]
         first_line += 1
@@ -612,9 +692,14 @@ def read_lines(byte_range: ByteRange) -> tuple[int, list[bytes | str]]:
     if data.endswith(b"\n"):
         data = data[:-1]
     try:
-        return first_line, data.decode("utf-8").split("\n")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return first_line, data.split(b"\n")
+    if "\r" in text:  # CRLF line ends
+        text = text.replace("\r\n", "\n")
+        if text.endswith("\r"):
+            text = text[:-1]
+    return first_line, text.split("\n")
 
 
 BATCH_LINES = 65_536
@@ -633,26 +718,32 @@ def parse_range(
     first_line, lines = read_lines(byte_range)
     parser = LineParser(scope, timestamps, default_micros)
     rejects: list[tuple[int, str, str]] = []  # lines that are not even UTF-8
-    number = first_line
-    for line in lines:
-        if isinstance(line, bytes):
+    if lines and first_line == 1:
+        first = lines[0]
+        if isinstance(first, str) and first.startswith("\ufeff"):
+            lines[0] = first[1:]
+        elif isinstance(first, bytes) and first.startswith(b"\xef\xbb\xbf"):
+            lines[0] = first[3:]
+    if not lines or isinstance(lines[0], str):
+        for begin in range(0, len(lines), BATCH_LINES):
+            parser.add_lines(first_line + begin, lines[begin:begin + BATCH_LINES])
+            if len(parser):
+                yield parser.batch(arrival_base)
+    else:  # the slice is not all UTF-8: decode line by line, rejecting the lines that are not
+        number = first_line
+        for raw in lines:
             try:
-                line = line.decode("utf-8")
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
                 rejects.append((number, f"not UTF-8 text (byte {error.start + 1} of the line)",
-                                line.decode("utf-8", "backslashreplace")))
-                number += 1
-                continue
-        if number == 1 and line.startswith("\ufeff"):
-            line = line[1:]
-        if line.endswith("\r"):
-            line = line[:-1]
-        parser.add(number, line)
-        number += 1
-        if len(parser) >= BATCH_LINES:
+                                raw.decode("utf-8", "backslashreplace")))
+            else:
+                parser.add(number, line[:-1] if line.endswith("\r") else line)
+            number += 1
+            if len(parser) >= BATCH_LINES:
+                yield parser.batch(arrival_base)
+        if len(parser):
             yield parser.batch(arrival_base)
-    if len(parser):
-        yield parser.batch(arrival_base)
     rejects = sorted(rejects + parser.rejects)
     if rejects_folder is not None and rejects:
         write_rejects(os.path.join(rejects_folder, f"{byte_range.index:08d}.tsv"), byte_range.file_index, rejects)

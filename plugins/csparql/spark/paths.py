@@ -7,38 +7,52 @@ and closure so that each path is evaluated per graph):
 - a link ``iri`` gives the pairs (s, o) of the distinct triples with that predicate; ``^p`` swaps them;
 - ``p1/p2`` joins on the middle node and ``p1|p2`` is a union, both keeping multiplicities as the spec's
   evaluation does; ``p?``, ``p*`` and ``p+`` give distinct pairs;
-- ``!(a|^b)`` is ``!a | ^!b``: the triples whose predicate is not a forward member, and the swapped triples
-  whose predicate is not an inverse member;
+- ``!(a|^b)`` is ``!a | ^!b`` (a union, as the spec translates it): the distinct pairs of the triples whose
+  predicate is not a forward member, and the swapped pairs of those whose predicate is not an inverse member;
 - zero-length paths pair every node of the graph (subjects and objects of the sources) with itself, and a
   constant end with itself even when it is not in the graph.
 
-``p*`` and ``p+`` are fixpoints computed semi-naively: each round extends only the pairs found in the round
-before, and the loop stops when a round adds nothing. When an end of the pattern is a constant the walk
-starts there (backwards, over the inverse path, for an object constant), so only what is reachable from it
-is ever computed. Evaluation is *seeded*: ``_eval(path, seeds)`` gives the pairs whose start is one of the
-seed nodes, which is how constants, sequences and closure rounds restrict what a sub-path computes.
+Evaluation is *seeded*: ``eval(path, seeds)`` gives the pairs whose start is one of the seed nodes, which is
+how constants, sequences and the rounds of a closure restrict what a sub-path computes. Seeds are a DataFrame
+of start nodes, or ``_Nodes`` (start nodes known on the driver, matched by literals in the plan).
 
-Every round materialises its new pairs with a local checkpoint, which also cuts their lineage (a closure's
-plan is a union of checkpointed pieces, never a tower of joins); link relations read inside a loop are
-persisted for the duration of the evaluation and unpersisted at the end.
+``p*`` and ``p+`` are fixpoints computed semi-naively: each round extends only the pairs found in the round
+before, by one more ``p`` step from their ends, and the loop stops when a round adds nothing. When an end of
+the pattern is a constant the walk starts there (backwards, over the inverse path, for an object constant), so
+only what is reachable from it is computed. While a closure stays small (``LOCAL_PAIRS``), each round is one
+Spark job that fetches the steps from the frontier's ends and the bookkeeping (which pairs are new) happens
+on the driver; past that, the rounds are DataFrame joins, anti-joins and distincts whose results are
+materialised with local checkpoints (which also cut their lineage, so a closure's plan is a union of
+checkpointed pieces, never a tower of joins). Link relations read inside a loop are persisted for the
+duration of the evaluation and unpersisted at the end.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import ByteType, StringType, StructField, StructType
 from rdflib import URIRef, Variable
 
 from csparql.algebra import operators as alg
 from csparql.language import syntax as sx
-from csparql.spark.terms import constant
+from csparql.spark.terms import TERM_STRUCT, constant
+from csparql.storage.terms import term_row
 
+# A closure whose pairs (and whose rounds' steps) stay within this many is tracked on the driver.
+LOCAL_PAIRS = 10_000
+# Start nodes known on the driver are matched with literals up to this many, with a broadcast join beyond.
+NODE_LITERALS = 64
 # Frontiers of at most this many pairs are broadcast to the join with the next step.
 BROADCAST_FRONTIER = 200_000
 # A closure's reached pairs are kept as a union of checkpointed pieces, compacted into one past this many.
-MAX_PIECES = 8
+MAX_PIECES = 32
+
+Term = tuple  # (kind, value, datatype, language), as stored
+Pair = tuple  # (a, b, graph label or None)
 
 
 def evaluate_path(compiler, op: alg.PathPattern, graph_mode: bool):
@@ -52,6 +66,8 @@ def evaluate_path(compiler, op: alg.PathPattern, graph_mode: bool):
         subject, obj = op.subject, op.object
         if not isinstance(subject, Variable):
             pairs = evaluator.eval(op.path, evaluator.constant_seeds(subject))
+            if not isinstance(obj, Variable):
+                pairs = pairs.where(F.col("b") == constant(obj))
         elif not isinstance(obj, Variable):
             pairs = _swap(evaluator.eval(inverse(op.path), evaluator.constant_seeds(obj)))
         else:
@@ -66,8 +82,6 @@ def evaluate_path(compiler, op: alg.PathPattern, graph_mode: bool):
         if isinstance(obj, Variable) and obj != subject:
             columns.append(F.col("b").alias(compiler.column(obj)))
             vars_.append(obj)
-        if not isinstance(subject, Variable) and not isinstance(obj, Variable):
-            pairs = pairs.where(F.col("b") == constant(obj))
         if graph_mode:
             columns.append(F.col("g").alias(GRAPH_COLUMN))
         return Solutions(pairs.select(*columns), tuple(vars_), {}, graph=graph_mode)
@@ -114,6 +128,26 @@ def _swap(pairs: DataFrame) -> DataFrame:
     return pairs.withColumnRenamed("a", "__swap").withColumnRenamed("b", "a").withColumnRenamed("__swap", "b")
 
 
+def _literal(term: Term) -> Column:
+    kind, value, datatype, language = term
+    return F.struct(
+        F.lit(kind).cast(ByteType()).alias("kind"),
+        F.lit(value).alias("value"),
+        F.lit(datatype).cast(StringType()).alias("datatype"),
+        F.lit(language).cast(StringType()).alias("language"),
+    )
+
+
+class _Nodes:
+    """Start nodes known on the driver: distinct (term, graph label or None) tuples."""
+
+    def __init__(self, nodes):
+        self.nodes: list[tuple[Term, str | None]] = list(dict.fromkeys(nodes))
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+
 # --- evaluation ----------------------------------------------------------------------------------------------
 
 
@@ -126,16 +160,16 @@ class _PathEvaluator:
         self.sources = sources
         self.graph = graph
         self.expanded = compiler._expand(sources)
+        self.keys = ["g"] if graph else []
+        self.columns = ["a", "b", *self.keys]
+        fields = [StructField("a", TERM_STRUCT, False), StructField("b", TERM_STRUCT, False)]
+        self.schema = StructType(fields + ([StructField("g", StringType(), True)] if graph else []))
         self._triples: DataFrame | None = None
         self._links: dict[tuple, DataFrame] = {}
         self._persisted: list[DataFrame] = []
         self._loop_depth = 0
 
     # frames
-
-    @property
-    def keys(self) -> list[str]:
-        return ["g"] if self.graph else []
 
     def triples(self) -> DataFrame:
         """The triples the pattern reads: s, p, o (and g, the source, in graph mode); not yet distinct."""
@@ -145,11 +179,6 @@ class _PathEvaluator:
             self._triples = frame.select(*columns)
         return self._triples
 
-    def _set(self, frame: DataFrame) -> DataFrame:
-        """Distinct pairs, unless the sources are a single static graph (already a set of triples)."""
-        single_static = len(self.expanded) == 1 and isinstance(self.expanded[0], alg.StaticGraph)
-        return frame if single_static else frame.distinct()
-
     def _pairs(self, frame: DataFrame, inverted: bool) -> DataFrame:
         a, b = ("o", "s") if inverted else ("s", "o")
         return frame.select(F.col(a).alias("a"), F.col(b).alias("b"), *[F.col(k) for k in self.keys])
@@ -158,8 +187,10 @@ class _PathEvaluator:
         """The pairs of the triples with predicate ``iri`` (swapped when inverted); persisted inside loops."""
         key = ("link", iri, inverted)
         if key not in self._links:
-            frame = self.triples().where(F.col("p") == constant(iri))
-            self._links[key] = self._set(self._pairs(frame, inverted))
+            pairs = self._pairs(self.triples().where(F.col("p") == constant(iri)), inverted)
+            single_static = len(self.expanded) == 1 and isinstance(self.expanded[0], alg.StaticGraph)
+            # A single static graph is a set of triples already; several sources may share triples.
+            self._links[key] = pairs if single_static else pairs.distinct()
         return self._remember(key)
 
     def negated(self, iris: tuple[URIRef, ...], inverted: bool) -> DataFrame:
@@ -168,7 +199,8 @@ class _PathEvaluator:
         if key not in self._links:
             values = sorted({str(iri) for iri in iris})
             frame = self.triples().where(~F.col("p").getField("value").isin(values))
-            self._links[key] = self._set(self._pairs(frame, inverted))
+            # Two triples that differ only in their predicate give one pair (the spec's NPS is a set).
+            self._links[key] = self._pairs(frame, inverted).distinct()
         return self._remember(key)
 
     def _remember(self, key: tuple) -> DataFrame:
@@ -184,24 +216,29 @@ class _PathEvaluator:
         triples = self.triples()
         subjects = triples.select(F.col("s").alias("a"), *self.keys)
         objects = triples.select(F.col("o").alias("a"), *self.keys)
-        nodes = subjects.unionByName(objects).distinct()
-        return nodes.select("a", F.col("a").alias("b"), *self.keys)
+        return subjects.unionByName(objects).distinct().select("a", F.col("a").alias("b"), *self.keys)
 
-    def constant_seeds(self, term) -> DataFrame:
+    def constant_seeds(self, term) -> _Nodes:
         """A constant as the only start node (in every graph the pattern reads, in graph mode)."""
-        frame = self.spark.range(1).select(constant(term).alias("a"))
-        if self.graph:
-            labels = [str(source.iri) for source in self.expanded]
-            graphs = self.spark.createDataFrame([(label,) for label in labels], "g string")
-            frame = frame.crossJoin(graphs)
-        return F.broadcast(frame)
+        labels = [str(source.iri) for source in self.expanded] if self.graph else [None]
+        return _Nodes((term_row(term), label) for label in labels)
+
+    def frame(self, pairs: list[Pair]) -> DataFrame:
+        """A frame of pairs held on the driver."""
+        rows = [pair if self.graph else pair[:2] for pair in pairs]
+        return self.spark.createDataFrame(rows, self.schema)
+
+    def node_frame(self, seeds: _Nodes) -> DataFrame:
+        """Start nodes held on the driver as a frame (a and g)."""
+        schema = StructType([field for field in self.schema.fields if field.name != "b"])
+        return self.spark.createDataFrame([(n, g) if self.graph else (n,) for n, g in seeds.nodes], schema)
 
     # the operators
 
-    def eval(self, path: sx.PathExpr, seeds: DataFrame | None) -> DataFrame:
+    def eval(self, path: sx.PathExpr, seeds: DataFrame | _Nodes | None) -> DataFrame:
         """The pairs of a path (a multiset), restricted to those starting at a seed node when seeds are given.
 
-        ``seeds`` has the columns a (and g): distinct start nodes.
+        ``seeds`` are distinct start nodes: a frame with the columns a (and g), or ``_Nodes``.
         """
         match path:
             case URIRef():
@@ -231,32 +268,41 @@ class _PathEvaluator:
                 return self._closure(inner, seeds, zero=False)
         raise TypeError(f"not a property path: {path!r}")
 
-    def _seeded(self, pairs: DataFrame, seeds: DataFrame | None) -> DataFrame:
+    def _seeded(self, pairs: DataFrame, seeds: DataFrame | _Nodes | None) -> DataFrame:
         if seeds is None:
             return pairs
+        if isinstance(seeds, _Nodes):
+            if len(seeds) > NODE_LITERALS:
+                return pairs.join(F.broadcast(self.node_frame(seeds)), on=["a", *self.keys], how="left_semi")
+            by_graph: dict[str | None, list[Term]] = defaultdict(list)
+            for node, label in seeds.nodes:
+                by_graph[label].append(node)
+            conditions = []
+            for label, nodes in by_graph.items():
+                condition = F.col("a").isin([_literal(node) for node in nodes])
+                conditions.append(condition if label is None else (F.col("g") == F.lit(label)) & condition)
+            return pairs.where(reduce(lambda x, y: x | y, conditions)) if conditions else pairs.limit(0)
         return pairs.join(seeds, on=["a", *self.keys], how="left_semi")
 
-    def _zero(self, seeds: DataFrame | None) -> DataFrame:
+    def _zero(self, seeds: DataFrame | _Nodes | None) -> DataFrame:
         if seeds is None:
             return self.nodes()
+        if isinstance(seeds, _Nodes):
+            return self.frame([(node, node, label) for node, label in seeds.nodes])
         return seeds.select("a", F.col("a").alias("b"), *self.keys)
 
-    def _sequence(self, path: sx.SequencePath, steps: tuple, seeds: DataFrame | None) -> DataFrame:
+    def _sequence(self, path: sx.SequencePath, steps: tuple, seeds) -> DataFrame:
         if seeds is None and _wants_seeds(steps[0]) and not _wants_seeds(steps[-1]):
             # Walk from the cheap end: the closure then starts from the nodes the other steps reach.
             return _swap(self.eval(inverse(path), None))
         result = self.eval(steps[0], seeds)
         for step in steps[1:]:
-            middle = self._middle(result, step)
-            result = self._extend(result, middle)
+            if _wants_seeds(step):
+                following = self.eval(step, result.select(F.col("b").alias("a"), *self.keys).distinct())
+            else:
+                following = self.eval(step, None)
+            result = self._extend(result, following)
         return result
-
-    def _middle(self, left: DataFrame, step: sx.PathExpr) -> DataFrame:
-        """The pairs of ``step`` that can follow ``left`` (seeded by its ends when the step is costly)."""
-        if not _wants_seeds(step):
-            return self.eval(step, None)
-        ends = left.select(F.col("b").alias("a"), *self.keys).distinct()
-        return self.eval(step, ends)
 
     def _extend(self, left: DataFrame, right: DataFrame) -> DataFrame:
         """``left ⋈ right`` on left.b = right.a (and the graph), keeping multiplicities."""
@@ -264,40 +310,94 @@ class _PathEvaluator:
         right = right.withColumnRenamed("a", "__m")
         return left.join(right, on=["__m", *self.keys], how="inner").select("a", "b", *self.keys)
 
-    def _closure(self, inner: sx.PathExpr, seeds: DataFrame | None, zero: bool) -> DataFrame:
+    # closures
+
+    def _closure(self, inner: sx.PathExpr, seeds, zero: bool) -> DataFrame:
         """``inner*`` (zero) or ``inner+``: distinct pairs, by semi-naive iteration to the fixpoint."""
-        columns = ["a", "b", *self.keys]
-        simple = isinstance(inner, URIRef) or (isinstance(inner, sx.InversePath) and isinstance(inner.path, URIRef))
         self._loop_depth += 1
         try:
-            first = self.eval(inner, seeds).select(*columns).distinct()
-            frontier, size = self._materialise(first)
-            pieces, total = [frontier], size
-            while size > 0:
-                if simple:
-                    step = self.eval(inner, None)
-                else:
-                    step = self.eval(inner, frontier.select(F.col("b").alias("a"), *self.keys).distinct())
-                candidates = self._extend(self._small(frontier, size), step)
-                reached = self._small(reduce(DataFrame.unionByName, pieces), total)
-                frontier, size = self._materialise(candidates.join(reached, on=columns, how="left_anti").distinct())
-                if size == 0:
-                    break
-                pieces.append(frontier)
-                total += size
-                if len(pieces) > MAX_PIECES:
-                    pieces = [self._materialise(reduce(DataFrame.unionByName, pieces))[0]]
-            result = reduce(DataFrame.unionByName, pieces)
-            if zero:
+            first = self.eval(inner, seeds).select(*self.columns)
+            rows = self._collect(first)
+            local_zero = zero and isinstance(seeds, _Nodes)
+            if rows is not None:
+                extra = [(node, node, label) for node, label in seeds.nodes] if local_zero else []
+                result = self._local_closure(inner, rows, extra)
+            else:
+                frontier, size = self._materialise(first.distinct())
+                pieces = [frontier]
+                if local_zero:
+                    pieces.append(self._zero(seeds).join(frontier, on=self.columns, how="left_anti"))
+                result = self._spark_closure(inner, frontier, size, pieces, size + (len(seeds) if local_zero else 0))
+            if zero and not local_zero:
                 # The zero-length pairs not reached otherwise (a node reached from itself is there already).
-                result = result.unionByName(self._zero(seeds).join(self._small(result, total), on=columns, how="left_anti"))
+                result = result.unionByName(self._zero(seeds).join(result, on=self.columns, how="left_anti"))
             return result
         finally:
             self._loop_depth -= 1
 
+    def _local_closure(self, inner: sx.PathExpr, first: list[Pair], extra: list[Pair]) -> DataFrame:
+        """The closure from its first step, with the reached pairs on the driver; each round is one Spark job
+        (the steps from the frontier's ends). ``extra`` are reached pairs never to extend (zero-length ones)."""
+        reached: dict[Pair, None] = dict.fromkeys(first)
+        reached.update(dict.fromkeys(extra))
+        frontier = first
+        while frontier:
+            ends = _Nodes((b, label) for _, b, label in frontier)
+            steps = self._collect(self.eval(inner, ends).select(*self.columns))
+            if steps is None:  # too many steps to bring to the driver: go on with DataFrames
+                return self._spark_from(inner, list(reached), frontier)
+            following: dict[tuple, list[Term]] = defaultdict(list)
+            for middle, b, label in steps:
+                following[(middle, label)].append(b)
+            new = []
+            for a, middle, label in frontier:
+                for b in following.get((middle, label), ()):
+                    pair = (a, b, label)
+                    if pair not in reached:
+                        reached[pair] = None
+                        new.append(pair)
+            if len(reached) > LOCAL_PAIRS:
+                return self._spark_from(inner, list(reached), new)
+            frontier = new
+        return self.frame(list(reached))
+
+    def _spark_from(self, inner: sx.PathExpr, reached: list[Pair], frontier: list[Pair]) -> DataFrame:
+        """Continue a closure with DataFrames from the state reached on the driver."""
+        pieces = [self._materialise(self.frame(reached))[0]]
+        start, size = self._materialise(self.frame(frontier))
+        return self._spark_closure(inner, start, size, pieces, len(reached))
+
+    def _spark_closure(self, inner, frontier: DataFrame, size: int, pieces: list[DataFrame], total: int) -> DataFrame:
+        """The closure's rounds as DataFrames: ``pieces`` hold every pair reached (``total`` of them), of which
+        ``frontier`` (``size`` pairs) are still to extend."""
+        columns = self.columns
+        simple = isinstance(inner, URIRef) or (isinstance(inner, sx.InversePath) and isinstance(inner.path, URIRef))
+        while size > 0:
+            if simple:
+                step = self.eval(inner, None)
+            else:
+                step = self.eval(inner, frontier.select(F.col("b").alias("a"), *self.keys).distinct())
+            candidates = self._extend(self._small(frontier, size), step)
+            reached = self._small(reduce(DataFrame.unionByName, pieces), total)
+            frontier, size = self._materialise(candidates.join(reached, on=columns, how="left_anti").distinct())
+            if size == 0:
+                break
+            pieces.append(frontier)
+            total += size
+            if len(pieces) > MAX_PIECES:
+                pieces = [self._materialise(reduce(DataFrame.unionByName, pieces))[0]]
+        return reduce(DataFrame.unionByName, pieces)
+
     @staticmethod
     def _small(frame: DataFrame, size: int) -> DataFrame:
         return F.broadcast(frame) if size <= BROADCAST_FRONTIER else frame
+
+    def _collect(self, frame: DataFrame) -> list[Pair] | None:
+        """The distinct pairs of a frame on the driver, or None when it has more than ``LOCAL_PAIRS`` rows."""
+        rows = frame.limit(LOCAL_PAIRS + 1).collect()
+        if len(rows) > LOCAL_PAIRS:
+            return None
+        return list(dict.fromkeys((tuple(r["a"]), tuple(r["b"]), r["g"] if self.graph else None) for r in rows))
 
     def _materialise(self, frame: DataFrame) -> tuple[DataFrame, int]:
         """The frame computed once, its lineage cut (a local checkpoint), and its number of rows."""
@@ -305,7 +405,7 @@ class _PathEvaluator:
         return checkpointed, checkpointed.count()
 
     def release(self) -> None:
-        """Unpersist the link relations persisted for loops (what the result needs is checkpointed)."""
+        """Unpersist the link relations persisted for loops (what the result needs is checkpointed or local)."""
         for frame in self._persisted:
             frame.unpersist(blocking=False)
         self._persisted.clear()

@@ -1,0 +1,124 @@
+"""``csparql ingest`` and ``csparql load-static``: RDF streams and static graphs into the warehouse.
+
+Exit codes: 0 everything landed; 1 some lines were rejected (the good ones landed; see the rejects file) or
+the warehouse refused the write (nothing landed); 2 a usage error (a missing or unreadable file, an unknown
+format, a bad option), reported before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+FORMATS_HELP = "nquads (timestamped N-Quads), ntriples, turtle, xml, n3, trig, trix, json-ld"
+
+
+def register(commands) -> None:
+    ingest = commands.add_parser(
+        "ingest",
+        help="land timestamped RDF in a stream table",
+        description="Land RDF stream files in the stream's Delta table, in one commit. Timestamped N-Quads "
+        "(.nq, .tnq) carry each triple's timestamp as the fourth term: an xsd:dateTime literal or epoch "
+        "milliseconds. Plain RDF (N-Triples, Turtle, any format rdflib reads) needs --timestamp. Malformed "
+        "lines go to a rejects file (file, line, reason, text; default <file>.rejects.tsv) and the good ones "
+        "land. Exit 0 when all landed, 1 when some were rejected, 2 for a usage error.",
+    )
+    ingest.add_argument("files", nargs="+", metavar="FILE", help="input files")
+    ingest.add_argument("--stream", required=True, metavar="IRI", help="the stream's IRI")
+    ingest.add_argument(
+        "--timestamp", metavar="T",
+        help="timestamp of triples that carry none (ISO 8601 with a zone, e.g. 2010-03-22T10:00:00Z, or epoch "
+        "milliseconds); required for N-Triples, Turtle and the other plain RDF formats",
+    )
+    _common(ingest)
+    ingest.set_defaults(run=run_ingest)
+
+    load = commands.add_parser(
+        "load-static",
+        help="load a static graph",
+        description="Load static RDF (any format rdflib reads) into a static graph's Delta table, in one "
+        "commit: the default graph, or the named graph --graph. Appends by default (triples already there "
+        "are not added twice); --replace replaces the graph's content. Malformed lines go to a rejects file. "
+        "Exit 0 when all landed, 1 when some were rejected, 2 for a usage error.",
+    )
+    load.add_argument("files", nargs="+", metavar="FILE", help="input files")
+    load.add_argument("--graph", metavar="IRI", help="the named graph to load (default: the default graph)")
+    load.add_argument("--replace", action="store_true", help="replace the graph's content instead of adding to it")
+    _common(load)
+    load.set_defaults(run=run_load_static)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", metavar="FORMAT", help=f"input format, instead of the file extension: {FORMATS_HELP}")
+    parser.add_argument("--rejects", metavar="PATH", help="write every reject to this file (default: <file>.rejects.tsv next to each input)")
+    parser.add_argument("--warehouse", metavar="DIR", help="the warehouse folder (default: $CSPARQL_WAREHOUSE, else ./delta_tables)")
+    parser.add_argument("--master", metavar="URL", help="Spark master: local[*], spark://host:7077 or sc://host:15002 (default: $CSPARQL_SPARK_MASTER, else local[*])")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _report(command: str, report, where: str) -> int:
+    line = f"{_plural(report.landed, 'triple')} landed in {where} ({_plural(report.files, 'file')}), {report.rejected} rejected"
+    if report.rejected:
+        line += " — see " + ", ".join(str(p) for p in report.rejects_paths)
+    print(line)
+    for reject in report.first_rejects:
+        where_ = f"{reject.file}:{reject.line}" if reject.line else reject.file
+        print(f"{where_}: {reject.reason}", file=sys.stderr)
+    if report.rejected > len(report.first_rejects):
+        print(f"... and {report.rejected - len(report.first_rejects)} more in the rejects file", file=sys.stderr)
+    for warning in report.warnings:
+        print(f"csparql {command}: warning: {warning}", file=sys.stderr)
+    return EXIT_REJECTED if report.rejected else EXIT_OK
+
+
+def _run(command: str, args: argparse.Namespace, work) -> int:
+    # Spark and Delta are imported here, not at module level, so that `csparql check` stays fast.
+    from csparql.engine.ingest import InputError
+    from csparql.storage.delta import StorageError, TableFeatureError
+    from csparql.storage.warehouse import Warehouse
+
+    try:
+        warehouse = Warehouse.locate(args.warehouse)
+        return work(warehouse)
+    except InputError as error:
+        print(f"csparql {command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (StorageError, TableFeatureError) as error:
+        print(f"csparql {command}: error: {error}; nothing was written", file=sys.stderr)
+        return EXIT_REJECTED
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    def work(warehouse) -> int:
+        from csparql.engine.ingest import check_stream_request, ingest_stream
+        from csparql.spark.session import spark_session
+
+        check_stream_request(args.stream, args.files, args.timestamp, args.format, args.rejects)  # before Spark
+        report = ingest_stream(
+            spark_session(args.master), warehouse, args.stream, args.files,
+            timestamp=args.timestamp, format=args.format, rejects=args.rejects,
+        )
+        return _report("ingest", report, f"<{report.target}>")
+
+    return _run("ingest", args, work)
+
+
+def run_load_static(args: argparse.Namespace) -> int:
+    def work(warehouse) -> int:
+        from csparql.engine.ingest import check_static_request, load_static
+        from csparql.spark.session import spark_session
+
+        check_static_request(args.graph, args.files, args.format, args.rejects)  # before Spark starts
+        report = load_static(
+            spark_session(args.master), warehouse, args.graph, args.files,
+            replace=args.replace, format=args.format, rejects=args.rejects,
+        )
+        where = f"the graph <{report.target}>" if report.target else "the default graph"
+        return _report("load-static", report, where)
+
+    return _run("load-static", args, work)

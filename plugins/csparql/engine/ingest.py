@@ -1,0 +1,651 @@
+"""Ingest: timestamped triples into stream tables, and static graphs into static tables, each in one commit.
+
+``ingest_stream(spark, warehouse, iri, files, ...)`` lands RDF stream files in the stream's Delta table;
+``load_static(spark, warehouse, graph, files, ...)`` loads a static graph (``graph=None``: the default one).
+Both return an ``IngestReport``.
+
+Inputs
+    Timestamped N-Quads (``.nq``/``.tnq``): the fourth term is the triple's timestamp, an ``xsd:dateTime`` or
+    epoch milliseconds (see ``csparql.engine.ntriples``); lines without one take ``--timestamp`` if given.
+    N-Triples (``.nt``): every triple takes ``--timestamp``. Any other format rdflib reads (Turtle, RDF/XML,
+    N3, TriG, JSON-LD, ...; from the extension or ``format``) also takes ``--timestamp``.
+
+Parallel parsing (line formats)
+    Files are split into byte ranges. A first Spark pass (``mapInArrow`` over one row per range) counts the
+    newlines of each range; prefix sums give each range's first line number. The second pass parses the lines
+    that START in each range (reading past its end to finish the last one), so line numbers are exact, with
+    no line loop in the driver and only the DataFrame API (it works over Spark Connect). The executors open
+    the input files by path, so they must see them (local mode, or a filesystem shared with the cluster), as
+    they see the table folder they write to. Other formats are parsed by rdflib in the driver; a file rdflib
+    cannot parse is rejected whole, with the parser's message and position.
+
+Rejects
+    A malformed line never stops an ingest: it is written to the rejects file with its line number and the
+    reason, and the good lines land. Rejects files are TSV without a header, one reject per line::
+
+        file <TAB> line <TAB> reason <TAB> original line
+
+    (backslash, tab, CR and LF escaped as ``\\\\ \\t \\r \\n``). By default each input's rejects go next to
+    it, in ``<input>.rejects.tsv``; ``rejects=PATH`` collects them all in one file. Executors write each
+    range's rejects to ``<table>/ingest-<id>-rejects/`` and the driver merges them in file and line order.
+
+Writes
+    Spark writes the rows as Parquet into a stage folder inside the table folder, ``<table>/ingest-<id>/``
+    (partitioned by hour bucket for streams); the files are then committed with delta-rs in ONE commit and
+    stay where they are. Any failure before the commit deletes the stage folder: the table is left at the
+    version it had. Statistics (triples per predicate) are recorded after the commit.
+
+Arrival order (streams)
+    ``arrival = batch << 40 | ordinal``: ``batch`` is the table's version when the ingest starts, plus one
+    (the version its commit will normally get), so a later ingest has larger arrivals; ``ordinal`` numbers the
+    lines of the ingest's files in order (file 2's lines follow all of file 1's; within a file, the line
+    number), so file and line order hold. Room: 2^23 ingests per table, 2^40 lines per ingest. For rdflib
+    formats a triple's ordinal follows the parser's order within the file.
+
+Blank nodes
+    Labels are scoped per ingest and file: ``_:b1`` of file 0 of ingest ``3f9c2a1b0e7d`` is stored as
+    ``i3f9c2a1b0e7df0_b1``. Two ingests (or two files) never share a blank node, as RDF merging requires; a
+    static graph loaded twice holds its blank-node triples twice (they are different nodes).
+
+Static graphs
+    A static table is a SET of triples (the compiler relies on it): a load drops duplicates within itself,
+    and an append also drops the triples already stored. ``replace=True`` replaces the graph's content with
+    the good triples of the input, in one commit (an empty input empties the graph; an input whose every
+    line or file was rejected leaves it as it was).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import rdflib
+from deltalake import CommitProperties, DeltaTable
+from deltalake.transaction import AddAction
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from csparql.engine import ntriples as nt
+from csparql.engine.catalog import IRI_PROPERTY, KIND_PROPERTY, STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, Catalog
+from csparql.spark.terms import TERM_STRUCT
+from csparql.storage import delta, schema
+from csparql.storage.terms import BLANK, term_row
+from csparql.storage.warehouse import Warehouse
+from csparql.windows import parse_instant
+
+LINE_FORMATS = ("ntriples", "nquads")
+QUAD_FORMATS = ("nquads", "trig", "trix")
+FORMAT_NAMES = {
+    "nt": "ntriples", "ntriples": "ntriples", "n-triples": "ntriples",
+    "nq": "nquads", "nquads": "nquads", "n-quads": "nquads", "tnq": "nquads",
+    "ttl": "turtle", "turtle": "turtle",
+    "n3": "n3",
+    "xml": "xml", "rdf": "xml", "rdfxml": "xml", "rdf/xml": "xml", "owl": "xml", "application/rdf+xml": "xml",
+    "trig": "trig", "trix": "trix",
+    "json-ld": "json-ld", "jsonld": "json-ld", "json": "json-ld",
+    "hext": "hext",
+}
+EXTENSIONS = {
+    ".nt": "ntriples", ".nq": "nquads", ".tnq": "nquads", ".ttl": "turtle", ".n3": "n3", ".rdf": "xml",
+    ".xml": "xml", ".owl": "xml", ".trig": "trig", ".trix": "trix", ".jsonld": "json-ld", ".json": "json-ld",
+}
+BATCH_SHIFT = 40
+MAX_BATCH = (1 << (63 - BATCH_SHIFT)) - 1
+MIN_RANGE_BYTES = 1 << 20
+MAX_RANGE_BYTES = 64 << 20
+SHOWN_REJECTS = 10
+
+
+class InputError(Exception):
+    """The command was used wrongly (a missing or unreadable file, an unknown format, a bad option): nothing
+    was read or written."""
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One rejected line (or file, for formats parsed whole): fields as written in the rejects file."""
+
+    file: str
+    line: int
+    reason: str
+    text: str
+
+
+@dataclass
+class IngestReport:
+    """What one ingest or static load did."""
+
+    target: str  # the stream IRI, the graph IRI, or "" for the default graph
+    table: Path
+    landed: int = 0  # triples committed
+    rejected: int = 0  # rejected lines (a file rdflib could not parse counts once)
+    files: int = 0  # input files read
+    rejects_paths: tuple[Path, ...] = ()
+    min_ts: int | None = None  # microseconds, of the triples landed (streams)
+    max_ts: int | None = None  # the stream's watermark after this ingest
+    data_files: int = 0  # Parquet files committed
+    version: int | None = None  # the table version committed (None: nothing to commit)
+    counts: dict[str, int] = field(default_factory=dict)  # triples landed per predicate
+    first_rejects: list[Reject] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rejects_path(self) -> Path | None:
+        return self.rejects_paths[0] if self.rejects_paths else None
+
+    @property
+    def watermark(self) -> int | None:
+        return self.max_ts
+
+
+@dataclass(frozen=True)
+class Input:
+    index: int
+    path: Path  # resolved
+    format: str  # a FORMAT_NAMES value
+    name: str = ""  # as given, for messages
+
+    @property
+    def line_based(self) -> bool:
+        return self.format in LINE_FORMATS
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checking the request (before Spark starts)
+# ---------------------------------------------------------------------------------------------------------
+
+_ABSOLUTE_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|^`\\]*")
+
+
+def check_iri(text: str, what: str) -> str:
+    """An absolute IRI (``<...>`` accepted), or InputError."""
+    iri = text.strip()
+    if iri.startswith("<") and iri.endswith(">"):
+        iri = iri[1:-1]
+    if not _ABSOLUTE_IRI.fullmatch(iri):
+        raise InputError(f"the {what} '{text}' is not an absolute IRI (e.g. http://example.org/stream)")
+    return iri
+
+
+def format_of(path: Path, explicit: str | None) -> str:
+    """The file's format: ``explicit`` (a name or an extension) or from the extension."""
+    if explicit:
+        name = FORMAT_NAMES.get(explicit.lower().lstrip("."))
+        if name is None:
+            known = ", ".join(sorted(set(FORMAT_NAMES.values())))
+            raise InputError(f"unknown format '{explicit}'; use one of {known}")
+        return name
+    name = EXTENSIONS.get(path.suffix.lower())
+    if name is None:
+        raise InputError(
+            f"{path}: cannot tell the format from the extension '{path.suffix}'; pass --format "
+            "(nquads, ntriples, turtle, xml, n3, trig, json-ld, ...)"
+        )
+    return name
+
+
+def check_inputs(files: Sequence[str | os.PathLike], format: str | None) -> list[Input]:
+    """The input files with their formats; InputError for a missing, unreadable or unknown one."""
+    if not files:
+        raise InputError("no input files")
+    inputs = []
+    for index, name in enumerate(files):
+        path = Path(name)
+        if not path.exists():
+            raise InputError(f"{name}: no such file")
+        if path.is_dir():
+            raise InputError(f"{name}: is a directory, not an RDF file")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"{name}: cannot read it (permission denied)")
+        inputs.append(Input(index, path.resolve(), format_of(path, format), str(name)))
+    return inputs
+
+
+def check_timestamp(text: str | None) -> int | None:
+    """``--timestamp`` in microseconds (ISO 8601 with a zone, or epoch milliseconds), or InputError."""
+    if text is None:
+        return None
+    try:
+        micros = parse_instant(text)
+    except ValueError as error:
+        raise InputError(f"--timestamp: {error}") from None
+    if not nt.MIN_MICROS <= micros <= nt.MAX_MICROS:
+        raise InputError(f"--timestamp: {text} is outside years 1..9999")
+    return micros
+
+
+def rejects_targets(inputs: list[Input], rejects: str | os.PathLike | None) -> dict[int, Path]:
+    """Where each input's rejects go (all to ``rejects`` when given), checked to be writable."""
+    targets = {i.index: Path(rejects).resolve() if rejects else i.path.with_name(i.path.name + ".rejects.tsv")
+               for i in inputs}
+    for target in set(targets.values()):
+        folder = target.parent
+        if not folder.is_dir():
+            raise InputError(f"cannot write the rejects file {target}: no folder {folder}")
+        if target.is_dir():
+            raise InputError(f"cannot write the rejects file {target}: it is a directory")
+        if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+            raise InputError(f"cannot write the rejects file {target}: permission denied")
+    return targets
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Ingest and load
+# ---------------------------------------------------------------------------------------------------------
+
+
+def check_stream_request(iri, files, timestamp=None, format=None, rejects=None):
+    """The checked arguments of ``ingest_stream`` (IRI, inputs, --timestamp in µs, rejects targets), or
+    InputError: everything that can be wrong with the request is found before Spark starts."""
+    iri = check_iri(iri, "stream")
+    inputs = check_inputs(files, format)
+    default_micros = check_timestamp(timestamp)
+    if default_micros is None:
+        for item in inputs:
+            if item.format != "nquads":
+                raise InputError(
+                    f"{item.name}: {item.format} has no timestamps; pass --timestamp T to give its triples one"
+                )
+    return iri, inputs, default_micros, rejects_targets(inputs, rejects)
+
+
+def check_static_request(graph, files, format=None, rejects=None):
+    """The checked arguments of ``load_static`` (graph IRI or None, inputs, rejects targets), or InputError."""
+    graph = None if graph is None else check_iri(graph, "graph")
+    inputs = check_inputs(files, format)
+    return graph, inputs, rejects_targets(inputs, rejects)
+
+
+def ingest_stream(
+    spark: SparkSession,
+    warehouse: Warehouse,
+    iri: str,
+    files: Sequence[str | os.PathLike],
+    timestamp: str | None = None,
+    format: str | None = None,
+    rejects: str | os.PathLike | None = None,
+) -> IngestReport:
+    """Land stream files in the stream's table in one commit (see the module docstring)."""
+    iri, inputs, default_micros, targets = check_stream_request(iri, files, timestamp, format, rejects)
+    path = warehouse.stream(iri)
+    table = delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {IRI_PROPERTY: iri, KIND_PROPERTY: "stream"})
+    batch = table.version() + 1
+    if batch > MAX_BATCH:
+        raise delta.StorageError(f"the stream table at {path} has too many versions for the arrival encoding")
+    job = _Job(spark, path, inputs, targets, stream=True, default_micros=default_micros, batch=batch,
+               explicit_rejects=rejects)
+    report = IngestReport(iri, path, files=len(inputs))
+    job.run(report, commit=lambda files: delta.commit_files(
+        path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
+        metadata=job.commit_metadata("ingest", iri),
+    ))
+    if report.version is not None:
+        _record(report, Catalog(warehouse), iri, "stream", replaces=False)
+    return report
+
+
+def load_static(
+    spark: SparkSession,
+    warehouse: Warehouse,
+    graph: str | None,
+    files: Sequence[str | os.PathLike],
+    replace: bool = False,
+    format: str | None = None,
+    rejects: str | os.PathLike | None = None,
+) -> IngestReport:
+    """Load a static graph (``graph=None``: the default graph), appending or, with ``replace``, replacing its
+    content, in one commit; the table stays a set of triples."""
+    graph, inputs, targets = check_static_request(graph, files, format, rejects)
+    path = warehouse.static(graph)
+    properties = {KIND_PROPERTY: "static"} if graph is None else {IRI_PROPERTY: graph, KIND_PROPERTY: "static"}
+    delta.ensure(path, schema.STATIC, None, properties)
+    job = _Job(spark, path, inputs, targets, stream=False, replace=replace, explicit_rejects=rejects)
+    report = IngestReport(graph or "", path, files=len(inputs))
+
+    def commit(staged):
+        metadata = job.commit_metadata("load-static", graph or "")
+        if replace:
+            commit_replacing(path, [f for f, _ in staged], schema.STATIC, metadata)
+        else:
+            delta.commit_files(path, [(f, {}) for f, _ in staged], schema.STATIC, None, None, metadata=metadata)
+
+    job.run(report, commit, always_commit=replace)
+    if report.version is not None:
+        _record(report, Catalog(warehouse), graph, "static", replaces=replace)
+    return report
+
+
+def _record(report: IngestReport, catalog: Catalog, source: str | None, kind: str, replaces: bool) -> None:
+    try:
+        catalog.record_statistics(source, kind, report.counts, replaces=replaces)
+    except Exception as error:  # the data is committed: say so rather than fail
+        report.warnings.append(f"the triples landed, but their statistics were not recorded: {error}")
+
+
+def commit_replacing(path, files: list[str], table_schema: pa.Schema, metadata: dict[str, str]) -> None:
+    """Replace every live file of an unpartitioned table with ``files`` (written inside it) in one commit."""
+    root = Path(path).resolve()
+    now = int(time.time() * 1000)
+    actions = []
+    for file in files:
+        full = Path(file).resolve()
+        if not full.is_file() or root not in full.parents:
+            raise delta.StorageError(f"refusing to commit {full}: not a file inside the table folder {root}")
+        actions.append(AddAction(
+            path=str(full.relative_to(root)), size=full.stat().st_size, partition_values={},
+            modification_time=now, data_change=True, stats=delta.file_statistics(str(full), None),
+        ))
+
+    def attempt(_):
+        DeltaTable(str(path)).create_write_transaction(
+            actions, mode="overwrite", schema=table_schema, partition_by=None,
+            commit_properties=CommitProperties(custom_metadata=metadata),
+        )
+
+    delta._retrying(attempt, "replacing the graph", path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One ingest: parse, stage, commit
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _parsed_spark_schema(stream: bool) -> StructType:
+    fields = [StructField("s", TERM_STRUCT, False), StructField("p", TERM_STRUCT, False),
+              StructField("o", TERM_STRUCT, False)]
+    if stream:
+        fields += [StructField("ts_micros", LongType(), False), StructField("arrival", LongType(), False),
+                   StructField("bucket", StringType(), False)]
+    return StructType(fields)
+
+
+def _parallelism(spark: SparkSession) -> int:
+    try:
+        value = spark.conf.get("spark.default.parallelism", None)
+        if value:
+            return max(1, int(value))
+    except Exception:  # Spark Connect may refuse to read it
+        pass
+    return max(1, os.cpu_count() or 1)
+
+
+class _Job:
+    def __init__(self, spark, path: Path, inputs: list[Input], targets: dict[int, Path], stream: bool,
+                 default_micros: int | None = None, batch: int = 0, replace: bool = False,
+                 explicit_rejects: str | os.PathLike | None = None):
+        self.spark = spark
+        self.path = Path(path)
+        self.inputs = inputs
+        self.targets = targets
+        self.stream = stream
+        self.default_micros = default_micros
+        self.batch = batch
+        self.replace = replace
+        self.explicit_rejects = Path(explicit_rejects).resolve() if explicit_rejects else None
+        self.id = uuid.uuid4().hex[:12]
+        self.stage = self.path / f"ingest-{self.id}"
+        self.rejects_folder = self.path / f"ingest-{self.id}-rejects"
+        self.rejects: list[tuple[int, int, str, str]] = []  # (file index, line, reason, text), escaped
+
+    def scope(self, file_index: int) -> str:
+        return f"i{self.id}f{file_index}_"
+
+    def commit_metadata(self, operation: str, target: str) -> dict[str, str]:
+        return {"csparql.operation": operation, "csparql.target": target, "csparql.ingest": self.id,
+                "csparql.inputs": json.dumps([str(i.path) for i in self.inputs])}
+
+    def run(self, report: IngestReport, commit, always_commit: bool = False) -> None:
+        committed = False
+        try:
+            self.rejects_folder.mkdir(parents=True, exist_ok=True)
+            frame = self.parse()
+            staged = self.write(frame) if frame is not None else []
+            self.summarise(report, staged)
+            self.write_rejects(report)
+            if always_commit and not staged and report.rejected:
+                # every input was rejected: emptying the graph is surely not what was meant
+                report.warnings.append("nothing was replaced: no triple of the input could be read")
+            elif staged or always_commit:
+                commit(staged)
+                committed = True
+                report.version = delta.open_table(self.path).version()
+                report.data_files = len(staged)
+        finally:
+            shutil.rmtree(self.rejects_folder, ignore_errors=True)
+            if not committed:
+                shutil.rmtree(self.stage, ignore_errors=True)
+
+    # parsing
+
+    def parse(self) -> DataFrame | None:
+        line_inputs = [i for i in self.inputs if i.line_based]
+        spans: dict[int, int] = {}
+        frames = []
+        ranges = self.split(line_inputs)
+        if ranges:
+            ranges = self.count_lines(ranges, spans)
+        whole = {}
+        for item in self.inputs:
+            if not item.line_based:
+                whole[item.index] = self.parse_whole(item)
+                spans[item.index] = whole[item.index].num_rows
+        bases, offset = {}, 0
+        for item in self.inputs:
+            bases[item.index] = (self.batch << BATCH_SHIFT) + offset
+            offset += spans[item.index]
+        if offset >= 1 << BATCH_SHIFT:
+            raise InputError(f"one ingest holds at most {1 << BATCH_SHIFT} lines; split the input")
+        spark_schema = _parsed_spark_schema(self.stream)
+        if ranges:
+            jobs = [nt.RangeJob(r, self.scope(r.file_index), bases[r.file_index], self.stream, self.default_micros)
+                    for r in ranges]
+            parser = nt.range_parser(jobs, str(self.rejects_folder))
+            frames.append(self._ids(len(ranges)).mapInArrow(parser, spark_schema))
+        for index, arrow in whole.items():
+            if arrow.num_rows:
+                if self.stream:
+                    arrow = arrow.set_column(4, "arrival", pc.add(arrow.column("arrival"), bases[index]))
+                frames.append(self.spark.createDataFrame(arrow, schema=spark_schema))
+        if not frames:
+            return None
+        frame = frames[0]
+        for other in frames[1:]:
+            frame = frame.unionByName(other)
+        if self.stream:
+            return frame.select("s", "p", "o", F.timestamp_micros("ts_micros").alias("ts"), "arrival", "bucket")
+        return frame
+
+    def _ids(self, count: int) -> DataFrame:
+        partitions = min(count, 4 * _parallelism(self.spark))
+        return self.spark.range(0, count, 1, partitions)
+
+    def split(self, inputs: list[Input]) -> list[nt.ByteRange]:
+        sizes = {i.index: i.path.stat().st_size for i in inputs}
+        total = sum(sizes.values())
+        target = min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, -(-total // (3 * _parallelism(self.spark)))))
+        ranges = []
+        for item in inputs:
+            size = sizes[item.index]
+            pieces = max(1, -(-size // target))
+            step = -(-size // pieces) if size else 0
+            for k in range(pieces):
+                start, end = k * step, min(size, (k + 1) * step)
+                if start < end or (size == 0 and k == 0):
+                    ranges.append(nt.ByteRange(len(ranges), item.index, str(item.path), start, end))
+        return ranges
+
+    def count_lines(self, ranges: list[nt.ByteRange], spans: dict[int, int]) -> list[nt.ByteRange]:
+        """The first pass: newline counts per range, in Spark; returns the ranges with ``newlines_before``."""
+        rows = self._ids(len(ranges)).mapInArrow(nt.newline_counter(ranges), "id long, newlines long").collect()
+        counts = {row["id"]: row["newlines"] for row in rows}
+        before: dict[int, int] = {}
+        numbered = []
+        for r in ranges:
+            seen = before.get(r.file_index, 0)
+            numbered.append(nt.ByteRange(r.index, r.file_index, r.path, r.start, r.end, seen))
+            before[r.file_index] = seen + counts[r.index]
+        for file_index, newlines in before.items():
+            spans[file_index] = newlines + 1  # a last line without a newline still counts
+        return numbered
+
+    def parse_whole(self, item: Input) -> pa.Table:
+        """A file in a format rdflib reads, parsed in the driver; rejected whole when rdflib fails."""
+        target = _parsed_schema(self.stream)
+        empty = target.empty_table()
+        graph = rdflib.Dataset() if item.format in QUAD_FORMATS else rdflib.Graph()
+        previous = rdflib.NORMALIZE_LITERALS
+        rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written
+        try:
+            graph.parse(str(item.path), format=item.format)
+        except Exception as error:  # rdflib raises many kinds: each means the file is not valid
+            line, reason = _parser_position(error)
+            self.rejects.append((item.index, line, nt.escape_field(reason), nt.escape_field(_line_text(item.path, line))))
+            return empty
+        finally:
+            rdflib.NORMALIZE_LITERALS = previous
+        triples = graph.quads((None, None, None, None)) if item.format in QUAD_FORMATS else graph
+        scope = self.scope(item.index)
+        columns: dict[str, list] = {name: [] for name in ("s", "p", "o")}
+        for triple in triples:
+            for name, term in zip(("s", "p", "o"), triple[:3]):
+                kind, value, datatype, language = term_row(term)
+                if kind == BLANK:
+                    value = scope + value
+                columns[name].append({"kind": kind, "value": value, "datatype": datatype, "language": language})
+        rows = len(columns["s"])
+        arrays = [pa.array(columns[name], nt.TERM_TYPE) for name in ("s", "p", "o")]
+        if self.stream:
+            ts = pa.array([self.default_micros] * rows, pa.int64())
+            arrays += [ts, pa.array(range(1, rows + 1), pa.int64()), nt.hour_buckets(ts)]
+        return pa.Table.from_arrays(arrays, schema=target)
+
+    # writing
+
+    def write(self, frame: DataFrame) -> list[tuple[str, str | None]]:
+        """Spark writes the rows into the stage folder; returns the Parquet files (with their bucket)."""
+        if not self.stream:
+            frame = frame.dropDuplicates()
+            existing = self.existing_static()
+            if existing is not None:
+                frame = frame.join(existing, ["s", "p", "o"], "left_anti")
+            frame.write.parquet(str(self.stage))
+        else:
+            frame.write.partitionBy("bucket").parquet(str(self.stage))
+        staged = []
+        pattern = "bucket=*/*.parquet" if self.stream else "*.parquet"
+        for file in sorted(self.stage.glob(pattern)):
+            if pq.ParquetFile(file).metadata.num_rows == 0:
+                file.unlink()
+                continue
+            bucket = unquote(file.parent.name.split("=", 1)[1]) if self.stream else None
+            staged.append((str(file), bucket))
+        return staged
+
+    def existing_static(self) -> DataFrame | None:
+        if self.replace:
+            return None
+        uris = [f.uri for f in delta.live_files(delta.open_table(self.path), self.path)]
+        if not uris:
+            return None
+        return self.spark.read.schema(STATIC_FILE_SCHEMA).parquet(*uris)
+
+    def summarise(self, report: IngestReport, staged: list[tuple[str, str | None]]) -> None:
+        """Triples per predicate (and the timestamp range) of the staged files: one small aggregation."""
+        if not staged:
+            return
+        files = [f for f, _ in staged]
+        if self.stream:
+            frame = self.spark.read.schema(STREAM_FILE_SCHEMA).parquet(*files)
+            rows = frame.groupBy(F.col("p.value").alias("predicate")).agg(
+                F.count(F.lit(1)).alias("triples"),
+                F.min(F.unix_micros("ts")).alias("low"),
+                F.max(F.unix_micros("ts")).alias("high"),
+            ).collect()
+            report.min_ts = min(r["low"] for r in rows) if rows else None
+            report.max_ts = max(r["high"] for r in rows) if rows else None
+        else:
+            frame = self.spark.read.schema(STATIC_FILE_SCHEMA).parquet(*files)
+            rows = frame.groupBy(F.col("p.value").alias("predicate")).agg(F.count(F.lit(1)).alias("triples")).collect()
+        report.counts = {r["predicate"]: r["triples"] for r in rows}
+        report.landed = sum(report.counts.values())
+
+    # rejects
+
+    def write_rejects(self, report: IngestReport) -> None:
+        rejects = list(self.rejects)
+        for file in sorted(self.rejects_folder.glob("*.tsv")):
+            rejects.extend(nt.read_rejects(str(file)))
+        rejects.sort(key=lambda r: (r[0], r[1]))
+        names = {i.index: str(i.path) for i in self.inputs}
+        report.rejected = len(rejects)
+        report.first_rejects = [
+            Reject(names[f], line, _unescape_field(reason), _unescape_field(text))
+            for f, line, reason, text in rejects[:SHOWN_REJECTS]
+        ]
+        by_target: dict[Path, list[str]] = {}
+        for file_index, line, reason, text in rejects:
+            row = f"{nt.escape_field(names[file_index])}\t{line}\t{reason}\t{text}\n"
+            by_target.setdefault(self.targets[file_index], []).append(row)
+        if self.explicit_rejects is not None:  # a named rejects file is always written, even empty
+            by_target.setdefault(self.explicit_rejects, [])
+        for target, rows in by_target.items():
+            temporary = target.with_name(f".{target.name}.{self.id}.tmp")
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.writelines(rows)
+            os.replace(temporary, target)
+        report.rejects_paths = tuple(t for t, rows in by_target.items() if rows)
+
+
+def _parsed_schema(stream: bool) -> pa.Schema:
+    return nt.PARSED_STREAM if stream else nt.PARSED_STATIC
+
+
+_FIELD_ESCAPES = re.compile(r"\\(.)")
+
+
+def _unescape_field(text: str) -> str:
+    return _FIELD_ESCAPES.sub(lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), text)
+
+
+def _parser_position(error: Exception) -> tuple[int, str]:
+    """The line (0 when unknown) and a one-line message of an rdflib parser error."""
+    line = 0
+    lines = getattr(error, "lines", None)  # rdflib's notation3/turtle BadSyntax: 0-based line
+    if isinstance(lines, int):
+        line = lines + 1
+    elif hasattr(error, "getLineNumber"):  # xml.sax
+        try:
+            line = int(error.getLineNumber())
+        except Exception:
+            line = 0
+    elif isinstance(getattr(error, "lineno", None), int):  # json
+        line = error.lineno
+    message = " ".join(str(error).split()) or type(error).__name__
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return line, f"the file could not be parsed: {message}"
+
+
+def _line_text(path: Path, line: int) -> str:
+    if line <= 0:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                if number == line:
+                    return text.rstrip("\r\n")
+    except OSError:
+        pass
+    return ""
