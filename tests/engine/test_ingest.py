@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import rdflib
-from rdflib import BNode, URIRef
+from rdflib import URIRef
 
 from csparql.cli import main
 from csparql.engine import ingest as ingest_module
@@ -301,10 +301,14 @@ def test_a_failed_commit_leaves_the_table_as_it_was(spark, warehouse, monkeypatc
 
 
 def test_plain_rdf_with_a_timestamp(spark, warehouse):
-    report = ingest_stream(spark, warehouse, "http://example.org/places", [GOLDEN / "05-static.ttl"],
-                           timestamp="1269252000000")
-    assert (report.landed, report.rejected) == (2, 0)
-    assert {r["ts"] for r in rows_of(report.table)} == {1269252000000000}
+    report = ingest_stream(spark, warehouse, "http://example.org/places",
+                           [GOLDEN / "05-static.ttl", GOLDEN / "05-stream.tnq"], timestamp="1269252000000")
+    assert (report.landed, report.rejected) == (7, 0)
+    rows = sorted(rows_of(report.table), key=lambda r: r["arrival"])
+    # the Turtle file's triples (ordinals 1, 2) come before the N-Quads lines (line n -> ordinal 2 + n)
+    assert [r["arrival"] & LOW_BITS for r in rows] == [1, 2, 6, 7, 8, 9, 10]
+    assert [r["ts"] for r in rows[:2]] == [1269252000000000] * 2  # the N-Quads lines keep their own
+    assert rows[-1]["ts"] == parse_instant("2010-03-22T10:10:30Z")
     with pytest.raises(InputError, match="pass --timestamp"):
         ingest_stream(spark, warehouse, "http://example.org/places", [GOLDEN / "05-static.ttl"])
 

@@ -151,7 +151,6 @@ CONSTANTS = [
     (":a :p? ?y", None),
     ("?x :p+ :b", None),
     ("?x :p? :c", None),
-    (":a :p+ :d", None),
     (":a :p+ :a", None),  # no cycle back to a: no solution
     (":b :p+ :b", None),  # a cycle
     (":e (:q|:r)+ ?y", None),
@@ -159,7 +158,6 @@ CONSTANTS = [
     ("?x (:s|:p)+ 42", None),
     # zero-length: a constant not in the data is paired with itself (§18.4, ALP and ZeroLengthPath)
     (":zz :p* ?y", "SELECT DISTINCT ?y WHERE { { BIND(:zz AS ?y) } UNION { :zz :p+ ?y } }"),
-    (":zz :p? ?y", "SELECT DISTINCT ?y WHERE { { BIND(:zz AS ?y) } UNION { :zz :p ?y } }"),
     ("?x :p* :zz", "SELECT DISTINCT ?x WHERE { { BIND(:zz AS ?x) } UNION { ?x :p+ :zz } }"),
     (":zz :p* :zz", "SELECT * WHERE { }"),
     # both ends constants on a multiset path: two links give two solutions
@@ -176,17 +174,14 @@ SAME_VARIABLE = [
 NESTED = [
     ("?x (:p/:q)* ?y", None),
     (":a (:p/:q)+ ?y", None),
-    ("?x ^(:p|:q)+ ?y", None),
     ("?x ^(:p|:q)+ :a", None),
     ("?x (!(:p|^:q))+ ?y", None),
     (":a (!(:p|^:r))* ?y", None),
     # nested sequences keep multiplicities (a q b, a q c, and b, c reach each other by p*)
     ("?x ((:p*/:q)|:r) ?y", "SELECT ?x ?y WHERE { { ?x :p* ?v . ?v :q ?y } UNION { ?x :r ?y } }"),
     ("?x ((:q/:p*)|:r) ?y", "SELECT ?x ?y WHERE { { ?x :q ?v . ?v :p* ?y } UNION { ?x :r ?y } }"),
-    (":a ((:q/:p*)|:r) ?y", "SELECT ?y WHERE { { :a :q ?v . ?v :p* ?y } UNION { :a :r ?y } }"),
     ("?x (:p?/:q)* ?y", None),
     (":w (:q/:p?)+ ?y", None),
-    ("?x ((:p/:q)|(:q/:r))+ ?y", None),
     (":a (:p/^:p)* ?y", None),
     # the translation splits a top-level sequence: triples joined with a path pattern
     ("?x :p/(:q|:p)* ?y", "SELECT ?x ?y WHERE { ?x :p ?v . ?v (:q|:p)* ?y }"),
@@ -218,9 +213,7 @@ DATAFRAME_ROUNDS = [
     ("?x :p+ ?y", None),
     (":a :p* ?y", None),
     ("?x :p* :zz", "SELECT DISTINCT ?x WHERE { { BIND(:zz AS ?x) } UNION { ?x :p+ :zz } }"),
-    ("?x (:p|:q)* :a", None),
     ("?x (:p?/:q)* ?y", None),
-    (":a (!(:p|^:r))* ?y", None),
     ("?x ((:q/:p*)|:r) ?y", "SELECT ?x ?y WHERE { { ?x :q ?v . ?v :p* ?y } UNION { ?x :r ?y } }"),
     ("GRAPH ?g { :a :p* ?y }", None),
     ("GRAPH ?g { ?x :p+ ?x }", None),
@@ -229,7 +222,6 @@ DATAFRAME_ROUNDS = [
 # Closures that start on the driver and go on as DataFrames once they pass three pairs.
 SWITCHING = [
     (":a (:p|:q|:r)* ?y", None),
-    ("?x :p* :b", None),
     ("?x (:p/:q)* ?y", None),
     ("GRAPH ?g { ?x :p* :a }", None),
 ]
@@ -321,13 +313,13 @@ def test_path_over_stream_window(spark):
         assert rows == expected, where
 
 
-CHAIN = [t(f"n{i}", "p", f"n{i + 1}") for i in range(12)]
+CHAIN = [t(f"n{i}", "p", f"n{i + 1}") for i in range(8)]
 CYCLE = [t(f"m{i}", "p", f"m{(i + 1) % 40}") for i in range(40)]
 
 
 @pytest.mark.parametrize("rounds", ["driver", "dataframes"])
 def test_closure_from_a_bound_end_walks_only_what_it_reaches(spark, monkeypatch, rounds):
-    # A chain of 12 links from :n0, and a larger component (a 40-node cycle) that the walk must never touch.
+    # A chain of 8 links from :n0, and a larger component (a 40-node cycle) that the walk must never touch.
     reader = MemorySourceReader(spark, graphs={None: CHAIN + CYCLE})
     store = _store(CHAIN + CYCLE)
     seen: list[list[str]] = []
@@ -350,10 +342,10 @@ def test_closure_from_a_bound_end_walks_only_what_it_reaches(spark, monkeypatch,
             return frame, size
 
         monkeypatch.setattr(paths._PathEvaluator, "_materialise", recording)
-    for where in [":n0 :p+ ?y", "?x :p* :n12"]:
+    for where in [":n0 :p+ ?y", "?x :p* :n8"]:
         seen.clear()
         rows = check(spark, reader, store, where)
-        assert len(rows) == 12 + where.count("*")
-        # One node per round (the first step, then eleven more), and a last round that finds nothing new.
-        assert [len(nodes) for nodes in seen] == [1] * 12 + [0]
+        assert len(rows) == 8 + where.count("*")
+        # One node per round (the first step, then seven more), and a last round that finds nothing new.
+        assert [len(nodes) for nodes in seen] == [1] * 8 + [0]
         assert all(node.startswith(EX + "n") for nodes in seen for node in nodes)

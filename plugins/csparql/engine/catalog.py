@@ -50,7 +50,8 @@ STATIC_FILE_SCHEMA = StructType(
 
 def bucket_of(micros: int) -> str:
     """The hour bucket (``yyyyMMddTHH``, UTC) a timestamp falls in; streams are partitioned by it."""
-    return from_micros(micros).strftime("%Y%m%dT%H")
+    instant = from_micros(micros)
+    return f"{instant.year:04d}{instant:%m%dT%H}"
 
 
 @dataclass

@@ -6,13 +6,21 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
-from rdflib import BNode, URIRef
+from rdflib import BNode, Literal, URIRef
 
 from csparql.engine.evaluate import QueryResult
 from csparql.terms import XSD_STRING, format_ntriples_term
 
 FORMATS = ("json", "tsv", "csv")
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_ABBREVIATED = {
+    _XSD + "integer": re.compile(r"^[+-]?[0-9]+$"),
+    _XSD + "decimal": re.compile(r"^[+-]?[0-9]*\.[0-9]+$"),
+    _XSD + "double": re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)[eE][+-]?[0-9]+$"),
+    _XSD + "boolean": re.compile(r"^(true|false)$"),
+}
 
 
 def json_term(term) -> dict:
@@ -46,13 +54,23 @@ def to_json(result: QueryResult) -> str:
     return json.dumps(to_json_object(result), ensure_ascii=False)
 
 
+def tsv_term(term) -> str:
+    """A term as SPARQL TSV writes it: Turtle syntax, with integers, decimals, doubles and booleans abbreviated
+    when their lexical form allows (``2`` for ``"2"^^xsd:integer``)."""
+    if isinstance(term, Literal) and term.datatype is not None and not term.language:
+        pattern = _ABBREVIATED.get(str(term.datatype))
+        if pattern is not None and pattern.match(str(term)):
+            return str(term)
+    return format_ntriples_term(term)
+
+
 def to_tsv(result: QueryResult) -> str:
-    """SPARQL 1.1 TSV: a header of ?variables, then terms in N-Triples syntax, tab-separated."""
+    """SPARQL 1.1 TSV: a header of ?variables, then terms (``tsv_term``), tab-separated."""
     if result.form == "ask":
         return "?_askResult\n" + ("true" if result.boolean else "false") + "\n"
     lines = ["\t".join(f"?{v}" for v in result.vars)]
     for row in result.rows:
-        lines.append("\t".join("" if t is None else format_ntriples_term(t) for t in row))
+        lines.append("\t".join("" if t is None else tsv_term(t) for t in row))
     return "\n".join(lines) + "\n"
 
 

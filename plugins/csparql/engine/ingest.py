@@ -51,7 +51,8 @@ Static graphs
     A static table is a SET of triples (the compiler relies on it): a load drops duplicates within itself,
     and an append also drops the triples already stored. ``replace=True`` replaces the graph's content with
     the good triples of the input, in one commit (an empty input empties the graph; an input whose every
-    line or file was rejected leaves it as it was).
+    line or file was rejected leaves it as it was). Two appends to the same graph running at the same time
+    can both add a triple neither saw stored; loads of one graph are meant to run one at a time.
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ import json
 import os
 import re
 import shutil
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,8 +71,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import rdflib
-from deltalake import CommitProperties, DeltaTable
-from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -316,10 +314,10 @@ def load_static(
 
     def commit(staged):
         metadata = job.commit_metadata("load-static", graph or "")
-        if replace:
-            commit_replacing(path, [f for f, _ in staged], schema.STATIC, metadata)
-        else:
-            delta.commit_files(path, [(f, {}) for f, _ in staged], schema.STATIC, None, None, metadata=metadata)
+        delta.commit_files(
+            path, [(f, {}) for f, _ in staged], schema.STATIC, None, None, metadata=metadata,
+            mode="overwrite" if replace else "append",
+        )
 
     job.run(report, commit, always_commit=replace)
     if report.version is not None:
@@ -332,29 +330,6 @@ def _record(report: IngestReport, catalog: Catalog, source: str | None, kind: st
         catalog.record_statistics(source, kind, report.counts, replaces=replaces)
     except Exception as error:  # the data is committed: say so rather than fail
         report.warnings.append(f"the triples landed, but their statistics were not recorded: {error}")
-
-
-def commit_replacing(path, files: list[str], table_schema: pa.Schema, metadata: dict[str, str]) -> None:
-    """Replace every live file of an unpartitioned table with ``files`` (written inside it) in one commit."""
-    root = Path(path).resolve()
-    now = int(time.time() * 1000)
-    actions = []
-    for file in files:
-        full = Path(file).resolve()
-        if not full.is_file() or root not in full.parents:
-            raise delta.StorageError(f"refusing to commit {full}: not a file inside the table folder {root}")
-        actions.append(AddAction(
-            path=str(full.relative_to(root)), size=full.stat().st_size, partition_values={},
-            modification_time=now, data_change=True, stats=delta.file_statistics(str(full), None),
-        ))
-
-    def attempt(_):
-        DeltaTable(str(path)).create_write_transaction(
-            actions, mode="overwrite", schema=table_schema, partition_by=None,
-            commit_properties=CommitProperties(custom_metadata=metadata),
-        )
-
-    delta._retrying(attempt, "replacing the graph", path)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -313,7 +313,7 @@ class _Printer:
             case ex.Timestamp(var, stream):
                 inner = self.term(var) + ("" if stream is None else ", " + self.term(stream))
                 return _PRIMARY, f"timestamp({inner})"
-            case ex.TripleTimestamp(s, p, o):
+            case ex.TripleTimestamp():
                 raise TypeError("f:timestamp is a function call in the syntax tree")
         return _PRIMARY, self.term(expr)
 

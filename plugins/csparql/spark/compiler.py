@@ -354,19 +354,17 @@ class SparkCompiler:
     def _Filter(self, op: alg.Filter) -> Solutions:
         solutions = self.compile(op.input)
         solutions, extra = self._prepare(solutions, [op.expression])
-        condition = ExpressionCompiler(self.scope(solutions, extra)).condition(op.expression)
-        df = solutions.df.where(condition)
-        for column in extra.values():
-            df = df.drop(column)
+        compiler = ExpressionCompiler(self.scope(solutions, extra))
+        condition = compiler.condition(op.expression)
+        df = compiler.bind(solutions.df).where(condition).drop(*compiler.let_names, *extra.values())
         return dataclasses.replace(solutions, df=df)
 
     def _Extend(self, op: alg.Extend) -> Solutions:
         solutions = self.compile(op.input)
         solutions, extra = self._prepare(solutions, [op.expression])
-        term = ExpressionCompiler(self.scope(solutions, extra)).term(op.expression)
-        df = solutions.df.withColumn(self.column(op.var), term)
-        for column in extra.values():
-            df = df.drop(column)
+        compiler = ExpressionCompiler(self.scope(solutions, extra))
+        term = compiler.term(op.expression)
+        df = compiler.bind(solutions.df).withColumn(self.column(op.var), term).drop(*compiler.let_names, *extra.values())
         return dataclasses.replace(solutions, df=df, vars=tuple(dict.fromkeys(solutions.vars + (op.var,))))
 
     def _exists(self, solutions: Solutions, node: ex.Exists) -> tuple[Solutions, str]:
@@ -384,7 +382,8 @@ class SparkCompiler:
         if conditions:
             joined, extra = self._prepare(joined, conditions)
             compiler = ExpressionCompiler(self.scope(joined, extra))
-            joined = dataclasses.replace(joined, df=joined.df.where(reduce(lambda a, b: a & b, (compiler.condition(c) for c in conditions))))
+            condition = reduce(lambda a, b: a & b, (compiler.condition(c) for c in conditions))
+            joined = dataclasses.replace(joined, df=compiler.bind(joined.df).where(condition))
         matches = joined.df.select(row_id).distinct().withColumn(flag, F.lit(True))
         df = base.df.join(matches, row_id, "left").withColumn(flag, F.coalesce(F.col(flag), F.lit(False)))
         if node.negated:
@@ -400,9 +399,8 @@ class SparkCompiler:
         compiler = ExpressionCompiler(scope)
         keys = {"s": compiler.term(node.subject), "p": compiler.term(node.predicate), "o": compiler.term(node.object)}
         renamed = {position: self.fresh("tk") for position in keys}
-        df = solutions.df
-        for position, column in keys.items():
-            df = df.withColumn(renamed[position], column)
+        df = compiler.bind(solutions.df)
+        df = df.withColumns({renamed[position]: column for position, column in keys.items()}).drop(*compiler.let_names)
         lookup = lookup.select(*[F.col(p).alias(renamed[p]) for p in keys], name)
         df = df.join(lookup, list(renamed.values()), "left")
         for column in renamed.values():
@@ -431,22 +429,23 @@ class SparkCompiler:
         compiler = ExpressionCompiler(self.scope(solutions, extra))
         key_columns = []
         key_vars = []
-        df = solutions.df
+        key_terms = {}
         for key in op.keys:
             name = self.column(key.var) if key.var is not None else self.fresh("g")
-            df = df.withColumn(name, compiler.term(key.expression))
+            key_terms[name] = compiler.term(key.expression)
             key_columns.append(name)
             if key.var is not None:
                 key_vars.append(key.var)
         if solutions.graph:
             key_columns.append(GRAPH_COLUMN)
-        grouped_input = dataclasses.replace(solutions, df=df)
-        scope = self.scope(grouped_input, extra)
         partials, finals = [], []
         for var, call in op.aggregates:
-            p, final = _aggregate(call, scope, self, solutions)
+            p, final = _aggregate(call, compiler, self, solutions)
             partials.extend(p)
             finals.append(final.alias(self.column(var)))
+        df = compiler.bind(solutions.df)
+        if key_terms:
+            df = df.withColumns(key_terms)
         grouped = df.groupBy(*key_columns).agg(*partials) if partials else df.groupBy(*key_columns).agg(F.count(F.lit(1)).alias(self.fresh("n")))
         result = grouped.select(*[F.col(c) for c in key_columns], *finals)
         vars_ = tuple(key_vars) + tuple(var for var, _ in op.aggregates)
@@ -467,8 +466,10 @@ class SparkCompiler:
         for clause in op.clauses:
             if clause.filter is not None:
                 result, extra = self._prepare(result, [clause.filter])
-                condition = ExpressionCompiler(self.scope(result, extra)).condition(clause.filter)
-                result = dataclasses.replace(result, df=result.df.where(condition))
+                compiler = ExpressionCompiler(self.scope(result, extra))
+                condition = compiler.condition(clause.filter)
+                df = compiler.bind(result.df).where(condition).drop(*compiler.let_names, *extra.values())
+                result = dataclasses.replace(result, df=df)
         return result
 
     # solution modifiers
@@ -476,12 +477,13 @@ class SparkCompiler:
     def _OrderBy(self, op: alg.OrderBy) -> Solutions:
         solutions = self.compile(op.input)
         compiler = ExpressionCompiler(self.scope(solutions))
-        df = solutions.df
         ordering = []
+        keys = {}
         for expression, descending in op.conditions:
             name = self.fresh("ord")
-            df = df.withColumn(name, v.order_key(compiler.value(expression)))
+            keys[name] = v.order_key(compiler.value(expression))
             ordering.append((name, descending))
+        df = compiler.bind(solutions.df).withColumns(keys).drop(*compiler.let_names)
         return dataclasses.replace(solutions, df=df, ordering=ordering + solutions.ordering)
 
     def _Project(self, op: alg.Project) -> Solutions:
@@ -557,7 +559,7 @@ class _ColumnExpressionCompiler(ExpressionCompiler):
     """An expression compiler whose variables are given as arbitrary columns (for join conditions)."""
 
     def __init__(self, scope: Scope, columns: dict[Variable, Column], aliases: dict[Variable, str]):
-        super().__init__(scope)
+        super().__init__(scope, share=False)
         self._columns = columns
 
     def value(self, expression):
@@ -587,10 +589,10 @@ def _numeric_parts(value: v.Value) -> tuple[Column, Column, Column, Column]:
     return number.rank, number.dec, number.dbl, term.isNotNull() & number.rank.isNull()
 
 
-def _aggregate(call: ex.AggregateCall, scope: Scope, compiler: SparkCompiler, solutions: Solutions) -> tuple[list[Column], Column]:
-    """The partial aggregates of a SPARQL 1.1 set function (§18.5.1) and the column giving its term."""
+def _aggregate(call: ex.AggregateCall, expressions: ExpressionCompiler, compiler: SparkCompiler, solutions: Solutions) -> tuple[list[Column], Column]:
+    """The partial aggregates of a SPARQL 1.1 set function (§18.5.1) and the column giving its term (the
+    caller binds ``expressions``' sub-expression columns before aggregating)."""
     name = call.name
-    expressions = ExpressionCompiler(scope)
     if name == "COUNT":
         if call.argument is None:
             if call.distinct:

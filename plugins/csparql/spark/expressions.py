@@ -7,6 +7,7 @@ error. The C-SPARQL ``timestamp()`` reads the provenance columns the compiler ke
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -33,6 +34,7 @@ from csparql.spark.terms import (
     null_term,
 )
 from csparql.spark.values import (
+    _memo,
     BooleanValue,
     DateTimeValue,
     Numeric,
@@ -64,17 +66,105 @@ def _null_value() -> TermValue:
     return TermValue(null_term())
 
 
+_LET_NAMES = itertools.count()
+_FIRST = float("inf")  # the level of bound columns that only read input columns
+
+
+class _SharedTermValue(TermValue):
+    """A term whose views used several times (a number's rank, exact and double parts; a boolean) are bound to
+    columns of their own by ``share`` (see ``ExpressionCompiler``)."""
+
+    def __init__(self, column: Column, category_hint: str | None, share):
+        super().__init__(column, category_hint)
+        self._share = share
+
+    @_memo
+    def _rank(self) -> Column:
+        return self._share(TermValue._rank.__wrapped__(self))
+
+    @_memo
+    def numeric(self) -> Numeric:
+        number = TermValue.numeric.__wrapped__(self)
+        return Numeric(number.rank, self._share(number.dec), self._share(number.dbl))
+
+    @_memo
+    def boolean(self) -> Column:
+        return self._share(TermValue.boolean.__wrapped__(self))
+
+
 class ExpressionCompiler:
-    def __init__(self, scope: Scope):
+    """Compiles expressions over the columns of a scope.
+
+    Every compound sub-expression's value is bound to a column of its own ("let"), and its parent refers to
+    that column: a value is used several times by the operators above it (a number's rank, exact and double
+    parts; a term's kind, lexical form and datatype), and inlining it each time would make the expression
+    tree grow exponentially with nesting. The caller adds the bound columns to its DataFrame with ``bind``
+    before using the expression, and drops ``let_names`` afterwards. ``share=False`` inlines everything, for
+    expressions that cannot be computed as columns first (join conditions).
+    """
+
+    def __init__(self, scope: Scope, share: bool = True):
         self.scope = scope
+        self._depth = 0
+        self._lets: dict[int, dict[str, Column]] | None = {} if share else None
+        self.let_names: list[str] = []
+        self._variables: dict[Variable, Value] = {}
+
+    def bind(self, df):
+        """The DataFrame with the bound sub-expression columns added (innermost first)."""
+        if not self._lets:
+            return df
+        for level in sorted(self._lets, reverse=True):
+            df = df.withColumns(self._lets[level])
+        self._lets = {}
+        return df
+
+    def _let(self, column: Column, level: int) -> Column:
+        name = f"__x{next(_LET_NAMES)}"
+        self._lets.setdefault(level, {})[name] = column
+        self.let_names.append(name)
+        return F.col(name)
+
+    def _seal(self, value: Value, level: int) -> Value:
+        if isinstance(value, _ConstantNumber):
+            return value
+        if isinstance(value, NumericValue):
+            n = value.number
+            return NumericValue(Numeric(self._let(n.rank, level), self._let(n.dec, level), self._let(n.dbl, level)))
+        if isinstance(value, BooleanValue):
+            return BooleanValue(self._let(value.column, level))
+        if isinstance(value, StringValue):
+            return StringValue(self._let(value.lexical, level), self._let(value.language, level), value.datatype)
+        if isinstance(value, DateTimeValue):
+            return DateTimeValue(self._let(value.column, level))
+        if type(value) is TermValue:
+            return _SharedTermValue(self._let(value.column, level), value.category_hint, lambda c: self._let(c, level - 0.5))
+        return value
 
     # entry points
 
     def value(self, expression: ex.Expr) -> Value:
+        self._depth += 1
+        try:
+            result = self._value(expression)
+        finally:
+            self._depth -= 1
+        if self._depth > 0 and self._lets is not None and isinstance(expression, ex.Expression) and not isinstance(expression, (ex.Exists, ex.TripleTimestamp)):
+            result = self._seal(result, self._depth + 1)
+        return result
+
+    def _value(self, expression: ex.Expr) -> Value:
         match expression:
             case Variable():
                 name = self.scope.columns.get(expression)
-                return TermValue(F.col(f"`{name}`")) if name is not None else _null_value()
+                if name is None:
+                    return _null_value()
+                if self._lets is None:
+                    return TermValue(F.col(f"`{name}`"))
+                if expression not in self._variables:
+                    # views of an input column only need input columns: bind them first of all
+                    self._variables[expression] = _SharedTermValue(F.col(f"`{name}`"), None, lambda c: self._let(c, _FIRST))
+                return self._variables[expression]
             case URIRef() | BNode():
                 return TermValue(constant(expression), v.NODE)
             case Literal():

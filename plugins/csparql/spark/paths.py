@@ -349,15 +349,17 @@ class _PathEvaluator:
             following: dict[tuple, list[Term]] = defaultdict(list)
             for middle, b, label in steps:
                 following[(middle, label)].append(b)
-            new = []
+            new: list[Pair] = []
             for a, middle, label in frontier:
                 for b in following.get((middle, label), ()):
                     pair = (a, b, label)
                     if pair not in reached:
                         reached[pair] = None
                         new.append(pair)
-            if len(reached) > LOCAL_PAIRS:
-                return self._spark_from(inner, list(reached), new)
+                if len(reached) > LOCAL_PAIRS:
+                    # Every reached pair not yet extended is in the frontier: the one of this round (its
+                    # candidates already reached drop out again) and the new pairs found so far.
+                    return self._spark_from(inner, list(reached), frontier + new)
             frontier = new
         return self.frame(list(reached))
 
@@ -400,8 +402,9 @@ class _PathEvaluator:
         return list(dict.fromkeys((tuple(r["a"]), tuple(r["b"]), r["g"] if self.graph else None) for r in rows))
 
     def _materialise(self, frame: DataFrame) -> tuple[DataFrame, int]:
-        """The frame computed once, its lineage cut (a local checkpoint), and its number of rows."""
-        checkpointed = frame.localCheckpoint(eager=True)
+        """The frame computed once, its lineage cut (a local checkpoint), and its number of rows: the count is the
+        action that computes and checkpoints it (a lazy checkpoint saves a job)."""
+        checkpointed = frame.localCheckpoint(eager=False)
         return checkpointed, checkpointed.count()
 
     def release(self) -> None:

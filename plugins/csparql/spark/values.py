@@ -12,6 +12,7 @@ arithmetic is exact (``decimal(38,18)``), float and double arithmetic uses doubl
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -50,6 +51,22 @@ def _lit(value) -> Column:
     return F.lit(value)
 
 
+def _memo(method):
+    """Cache a Value's view: building a Spark column costs a round trip to the JVM per function, and a view
+    asked for twice would otherwise be built (and sent) twice."""
+    attribute = "_memo_" + method.__name__
+
+    @functools.wraps(method)
+    def cached(self):
+        found = self.__dict__.get(attribute)
+        if found is None:
+            found = method(self)
+            self.__dict__[attribute] = found
+        return found
+
+    return cached
+
+
 @dataclass(frozen=True)
 class Numeric:
     """A number: its rank (1 integer, 2 decimal, 3 float, 4 double; null when not a number), its exact value
@@ -65,27 +82,34 @@ class Value:
 
     category_hint: str | None = None  # the category when known at compile time
 
+    @_memo
     def term(self) -> Column:
         raise NotImplementedError
 
+    @_memo
     def category(self) -> Column:
         raise NotImplementedError
 
+    @_memo
     def numeric(self) -> Numeric:
         raise NotImplementedError
 
+    @_memo
     def boolean(self) -> Column:
         """The value as xsd:boolean (null when it is not a valid boolean literal)."""
         raise NotImplementedError
 
+    @_memo
     def string(self) -> tuple[Column, Column]:
         """(lexical form, language) of a string literal (simple, xsd:string or language-tagged); nulls otherwise."""
         raise NotImplementedError
 
+    @_memo
     def datetime(self) -> Column:
         """The value as a timestamp, for an xsd:dateTime literal; null otherwise."""
         raise NotImplementedError
 
+    @_memo
     def ebv(self) -> Column:
         """The effective boolean value, §17.2.2 (null for an error)."""
         raise NotImplementedError
@@ -108,25 +132,31 @@ class TermValue(Value):
         self.column = column
         self.category_hint = category_hint
 
+    @_memo
     def term(self) -> Column:
         return self.column
 
     @property
+    @_memo
     def kind(self) -> Column:
         return self.column.getField("kind")
 
     @property
+    @_memo
     def lexical(self) -> Column:
         return self.column.getField("value")
 
     @property
+    @_memo
     def datatype(self) -> Column:
         return self.column.getField("datatype")
 
     @property
+    @_memo
     def language(self) -> Column:
         return self.column.getField("language")
 
+    @_memo
     def _rank(self) -> Column:
         literal = self.kind == LITERAL
         dt = self.datatype
@@ -138,22 +168,26 @@ class TermValue(Value):
             .when(literal & (dt == XSD_DOUBLE) & _double_of(lexical).isNotNull(), _lit(4))
         )
 
+    @_memo
     def numeric(self) -> Numeric:
         rank = self._rank()
         dec = F.when(rank <= 2, self.lexical.cast(DECIMAL))
         dbl = F.when(rank.isNotNull(), _double_of(self.lexical))
         return Numeric(rank, dec, dbl)
 
+    @_memo
     def boolean(self) -> Column:
         valid = (self.kind == LITERAL) & (self.datatype == XSD_BOOLEAN)
         return F.when(valid & self.lexical.isin("true", "1"), F.lit(True)).when(
             valid & self.lexical.isin("false", "0"), F.lit(False)
         )
 
+    @_memo
     def string(self) -> tuple[Column, Column]:
         is_string = (self.kind == LITERAL) & self.datatype.isin(XSD_STRING, RDF_LANGSTRING)
         return F.when(is_string, self.lexical), F.when(is_string, self.language)
 
+    @_memo
     def datetime(self) -> Column:
         valid = (self.kind == LITERAL) & (self.datatype == XSD_DATETIME)
         return F.when(valid, self.lexical.cast("timestamp"))
@@ -176,6 +210,7 @@ class TermValue(Value):
             return self.datetime().isNotNull()
         return self.category() == category
 
+    @_memo
     def category(self) -> Column:
         if self.category_hint is not None:
             return F.lit(self.category_hint)
@@ -191,6 +226,7 @@ class TermValue(Value):
             .when(literal, _lit(LIT))
         )
 
+    @_memo
     def ebv(self) -> Column:
         if self.category_hint == BOOL:
             return self.boolean()
@@ -214,9 +250,11 @@ class NumericValue(Value):
     def __init__(self, number: Numeric):
         self.number = number
 
+    @_memo
     def numeric(self) -> Numeric:
         return self.number
 
+    @_memo
     def term(self) -> Column:
         rank = self.number.rank
         lexical = (
@@ -228,18 +266,23 @@ class NumericValue(Value):
         datatype = F.when(rank == 1, XSD_INTEGER).when(rank == 2, XSD_DECIMAL).when(rank == 3, XSD_FLOAT).when(rank == 4, XSD_DOUBLE)
         return make_term(LITERAL, lexical, datatype)
 
+    @_memo
     def category(self) -> Column:
         return F.when(self.number.rank.isNotNull(), _lit(NUM))
 
+    @_memo
     def boolean(self) -> Column:
         return F.lit(None).cast("boolean")
 
+    @_memo
     def string(self) -> tuple[Column, Column]:
         return F.lit(None).cast("string"), F.lit(None).cast("string")
 
+    @_memo
     def datetime(self) -> Column:
         return F.lit(None).cast("timestamp")
 
+    @_memo
     def ebv(self) -> Column:
         return F.when(self.number.rank.isNotNull(), (self.number.dbl != 0) & ~F.isnan(self.number.dbl))
 
@@ -252,25 +295,32 @@ class BooleanValue(Value):
     def __init__(self, column: Column):
         self.column = column
 
+    @_memo
     def term(self) -> Column:
         return make_term(LITERAL, F.when(self.column, "true").when(~self.column, "false"), XSD_BOOLEAN)
 
+    @_memo
     def category(self) -> Column:
         return F.when(self.column.isNotNull(), _lit(BOOL))
 
+    @_memo
     def numeric(self) -> Numeric:
         none = F.lit(None)
         return Numeric(none.cast("int"), none.cast(DECIMAL), none.cast(DoubleType()))
 
+    @_memo
     def boolean(self) -> Column:
         return self.column
 
+    @_memo
     def string(self) -> tuple[Column, Column]:
         return F.lit(None).cast("string"), F.lit(None).cast("string")
 
+    @_memo
     def datetime(self) -> Column:
         return F.lit(None).cast("timestamp")
 
+    @_memo
     def ebv(self) -> Column:
         return self.column
 
@@ -283,6 +333,7 @@ class StringValue(Value):
         self.language = language if language is not None else F.lit(None).cast("string")
         self.datatype = datatype
 
+    @_memo
     def term(self) -> Column:
         if self.datatype is not None:
             return make_term(LITERAL, self.lexical, self.datatype)
@@ -290,23 +341,29 @@ class StringValue(Value):
         language = F.when(self.language != "", F.lower(self.language))
         return make_term(LITERAL, self.lexical, datatype, language)
 
+    @_memo
     def category(self) -> Column:
         return F.when(self.lexical.isNotNull(), F.when(self.language.isNotNull() & (self.language != ""), _lit(LANG)).otherwise(_lit(STR)))
 
+    @_memo
     def numeric(self) -> Numeric:
         return TermValue(self.term()).numeric()
 
+    @_memo
     def boolean(self) -> Column:
         return TermValue(self.term()).boolean()
 
+    @_memo
     def string(self) -> tuple[Column, Column]:
         if self.datatype is not None and self.datatype not in (XSD_STRING, RDF_LANGSTRING):
             return F.lit(None).cast("string"), F.lit(None).cast("string")
         return self.lexical, F.when(self.language != "", self.language)
 
+    @_memo
     def datetime(self) -> Column:
         return TermValue(self.term()).datetime()
 
+    @_memo
     def ebv(self) -> Column:
         if self.datatype is not None:
             return TermValue(self.term()).ebv()
@@ -321,24 +378,31 @@ class DateTimeValue(Value):
     def __init__(self, column: Column):
         self.column = column
 
+    @_memo
     def term(self) -> Column:
         return make_term(LITERAL, format_datetime(self.column), XSD_DATETIME)
 
+    @_memo
     def category(self) -> Column:
         return F.when(self.column.isNotNull(), _lit(DATETIME))
 
+    @_memo
     def numeric(self) -> Numeric:
         return BooleanValue(F.lit(None).cast("boolean")).numeric()
 
+    @_memo
     def boolean(self) -> Column:
         return F.lit(None).cast("boolean")
 
+    @_memo
     def string(self) -> tuple[Column, Column]:
         return F.lit(None).cast("string"), F.lit(None).cast("string")
 
+    @_memo
     def datetime(self) -> Column:
         return self.column
 
+    @_memo
     def ebv(self) -> Column:
         return F.lit(None).cast("boolean")
 
@@ -492,9 +556,9 @@ def order_key(value: Value) -> Column:
     value, then date-times by instant, then other literals by lexical form — deterministic within each kind."""
     term = value.term()
     kind = term.getField("kind")
-    as_term = TermValue(term)
-    number = as_term.numeric()
-    instant = as_term.datetime()
+    # the value's own views: a computed number or date-time is not formatted and parsed again
+    number = value.numeric()
+    instant = value.datetime()
     group = (
         F.when(term.isNull(), 0)
         .when(kind == BLANK, 1)

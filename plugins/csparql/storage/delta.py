@@ -209,7 +209,8 @@ def file_statistics(file: str, timestamp_column: str | None = "ts") -> str:
     metadata = pq.ParquetFile(file).metadata
     stats: dict = {"numRecords": metadata.num_rows}
     if timestamp_column is not None:
-        index = metadata.schema.to_arrow_schema().get_field_index(timestamp_column)
+        # Parquet numbers leaf columns (a struct counts one per field), not Arrow fields.
+        index = next(i for i in range(metadata.num_columns) if metadata.schema.column(i).path == timestamp_column)
         low = high = None
         nulls = 0
         for group in range(metadata.num_row_groups):
@@ -242,8 +243,10 @@ def commit_files(
     partition_by: list[str] | None,
     timestamp_column: str | None = "ts",
     metadata: Mapping[str, str] | None = None,
+    mode: str = "append",
 ) -> None:
-    """Commit Parquet files already written inside the table folder (by Spark) in one append commit.
+    """Commit Parquet files already written inside the table folder (by Spark) in one commit: appended to the
+    table, or (``mode="overwrite"``) replacing all of its current files.
 
     Every file must exist and lie inside the table: a commit naming a missing file would be accepted by the
     log and break every later read, so this is checked first.
@@ -268,12 +271,12 @@ def commit_files(
                 stats=file_statistics(str(full), timestamp_column),
             )
         )
-    if not actions:
+    if not actions and mode == "append":
         return
 
     def attempt(_):
         DeltaTable(str(path)).create_write_transaction(
-            actions, mode="append", schema=schema, partition_by=partition_by,
+            actions, mode=mode, schema=schema, partition_by=partition_by,
             commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
         )
 
