@@ -4,4 +4,4 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")" && pwd)"
 "$ROOT/scripts/bootstrap.sh"
 cd "$ROOT"
-exec "$ROOT/.venv/bin/python" -m csparql.tour "$@"
+exec "$ROOT/.venv/bin/csparql" demo "$@"

@@ -34,6 +34,7 @@ STREAMS = {
     "citycameras": "http://streams.org/citycameras.trdf",
     "market": "http://stockexchange.org/market.trdf",
     "interactions": "http://getglue.com/interactions.trdf",
+    "uctollgates": "www.uc.eu/tollgates.trdf",  # the relative stream IRI of 001, kept as written (decision 5)
 }
 GRAPHS = {"brokers": "http://brokerscentral.org/brokers.rdf", "friends": "http://getglue.com/friends.rdf"}
 DEFAULT_START = "2010-03-22T08:00:00Z"
@@ -119,10 +120,13 @@ def write_samples(folder: str | Path, start: str = DEFAULT_START, hours: int = 3
         streams["citycameras"].append(_quad(_iri(camera), _iri(T + "registers"), _iri(seen), at))
         if rng.random() < 0.4:  # the same car seen turning by the paired camera a little later
             streams["citycameras"].append(_quad(_iri(partner), _iri(T + "registers"), _iri(seen), min(at + rng.randrange(1, 30) * 1_000_000, end)))
-        if index % 10 == 0:
-            streams["citycameras"].append(_quad(_iri(camera), _iri(C + "placedAt"), _iri(camera_light[camera]), at))
-            streams["citycameras"].append(_quad(_iri(camera), _iri(C + "monitors"), _iri(camera_street[camera]), at))
-            streams["citycameras"].append(_quad(_iri(camera_light[camera]), _iri(C + "crossing"), _iri(light_street[camera_light[camera]]), at))
+        if index % rate == 0:  # every minute, each camera says where it stands and what it monitors
+            for each in cameras:
+                streams["citycameras"].append(_quad(_iri(each), _iri(C + "placedAt"), _iri(camera_light[each]), at))
+                streams["citycameras"].append(_quad(_iri(each), _iri(C + "monitors"), _iri(camera_street[each]), at))
+            for light in lights:
+                streams["citycameras"].append(_quad(_iri(light), _iri(C + "crossing"), _iri(light_street[light]), at))
+        streams["uctollgates"].append(_quad(_iri(tollgate), _iri(T + "registers"), _iri(car), at))
         tx = f"http://stockexchange.org/tx/{index}"
         broker = rng.choice(brokers)
         amount = rng.randint(1, 40)

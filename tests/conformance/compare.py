@@ -276,6 +276,27 @@ def match_multisets(left: list[tuple], right: list[tuple]) -> bool:
         sys.setrecursionlimit(limit)
 
 
+def difference(actual: list[tuple], expected: list[tuple], names) -> str:
+    """The rows only the engine returned and the rows only expected (blank nodes and numbers compared
+    roughly), for a readable report."""
+    keys_a = Counter(_blank_free(r) for r in actual)
+    keys_e = Counter(_blank_free(r) for r in expected)
+    only_a = keys_a - keys_e
+    only_e = keys_e - keys_a
+    lines = [" ".join("?" + n for n in names) + f"   (engine {len(actual)} rows, expected {len(expected)})"]
+    shown_a = [r for r in actual if only_a.get(_blank_free(r), 0) > 0]
+    shown_e = [r for r in expected if only_e.get(_blank_free(r), 0) > 0]
+    for label, rows in (("engine only", shown_a), ("expected only", shown_e)):
+        lines.append(f"{label}: {len(rows)}")
+        for row in rows[:10]:
+            lines.append("  " + _row_text(row))
+    if not shown_a and not shown_e:
+        lines.append("(same rows up to blank nodes and rounding; the blank nodes or numbers do not match)")
+        lines.append(Results("select", tuple(names), actual).describe())
+        lines.append(Results("select", tuple(names), expected).describe())
+    return "\n".join(lines)
+
+
 # --- graphs ------------------------------------------------------------------------------------------------
 
 
@@ -334,7 +355,7 @@ def compare(actual: Results, expected: Results, ordered_by: list[tuple[str, bool
             return [f"variables {actual.vars} but expected {expected.vars}"]
         rows = actual.rows
     if not match_multisets(list(rows), list(expected.rows)):
-        problems.append(f"rows differ\nengine:\n{actual.describe()}\nexpected:\n{expected.describe()}")
+        problems.append("rows differ\n" + difference(list(rows), list(expected.rows), expected.vars))
     if ordered_by:
         problem = check_order(actual, ordered_by)
         if problem:

@@ -88,7 +88,7 @@ def _stream(rng: random.Random, predicates: list[str], size: int) -> list:
         predicate = rng.choice(predicates)
         subject = rng.choice(ENTITIES[:6])
         if predicate in ("p", "w"):
-            obj = rng.choice(ENTITIES)
+            obj = rng.choice(ENTITIES[:6])
         elif predicate == "q":
             obj = integer(rng.randint(0, 9))
         else:
@@ -109,9 +109,9 @@ def _stream(rng: random.Random, predicates: list[str], size: int) -> list:
 def make_data(seed: int) -> Data:
     rng = random.Random(10_000 + seed)
     data = Data()
-    data.streams[S1] = _stream(rng, ["p", "q", "r"], 22)
-    data.streams[S2] = _stream(rng, ["p", "q", "w"], 18)
-    data.streams[S3] = _stream(rng, ["p", "q"], 12)
+    data.streams[S1] = _stream(rng, ["p", "q", "r"], 30)
+    data.streams[S2] = _stream(rng, ["p", "q", "w"], 24)
+    data.streams[S3] = _stream(rng, ["p", "q"], 16)
     default = []
     for _ in range(8):
         default.append((rng.choice(ENTITIES), ex("s"), rng.choice(ENTITIES)))
@@ -178,7 +178,13 @@ class QueryGen:
         kind = PREDICATES[predicate][0]
         s = subject or self.var("ent")
         if kind == "ent":
-            o = f"ex:e{rng.randint(0, 7)}" if rng.random() < 0.15 else self.var("ent")
+            others = [v for v, k in self.kinds.items() if k == "ent" and v != s]
+            if rng.random() < 0.1:
+                o = f"ex:e{rng.randint(0, 5)}"
+            elif others and rng.random() < 0.35:
+                o = rng.choice(others)
+            else:
+                o = self.var("ent", reuse=0.0)
         else:
             o = self.var(kind, reuse=0.25)
         if certain:
@@ -296,8 +302,8 @@ class QueryGen:
 
 def _window(rng: random.Random, physical: float = 0.0) -> str:
     if rng.random() < physical:
-        return f"[TRIPLES {rng.choice([3, 5, 8, 12])}]"
-    width = rng.choice([5, 10, 15, 20])
+        return f"[TRIPLES {rng.choice([4, 8, 12, 20])}]"
+    width = rng.choice([5, 10, 15, 15, 20, 20])
     step = rng.choice([1, 5, width])
     if step > width:
         step = width
@@ -525,7 +531,7 @@ def q_aggregate_clause(b: _Builder) -> None:
             if bound:
                 options += [f"MIN({rng.choice(bound)})", f"MAX({rng.choice(bound)})"]
         function = rng.choice(options)
-        name = f"?total-{i}" if rng.random() < 0.3 else f"?a{i}"
+        name = f"?total-n{i}" if rng.random() < 0.3 else f"?a{i}"
         spelled = "{" + ", ".join(groups) + "}" if len(groups) > 1 or rng.random() < 0.7 else groups[0]
         clause = f"AGGREGATE {{ ({name}, {function}, {spelled})"
         if rng.random() < 0.5:

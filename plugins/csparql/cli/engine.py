@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -78,6 +77,16 @@ def register(commands) -> None:
     _common(sql, spark=False)
     sql.set_defaults(run=run_sql)
 
+    demo = commands.add_parser(
+        "demo",
+        help="ingest sample data and replay the example queries",
+        description="Write sample streams and static graphs, ingest them into a fresh demo warehouse, replay the "
+        "last windows of every example query, and print their results.",
+    )
+    demo.add_argument("--warehouse", metavar="DIR", help="the demo warehouse, recreated on each run (default: delta_tables/demo)")
+    demo.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    demo.set_defaults(run=run_demo)
+
 
 # --- helpers ---------------------------------------------------------------------------------------------
 
@@ -107,9 +116,9 @@ def _load(query: str):
 
 
 def _name(plan, source_name: str, given: str | None) -> str | None:
-    from csparql.storage.warehouse import InvalidName, check_query_name
+    from csparql.storage.warehouse import InvalidName, check_query_name, default_query_name
 
-    name = given or (plan.registration.name if plan.registration else re.sub(r"[^A-Za-z0-9_\-]", "_", Path(source_name).stem))
+    name = given or (plan.registration.name if plan.registration else default_query_name(source_name))
     try:
         return check_query_name(name)
     except InvalidName as error:
@@ -280,6 +289,14 @@ def run_sql(args: argparse.Namespace) -> int:
         return 1
     _print_table(table, args.format)
     return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from csparql.demo import run_demo as demo
+    from csparql.storage.warehouse import project_root
+
+    root = Path(args.warehouse) if args.warehouse else project_root() / "delta_tables" / "demo"
+    return demo(root.resolve(), master=args.master)
 
 
 def _print_table(table, fmt: str) -> None:

@@ -164,16 +164,20 @@ class Input:
 # Checking the request (before Spark starts)
 # ---------------------------------------------------------------------------------------------------------
 
-_ABSOLUTE_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|^`\\]*")
+_IRI = re.compile(r"[^\s<>\"{}|^`\\]+")
 
 
 def check_iri(text: str, what: str) -> str:
-    """An absolute IRI (``<...>`` accepted), or InputError."""
+    """An IRI as queries write it (``<...>`` accepted), or InputError. Relative IRIs are accepted, since a query
+    without BASE keeps them as written (decision 5), e.g. ``www.uc.eu/tollgates.trdf``."""
     iri = text.strip()
     if iri.startswith("<") and iri.endswith(">"):
         iri = iri[1:-1]
-    if not _ABSOLUTE_IRI.fullmatch(iri):
-        raise InputError(f"the {what} '{text}' is not an absolute IRI (e.g. http://example.org/stream)")
+    if not _IRI.fullmatch(iri):
+        raise InputError(
+            f"the {what} '{text}' is not an IRI: it must not be empty or contain spaces or any of <>\"{{}}|^`\\ "
+            "(e.g. http://example.org/stream)"
+        )
     return iri
 
 

@@ -28,6 +28,13 @@ def configured_master(master: str | None = None) -> str:
     return master or os.environ.get("CSPARQL_SPARK_MASTER") or DEFAULT_MASTER
 
 
+def _quiet_python_loggers() -> None:
+    # PySpark logs every failed analysis as a large JSON record; the engine reports errors itself.
+    import logging
+
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
+
+
 def _prepare_environment() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -45,6 +52,7 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
         if active is not None:
             return active
         _prepare_environment()
+        _quiet_python_loggers()
         master = configured_master(master)
         shuffle_partitions = os.environ.get("CSPARQL_SHUFFLE_PARTITIONS", str(max(2, 2 * (os.cpu_count() or 2))))
         settings = {

@@ -47,6 +47,12 @@ def output_stream_iri(query_name: str) -> URIRef:
     return URIRef(OUTPUT_STREAM_PREFIX + query_name)
 
 
+def default_query_name(source: str) -> str:
+    """The name of an unregistered query read from a file: the file's stem, made a valid name."""
+    stem = re.sub(r"[^A-Za-z0-9_\-]", "_", Path(source).stem) or "query"
+    return stem if re.match(r"[A-Za-z_]", stem) else f"q_{stem}"
+
+
 class InvalidName(ValueError):
     """A query name that cannot name tables and folders."""
 
