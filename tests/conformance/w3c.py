@@ -108,13 +108,18 @@ def load_tests() -> list[W3CTest]:
 _FORMATS = {".ttl": ox.RdfFormat.TURTLE, ".rdf": ox.RdfFormat.RDF_XML, ".nt": ox.RdfFormat.N_TRIPLES, ".n3": ox.RdfFormat.N3}
 
 
-def read_triples(path: Path) -> list[tuple]:
-    """The triples of an RDF file as rdflib terms with exact lexical forms."""
+def read_triples(path: Path, role: str = "") -> list[tuple]:
+    """The triples of an RDF file as rdflib terms with exact lexical forms. Blank node labels are scoped to
+    one reading of a document, so two files' ``_:x`` are two blank nodes, and so are the blank nodes of a
+    file read as the default graph and again as a named graph (``role`` tells the readings apart)."""
     fmt = _FORMATS[path.suffix]
-    return [
-        (from_ox(t.subject), from_ox(t.predicate), from_ox(t.object))
-        for t in ox.parse(path=str(path), format=fmt, base_iri=path.as_uri())
-    ]
+    scope = role + re.sub(r"[^A-Za-z0-9]", "_", path.relative_to(W3C).as_posix())
+
+    def term(node):
+        value = from_ox(node)
+        return BNode(f"{scope}_{value}") if isinstance(value, BNode) else value
+
+    return [(term(t.subject), term(t.predicate), term(t.object)) for t in ox.parse(path=str(path), format=fmt, base_iri=path.as_uri())]
 
 
 def query_with_base(test: W3CTest) -> str:
@@ -292,10 +297,10 @@ def case_of(test: W3CTest):
     else:
         default: list = []
         for path in test.data:
-            default.extend(read_triples(path))
+            default.extend(read_triples(path, "default_"))
         graphs[None] = list(dict.fromkeys(default))
         for path in test.graph_data:
-            graphs[URIRef(path.as_uri())] = read_triples(path)
+            graphs[URIRef(path.as_uri())] = read_triples(path, "named_")
     return Case(test.name, text, {}, graphs, None)
 
 

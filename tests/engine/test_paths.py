@@ -155,7 +155,10 @@ OPERATORS = [
     ("?x !:p ?y", "SELECT DISTINCT ?x ?y WHERE { ?x !:p ?y }"),
     ("?x !^:p ?y", "SELECT DISTINCT ?x ?y WHERE { ?x !^:p ?y }"),
     ("?x !(:q|^:r) ?y", f"SELECT ?x ?y WHERE {{ {DISTINCT_NPS.format('!:q')} UNION {DISTINCT_NPS.format('^!:r')} }}"),
-    ("?x !(^:p|^:q|:s) ?y", f"SELECT * WHERE {{ {DISTINCT_NPS.format('!:s')} UNION {DISTINCT_NPS.format('^!(:p|:q)')} }}"),
+    (
+        "?x !(^:p|^:q|:s) ?y",
+        f"SELECT * WHERE {{ {DISTINCT_NPS.format('!:s')} UNION {DISTINCT_NPS.format('^!(:p|:q)')} }}",
+    ),
 ]
 
 CONSTANTS = [
@@ -307,6 +310,13 @@ def test_from_graphs_merge(spark, static):
     for where, spec in cases:
         names, rows = ours(spark, reader, f"{PREFIX}SELECT * {dataset} WHERE {{ {where} }}")
         assert rows == theirs(merged, PREFIX + (spec or f"SELECT * WHERE {{ {where} }}"), names), where
+
+
+def test_graph_by_iri(spark, static):
+    # GRAPH <iri> reads that graph alone (not in graph mode); a graph the dataset lacks has no nodes at all.
+    dataset = f"FROM NAMED <{G1}> FROM NAMED <{G2}>"
+    check(spark, *static, f"GRAPH <{G2}> {{ ?x :p* :c }}", dataset=dataset)
+    assert not check(spark, *static, f"GRAPH <{EX}nothing> {{ :zz :p* ?y }}", dataset=dataset)
 
 
 def test_path_over_stream_window(spark):

@@ -84,10 +84,13 @@ class Dataset:
         return tuple(seen.values())
 
     def named_source(self, iri: URIRef) -> Source | None:
-        """The named graph or stream window with this IRI, if the dataset has one."""
+        """The named graph or stream window with this IRI, if the dataset has one (when the dataset holds every
+        named static graph of the store, any other IRI names a static graph, possibly empty)."""
         for source in self.named:
             if source.iri == iri:
                 return source
+        if ALL_NAMED_GRAPHS in self.named:
+            return StaticGraph(iri)
         return None
 
 

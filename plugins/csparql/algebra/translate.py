@@ -357,7 +357,8 @@ class _Translator:
             case sx.InversePath(inner) if isinstance(inner, URIRef):
                 out.append(alg.TriplePattern(obj, inner, subject))
             case sx.InversePath(sx.SequencePath(steps)):
-                self.path_triples(obj, sx.SequencePath(tuple(sx.InversePath(s) for s in reversed(steps))), subject, out)
+                # S ^(p1/p2) O  is  O p1/p2 S.
+                self.path_triples(obj, sx.SequencePath(steps), subject, out)
             case sx.InversePath(sx.InversePath(inner)):
                 self.path_triples(subject, inner, obj, out)
             case sx.SequencePath(steps):

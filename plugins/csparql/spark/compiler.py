@@ -59,6 +59,7 @@ class SparkCompiler:
         self.now = now
         self.names: dict[Variable, str] = {}
         self.counter = itertools.count()
+        self._solution_id = "__sid"
         self.uses_timestamps = any(
             isinstance(node, ex.Timestamp)
             for op in walk(plan.pattern)
@@ -78,12 +79,13 @@ class SparkCompiler:
     def fresh(self, prefix: str = "t") -> str:
         return f"__{prefix}{next(self.counter)}"
 
-    def scope(self, solutions: Solutions, extra: dict[int, str] | None = None) -> Scope:
+    def scope(self, solutions: Solutions, extra: dict[int, str] | None = None, solution_id: str | None = None) -> Scope:
         return Scope(
             columns={var: self.column(var) for var in solutions.vars},
             stamps=dict(solutions.stamps),
             precomputed=dict(extra or {}),
             now=self.now,
+            solution_id=solution_id,
         )
 
     # entry point
@@ -362,7 +364,14 @@ class SparkCompiler:
     def _Extend(self, op: alg.Extend) -> Solutions:
         solutions = self.compile(op.input)
         solutions, extra = self._prepare(solutions, [op.expression])
-        compiler = ExpressionCompiler(self.scope(solutions, extra))
+        solution_id = None
+        if any(isinstance(n, ex.BuiltinCall) and n.name == "BNODE" and n.args for n in ex.walk(op.expression)):
+            # BNODE(s) is the same blank node for the same s within one solution: number the solutions once,
+            # and every later BIND or SELECT expression over them sees the same numbers
+            solution_id = self._solution_id
+            if solution_id not in solutions.df.columns:
+                solutions = dataclasses.replace(solutions, df=solutions.df.withColumn(solution_id, F.monotonically_increasing_id()))
+        compiler = ExpressionCompiler(self.scope(solutions, extra, solution_id))
         term = compiler.term(op.expression)
         df = compiler.bind(solutions.df).withColumn(self.column(op.var), term).drop(*compiler.let_names, *extra.values())
         return dataclasses.replace(solutions, df=df, vars=tuple(dict.fromkeys(solutions.vars + (op.var,))))
@@ -453,14 +462,15 @@ class SparkCompiler:
 
     def _StreamAggregate(self, op: alg.StreamAggregate) -> Solutions:
         solutions = self.compile(op.input)
-        df = solutions.df
-        scope = self.scope(solutions)
+        compiler = ExpressionCompiler(self.scope(solutions))
+        aggregates = {}
         for clause in op.clauses:
             partition = [F.col(self.column(g)) for g in clause.groups]
             if solutions.graph:
                 partition.append(F.col(GRAPH_COLUMN))
             window = Window.partitionBy(*partition)
-            df = df.withColumn(self.column(clause.var), _window_aggregate(clause, scope, window))
+            aggregates[self.column(clause.var)] = _window_aggregate(clause, compiler, window)
+        df = compiler.bind(solutions.df).withColumns(aggregates).drop(*compiler.let_names)
         vars_ = tuple(dict.fromkeys(solutions.vars + tuple(c.var for c in op.clauses)))
         result = dataclasses.replace(solutions, df=df, vars=vars_)
         for clause in op.clauses:
@@ -644,9 +654,10 @@ def _aggregate(call: ex.AggregateCall, expressions: ExpressionCompiler, compiler
     raise CompilationError(f"unknown aggregate {name}")
 
 
-def _window_aggregate(clause: alg.AggregateSpec, scope: Scope, window) -> Column:
-    """One C-SPARQL AGGREGATE clause over its group, without reducing (000 §4.1)."""
-    expressions = ExpressionCompiler(scope)
+def _window_aggregate(clause: alg.AggregateSpec, expressions: ExpressionCompiler, window) -> Column:
+    """One C-SPARQL AGGREGATE clause over its group, without reducing (000 §4.1); the caller binds
+    ``expressions``' columns first."""
+    scope = expressions.scope
     if clause.function == "COUNT":
         if clause.argument is None:
             count = F.count(F.lit(1)).over(window)

@@ -56,6 +56,7 @@ class Scope:
     stamps: dict[Variable, list[tuple[str, str]]] = field(default_factory=dict)
     precomputed: dict[int, str] = field(default_factory=dict)
     now: int | None = None  # the evaluation instant (microseconds), which NOW() returns
+    solution_id: str | None = None  # a column identifying each solution (for BNODE(string))
 
 
 class UnsupportedExpression(Exception):
@@ -302,7 +303,14 @@ class ExpressionCompiler:
         if not values:
             return TermValue(make_term(BLANK, F.concat(F.lit("b"), F.replace(F.expr("uuid()"), F.lit("-"), F.lit("")))), v.NODE)
         lexical, language = values[0].string()
-        label = F.when(language.isNull(), F.concat(F.lit("b"), F.md5(lexical)))
+        # the same blank node for the same string within one solution, another one in another solution
+        # (§17.4.2.9): the label hashes the string with the solution's identity
+        if self.scope.solution_id is not None:
+            solution = F.col(self.scope.solution_id).cast("string")
+        else:
+            columns = [F.col(f"`{name}`") for name in self.scope.columns.values()]
+            solution = F.xxhash64(*columns).cast("string") if columns else F.lit("")
+        label = F.when(language.isNull(), F.concat(F.lit("b"), F.md5(F.concat_ws("|", lexical, solution))))
         return TermValue(make_term(BLANK, label), v.NODE)
 
     def _fn_strlang(self, text: Value, tag: Value) -> Value:

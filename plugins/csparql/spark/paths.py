@@ -19,12 +19,15 @@ of start nodes, or ``_Nodes`` (start nodes known on the driver, matched by liter
 ``p*`` and ``p+`` are fixpoints computed semi-naively: each round extends only the pairs found in the round
 before, by one more ``p`` step from their ends, and the loop stops when a round adds nothing. When an end of
 the pattern is a constant the walk starts there (backwards, over the inverse path, for an object constant), so
-only what is reachable from it is computed. While a closure stays small (``LOCAL_PAIRS``), each round is one
-Spark job that fetches the steps from the frontier's ends and the bookkeeping (which pairs are new) happens
-on the driver; past that, the rounds are DataFrame joins, anti-joins and distincts whose results are
-materialised with local checkpoints (which also cut their lineage, so a closure's plan is a union of
-checkpointed pieces, never a tower of joins). Link relations read inside a loop are persisted for the
-duration of the evaluation and unpersisted at the end.
+only what is reachable from it is computed (sequences with a closure first and a plain step last are walked
+backwards for the same reason). While a closure stays small (``LOCAL_PAIRS``), each round is one Spark action
+that fetches the steps from the frontier's ends, matched by literals, and the bookkeeping (which pairs are
+new) happens on the driver: a walk from one node through a large graph costs one scan of the (persisted) link
+relation per round and nothing else. Past that, the rounds are DataFrame joins (the frontier broadcast while
+small), anti-joins against what was reached, and distincts, each round materialised with a local checkpoint
+whose count is the emptiness test; checkpoints also cut the lineage, so a closure's plan is a union of
+checkpointed pieces, never a tower of joins. Link relations read inside a loop are persisted for the
+duration of the evaluation and unpersisted at its end (the result depends only on checkpoints or driver data).
 """
 
 from __future__ import annotations
@@ -60,11 +63,16 @@ def evaluate_path(compiler, op: alg.PathPattern, graph_mode: bool):
     from csparql.spark.compiler import GRAPH_COLUMN, CompilationError, Solutions
 
     if op.sources is None:
-        raise CompilationError("the plan was not optimised: a path pattern has no sources (run csparql.optimizer.optimize)")
+        raise CompilationError(
+            "the plan was not optimised: a path pattern has no sources (run csparql.optimizer.optimize)"
+        )
     evaluator = _PathEvaluator(compiler, op.sources, graph_mode)
     try:
         subject, obj = op.subject, op.object
-        if not isinstance(subject, Variable):
+        if not op.sources:
+            # GRAPH <iri> for a graph the dataset does not have: no graph, so not even zero-length paths.
+            pairs = evaluator.frame([])
+        elif not isinstance(subject, Variable):
             pairs = evaluator.eval(op.path, evaluator.constant_seeds(subject))
             if not isinstance(obj, Variable):
                 pairs = pairs.where(F.col("b") == constant(obj))

@@ -425,7 +425,9 @@ def _double_of(lexical: Column) -> Column:
 
 
 def _canonical_decimal(dec: Column) -> Column:
-    plain = F.format_string("%s", dec.cast(DecimalType(38, 18)))
+    # not format_string("%s") or a cast to string: Java writes small decimals in scientific notation
+    # ("0E-18"), which is no xsd:decimal lexical form
+    plain = F.regexp_replace(F.format_number(dec.cast(DecimalType(38, 18)), 18), ",", "")
     trimmed = F.regexp_replace(plain, r"(\.[0-9]*?)0+$", "$1")
     return F.regexp_replace(trimmed, r"\.$", ".0")
 
