@@ -12,7 +12,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
-from rdflib import URIRef, Variable
+from rdflib import Variable
 
 from csparql.compiler import compile_query, parse_query
 from csparql.language import syntax as sx

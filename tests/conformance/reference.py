@@ -42,6 +42,14 @@ Rewriting to SPARQL 1.1:
   that bound ?v in the solution" means. Supported shapes: triple patterns with terms, property lists and
   object lists (no paths, collections or ``[ … ]`` around a timestamped variable); not inside a ``GRAPH ?g``
   body; not through a sub-select. Anything else raises ``Unsupported``.
+- Comparisons (``= != < > <= >=``, and ``IN``/``NOT IN`` as the ``||``/``&&`` of ``=``/``!=`` they are
+  defined as, §17.4.1.9) call ``<urn:cq:compare-…>``, the operator mapping of SPARQL 1.1 §17.3 written here in
+  Python: numbers, strings, booleans and date-times compare by value within their kind; language-tagged
+  strings compare for = and != by lexical form and tag (as the engine does); otherwise = and != fall back on
+  RDFterm-equal (the same term is equal, an IRI or blank node is unequal to anything else, and two different
+  literals with no operator between them are a type error), and ordering them is a type error. pyoxigraph's
+  own operators differ there (``"a" = "a"@en`` is false for it, an error in SPARQL 1.1; it orders
+  language-tagged strings but not booleans).
 - ``f:timestamp(?s, ?p, ?o)`` becomes ``<urn:cq:triple-stamp>(?s, ?p, ?o)``: the greatest τ of that triple in
   any window of the query. ``NOW()`` becomes the evaluation instant, as the engine's NOW() is.
 """
@@ -52,6 +60,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from decimal import Decimal
 
 import pyoxigraph as ox
 from rdflib import BNode, Literal, URIRef, Variable
@@ -59,8 +68,8 @@ from rdflib import BNode, Literal, URIRef, Variable
 from csparql.compiler import parse_query
 from csparql.language import expressions as ex
 from csparql.language import syntax as sx
-from csparql.language.printer import _PRIMARY, _Printer, format_window
-from csparql.terms import CSPARQL_TIMESTAMP_FUNCTION, format_term
+from csparql.language.printer import _PRIMARY, _Printer
+from csparql.terms import CSPARQL_TIMESTAMP_FUNCTION
 
 from conformance.compare import Results, literal_parts
 
@@ -75,6 +84,8 @@ STAMP_IN = "urn:cq:stamp-in"
 MAX = "urn:cq:max"
 MAX_FOR = "urn:cq:max-for"
 TRIPLE_STAMP = "urn:cq:triple-stamp"
+COMPARE = "urn:cq:compare-"  # + the operator's name
+OPERATOR_NAMES = {"=": "eq", "!=": "ne", "<": "lt", ">": "gt", "<=": "le", ">=": "ge"}
 RELATIVE = "urn:cq:relative:"
 HELPER = "__cq_"
 
@@ -289,9 +300,9 @@ def _group_vars(group: sx.GroupPattern, found: list) -> None:
                     found.extend(item.var for item in sub.form.items)
 
 
-def _uses(query_or_group, kind) -> bool:
+def _uses(query: sx.Query, kind) -> bool:
     """Whether an expression node of this type occurs anywhere in the query."""
-    return any(isinstance(node, kind) for node in _all_expression_nodes(query_or_group))
+    return any(isinstance(node, kind) for node in _all_expression_nodes(query))
 
 
 def _all_expression_nodes(node):
@@ -612,6 +623,15 @@ class Rewriter(_Printer):
                 return _PRIMARY, self.timestamp(var, stream)
             case ex.FunctionCall(iri, args, _) if iri == CSPARQL_TIMESTAMP_FUNCTION:
                 return _PRIMARY, f"<{TRIPLE_STAMP}>(" + ", ".join(self.expr(a, depth) for a in args) + ")"
+            case ex.Compare(op, left, right):
+                return _PRIMARY, f"<{COMPARE}{OPERATOR_NAMES[op]}>({self.expr(left, depth)}, {self.expr(right, depth)})"
+            case ex.In(operand, options, negated):
+                if not options:
+                    return _PRIMARY, "true" if negated else "false"
+                target = self.expr(operand, depth)
+                name = OPERATOR_NAMES["!=" if negated else "="]
+                joiner = " && " if negated else " || "
+                return _PRIMARY, "(" + joiner.join(f"<{COMPARE}{name}>({target}, {self.expr(o, depth)})" for o in options) + ")"
             case ex.BuiltinCall("NOW", ()) if self.at is not None:
                 return _PRIMARY, f'"{format_instant(self.at)}"^^<{XSD_DATETIME}>'
             case ex.AggregateCall(name, argument, distinct, None) if name in ("SUM", "AVG") and isinstance(argument, Variable):
@@ -656,7 +676,8 @@ def rewrite(case: Case) -> tuple[str, Rewriter, sx.Query]:
     return rewriter.query(query) + "\n", rewriter, query
 
 
-def _functions(dataset: Dataset, streams: list[URIRef]):
+def _functions(dataset: Dataset):
+    """The Python functions the rewritten query calls (stamps, their maxima, comparisons)."""
     none = ox.NamedNode(NONE)
     graphs = {to_ox(iri): iri for iri in dataset.windows}
 
@@ -684,7 +705,9 @@ def _functions(dataset: Dataset, streams: list[URIRef]):
         found = [stamps[(s, p, o)] for stamps in dataset.windows.values() if (s, p, o) in stamps]
         return _instant_literal(max(found)) if found else None
 
+    comparisons = {ox.NamedNode(COMPARE + name): _compare_function(op) for op, name in OPERATOR_NAMES.items()}
     return {
+        **comparisons,
         ox.NamedNode(STAMP): stamp,
         ox.NamedNode(STAMP_IN): stamp_in,
         ox.NamedNode(MAX): maximum,
@@ -693,17 +716,84 @@ def _functions(dataset: Dataset, streams: list[URIRef]):
     }
 
 
+_NUMERIC = {XSD + n: rank for n, rank in (("integer", 1), ("decimal", 2), ("float", 3), ("double", 4))}
+for _name in (
+    "nonPositiveInteger negativeInteger long int short byte nonNegativeInteger unsignedLong unsignedInt "
+    "unsignedShort unsignedByte positiveInteger"
+).split():
+    _NUMERIC[XSD + _name] = 1
+
+
+def _kind(term):
+    """(kind, value) of a term for SPARQL's operators: num, str, lang, bool, datetime, node, or other."""
+    if not isinstance(term, ox.Literal):
+        return ("node", term)
+    lexical = term.value
+    if term.language:
+        return ("lang", (lexical, term.language.lower()))
+    datatype = term.datatype.value
+    rank = _NUMERIC.get(datatype)
+    if rank is not None:
+        try:
+            if rank == 1 and re.fullmatch(r"[+-]?[0-9]+", lexical):
+                return ("num", (rank, Decimal(lexical)))
+            if rank == 2 and re.fullmatch(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)", lexical):
+                return ("num", (rank, Decimal(lexical)))
+            if rank >= 3 and re.fullmatch(r"[+-]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|INF)|NaN", lexical):
+                return ("num", (rank, float(lexical.replace("INF", "inf"))))
+        except (ValueError, ArithmeticError):
+            pass
+        return ("other", None)
+    if datatype == XSD_STRING:
+        return ("str", lexical)
+    if datatype == XSD + "boolean" and lexical in ("true", "false", "1", "0"):
+        return ("bool", lexical in ("true", "1"))
+    if datatype == XSD_DATETIME:
+        try:
+            value = datetime.fromisoformat(lexical.replace("Z", "+00:00"))
+            return ("datetime", value if value.tzinfo else value.replace(tzinfo=timezone.utc))
+        except ValueError:
+            return ("other", None)
+    return ("other", None)
+
+
+def _compare_function(op: str):
+    true, false = (ox.Literal(x, datatype=ox.NamedNode(XSD + "boolean")) for x in ("true", "false"))
+    ordering = {"<": lambda a, b: a < b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
+                "=": lambda a, b: a == b, "!=": lambda a, b: a != b}[op]
+
+    def compare(a, b):
+        (ka, va), (kb, vb) = _kind(a), _kind(b)
+        if ka == kb == "num":
+            x, y = va[1], vb[1]
+            if max(va[0], vb[0]) >= 3:
+                x, y = float(x), float(y)
+            return true if ordering(x, y) else false
+        if ka == kb and ka in ("str", "bool", "datetime"):
+            return true if ordering(va, vb) else false
+        if op not in ("=", "!="):
+            return None  # no operator orders these: a type error
+        if ka == kb == "lang":
+            return true if (va == vb) == (op == "=") else false
+        if a == b:
+            return true if op == "=" else false
+        if ka == "node" or kb == "node":
+            return false if op == "=" else true
+        return None  # two different literals that no operator compares: RDFterm-equal's type error
+
+    return compare
+
+
 def evaluate(case: Case) -> Results:
     """The result of a case's query by the independent evaluator."""
     text, rewriter, query = rewrite(case)
     dataset = build_dataset(query, case)
-    streams = list(dict.fromkeys(c.iri for c in query.datasets if isinstance(c, sx.FromStream)))
     try:
         result = dataset.store.query(
             text,
             default_graph=[DEFAULT_GRAPH],
             named_graphs=dataset.named,
-            custom_functions=_functions(dataset, streams),
+            custom_functions=_functions(dataset),
         )
     except SyntaxError as error:
         raise Unsupported(f"pyoxigraph cannot parse the rewritten query: {error}\n{text}") from None
@@ -723,8 +813,4 @@ def results_of(result, query: sx.Query, rewriter: Rewriter | None = None) -> Res
     return Results("select", tuple(renamed.get(n, n) for n in names), rows)
 
 
-def window_label(spec: sx.WindowSpec) -> str:
-    return format_window(spec)
-
-
-__all__ = ["Case", "Unsupported", "evaluate", "rewrite", "window_triples", "format_term"]
+__all__ = ["Case", "Unsupported", "evaluate", "rewrite", "window_triples"]

@@ -323,13 +323,15 @@ ResultForm = SelectResult | ConstructResult | DescribeResult | AskResult
 @dataclass(frozen=True)
 class QueryPlan:
     """A translated query: what it returns, the pattern that computes it, the dataset it reads, and how it is
-    registered. ``prefixes`` only serve printing."""
+    registered. ``base`` is the query's last BASE, against which ``IRI("relative")`` resolves; ``prefixes`` only
+    serve printing."""
 
     form: ResultForm
     pattern: Operator
     dataset: Dataset
     registration: Registration | None = None
     prefixes: tuple[tuple[str, str], ...] = ()
+    base: str | None = None
 
     @property
     def streams(self) -> tuple[StreamWindow, ...]:

@@ -123,6 +123,7 @@ class _Translator:
             dataset=dataset_of(query),
             registration=registration,
             prefixes=query.prologue.prefixes,
+            base=query.prologue.base,
         )
 
     def query_pattern(self, query: sx.Query, top_level: bool = False) -> tuple[alg.ResultForm, alg.Operator]:
@@ -240,6 +241,13 @@ class _Translator:
     # group graph patterns (§18.2.2.6)
 
     def group(self, group: sx.GroupPattern) -> alg.Operator:
+        pattern, condition = self.group_and_condition(group)
+        return pattern if condition is None else alg.Filter(condition, pattern)
+
+    def group_and_condition(self, group: sx.GroupPattern) -> tuple[alg.Operator, ex.Expr | None]:
+        """A group's pattern and the conjunction of the group's own FILTERs (None when it has none), kept apart
+        because an OPTIONAL lifts exactly these into its LeftJoin condition — not the FILTERs of a group nested
+        inside it (§18.2.2.6; W3C test dawg-optional-filter-005-not-simplified)."""
         filters: list[ex.Expr] = []
         pattern: alg.Operator = alg.BGP()
         for element in group.elements:
@@ -249,11 +257,8 @@ class _Translator:
                 case sx.TriplesBlock():
                     pattern = join(pattern, self.triples_block(element))
                 case sx.OptionalPattern(inner):
-                    optional = self.group(inner)
-                    if isinstance(optional, alg.Filter):
-                        pattern = alg.LeftJoin(pattern, optional.input, optional.expression)
-                    else:
-                        pattern = alg.LeftJoin(pattern, optional, None)
+                    optional, condition = self.group_and_condition(inner)
+                    pattern = alg.LeftJoin(pattern, optional, condition)
                 case sx.MinusPattern(inner):
                     pattern = alg.Minus(pattern, self.group(inner))
                 case sx.BindPattern(expression, var):
@@ -279,9 +284,7 @@ class _Translator:
                     pattern = join(pattern, sub_pattern)
                 case _:
                     raise TypeError(f"unknown group element {element!r}")
-        if filters:
-            pattern = alg.Filter(conjunction(filters), pattern)
-        return pattern
+        return pattern, conjunction(filters) if filters else None
 
     def union_operand(self, operand: sx.GroupPattern | sx.GraphPattern) -> alg.Operator:
         if isinstance(operand, sx.GraphPattern):

@@ -318,7 +318,10 @@ class _TreeBuilder:
         """An IRI resolved against BASE when it is relative and a base is declared; otherwise as written."""
         if self.base is None or re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*:", iri):
             return iri
-        return urljoin(self.base, iri)
+        reference, hash_sign, fragment = iri.partition("#")
+        # urljoin drops an empty fragment ("#" alone), which RFC 3986 keeps: PREFIX : <#> names <base#…>.
+        resolved = urljoin(self.base, reference) if reference else self.base.partition("#")[0]
+        return resolved + hash_sign + fragment
 
     # query forms
 

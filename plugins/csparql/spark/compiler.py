@@ -20,7 +20,7 @@ from pyspark.sql.types import StringType
 from rdflib import Variable
 
 from csparql.algebra import operators as alg
-from csparql.algebra.variables import certain, in_scope
+from csparql.algebra.variables import certain
 from csparql.algebra.walk import walk
 from csparql.language import expressions as ex
 from csparql.spark import values as v
@@ -86,6 +86,7 @@ class SparkCompiler:
             precomputed=dict(extra or {}),
             now=self.now,
             solution_id=solution_id,
+            base=self.plan.base,
         )
 
     # entry point
@@ -307,7 +308,8 @@ class SparkCompiler:
     def _condition_over(self, columns: dict[Variable, Column], stamps, expression: ex.Expr) -> Column:
         """An expression's EBV over explicit columns (used inside join conditions)."""
         aliases = {var: self.fresh("c") for var in columns}
-        compiler = _ColumnExpressionCompiler(Scope(columns=aliases, stamps=stamps, now=self.now), columns, aliases)
+        scope = Scope(columns=aliases, stamps=stamps, now=self.now, base=self.plan.base)
+        compiler = _ColumnExpressionCompiler(scope, columns, aliases)
         return F.coalesce(compiler.condition(expression), F.lit(False))
 
     def _Union(self, op: alg.Union) -> Solutions:
@@ -491,14 +493,13 @@ class SparkCompiler:
         keys = {}
         for expression, descending in op.conditions:
             name = self.fresh("ord")
-            keys[name] = v.order_key(compiler.value(expression))
+            keys[name] = v.order_key(compiler.shared(compiler.value(expression)))
             ordering.append((name, descending))
         df = compiler.bind(solutions.df).withColumns(keys).drop(*compiler.let_names)
         return dataclasses.replace(solutions, df=df, ordering=ordering + solutions.ordering)
 
     def _Project(self, op: alg.Project) -> Solutions:
         solutions = self.compile(op.input)
-        keep = [self.column(var) for var in op.vars if var in solutions.vars]
         stamps = {var: cols for var, cols in solutions.stamps.items() if var in op.vars}
         stamp_columns = [name for cols in stamps.values() for name, _ in cols]
         extra = ([GRAPH_COLUMN] if solutions.graph else []) + [name for name, _ in solutions.ordering]
@@ -615,17 +616,34 @@ def _aggregate(call: ex.AggregateCall, expressions: ExpressionCompiler, compiler
             partial = F.count_distinct(term) if call.distinct else F.count(term)
         alias = compiler.fresh("a")
         return [partial.alias(alias)], make_term(LITERAL, F.col(alias).cast(StringType()), XSD_INTEGER)
-    value = expressions.value(call.argument)
+    value = expressions.shared(expressions.value(call.argument))
     term = value.term()
+    # §18.5.1: an unbound variable leaves the multiset of values, but an error in evaluating an expression
+    # makes the aggregate an error (so SUM(?x * 2) with a string ?x is unbound, SUM(?x) of an OPTIONAL is not)
+    failed = None if isinstance(call.argument, Variable) else term.isNull()
     if name in ("SUM", "AVG"):
-        rank, dec, dbl, bad = _numeric_parts(value)
         names = [compiler.fresh("a") for _ in range(5)]
         if call.distinct:
-            partials = [F.max(rank), F.sum_distinct(dec), F.sum_distinct(dbl), F.max(bad.cast("int")), F.count_distinct(term)]
+            # DISTINCT keeps distinct terms ("1" and "1.0"^^xsd:decimal both count): sum the set of terms
+            collected = compiler.fresh("a")
+            terms = F.collect_set(term)
+            partials = [terms.alias(collected)]
+            bad_any = F.max(((term.isNotNull() & value.numeric().rank.isNull()) | (failed if failed is not None else F.lit(False))).cast("int"))
+            partials.append(bad_any.alias(names[3]))
+            items = F.col(collected)
+            ranks = F.transform(items, lambda t: v.TermValue(t).numeric().rank)
+            r = F.array_max(ranks)
+            sdec = F.aggregate(F.transform(items, lambda t: F.coalesce(v.TermValue(t).numeric().dec, F.lit(0).cast(v.DECIMAL))), F.lit(0).cast(v.DECIMAL), lambda a, b: (a + b).cast(v.DECIMAL))
+            sdbl = F.aggregate(F.transform(items, lambda t: F.coalesce(v.TermValue(t).numeric().dbl, F.lit(0.0))), F.lit(0.0), lambda a, b: a + b)
+            count = F.size(items)
+            anybad = F.col(names[3])
         else:
+            rank, dec, dbl, bad = _numeric_parts(value)
+            if failed is not None:
+                bad = bad | failed
             partials = [F.max(rank), F.sum(dec), F.sum(dbl), F.max(bad.cast("int")), F.count(term)]
-        partials = [p.alias(n) for p, n in zip(partials, names)]
-        r, sdec, sdbl, anybad, count = (F.col(n) for n in names)
+            partials = [p.alias(n) for p, n in zip(partials, names)]
+            r, sdec, sdbl, anybad, count = (F.col(n) for n in names)
         if name == "SUM":
             number = v.Numeric(F.coalesce(r, F.lit(1)), F.coalesce(sdec, F.lit(0).cast(v.DECIMAL)), F.coalesce(sdbl, F.lit(0.0)))
         else:
@@ -637,11 +655,17 @@ def _aggregate(call: ex.AggregateCall, expressions: ExpressionCompiler, compiler
             )
         result = v.NumericValue(number).term()
         return partials, F.when(F.coalesce(anybad, F.lit(0)) == 0, result)
+    error_partials: list[Column] = []
+    ok = None
+    if failed is not None:
+        error_alias = compiler.fresh("a")
+        error_partials = [F.max(failed.cast("int")).alias(error_alias)]
+        ok = F.coalesce(F.col(error_alias), F.lit(0)) == 0
     if name in ("MIN", "MAX"):
         alias = compiler.fresh("a")
         key = v.order_key(v.TermValue(term))
         picked = F.min_by(term, key) if name == "MIN" else F.max_by(term, key)
-        return [picked.alias(alias)], F.col(alias)
+        return [picked.alias(alias), *error_partials], F.col(alias) if ok is None else F.when(ok, F.col(alias))
     if name == "SAMPLE":
         alias = compiler.fresh("a")
         return [F.first(term, ignorenulls=True).alias(alias)], F.col(alias)
@@ -650,7 +674,8 @@ def _aggregate(call: ex.AggregateCall, expressions: ExpressionCompiler, compiler
         lexical = F.when(term.getField("kind") == LITERAL, term.getField("value"))
         collected = F.collect_set(lexical) if call.distinct else F.collect_list(lexical)
         separator = call.separator if call.separator is not None else " "
-        return [collected.alias(alias)], make_term(LITERAL, F.array_join(F.col(alias), separator), XSD_STRING)
+        joined = make_term(LITERAL, F.array_join(F.col(alias), separator), XSD_STRING)
+        return [collected.alias(alias), *error_partials], joined if ok is None else F.when(ok, joined)
     raise CompilationError(f"unknown aggregate {name}")
 
 

@@ -49,14 +49,15 @@ from csparql.storage.terms import BLANK, IRI, LITERAL
 @dataclass
 class Scope:
     """What an expression can see in a row: the column of each bound variable, the provenance columns of the
-    stream triples that bound it (timestamp column, source IRI column), and columns computed beforehand for
+    stream triples that bound it (timestamp column, IRI of the stream), and columns computed beforehand for
     EXISTS and f:timestamp (keyed by the expression node)."""
 
     columns: dict[Variable, str]
-    stamps: dict[Variable, list[tuple[str, str]]] = field(default_factory=dict)
+    stamps: dict[Variable, list[tuple[str, str]]] = field(default_factory=dict)  # (timestamp column, stream IRI)
     precomputed: dict[int, str] = field(default_factory=dict)
     now: int | None = None  # the evaluation instant (microseconds), which NOW() returns
     solution_id: str | None = None  # a column identifying each solution (for BNODE(string))
+    base: str | None = None  # the query's base IRI, against which IRI("relative") resolves (§17.4.2.8)
 
 
 class UnsupportedExpression(Exception):
@@ -125,6 +126,12 @@ class ExpressionCompiler:
         self._lets.setdefault(level, {})[name] = column
         self.let_names.append(name)
         return F.col(name)
+
+    def shared(self, value: Value) -> Value:
+        """A value whose views are bound to columns, for a caller that uses a top-level value several times."""
+        if self._lets is None or isinstance(value, _SharedTermValue):
+            return value
+        return self._seal(value, self._depth + 1)
 
     def _seal(self, value: Value, level: int) -> Value:
         if isinstance(value, _ConstantNumber):
@@ -219,14 +226,17 @@ class ExpressionCompiler:
         stamps = self.scope.stamps.get(var, [])
         if not stamps:
             return DateTimeValue(F.lit(None).cast("timestamp"))
+        # each stamp is (timestamp column, IRI of the stream whose triples it covers)
         if stream is None:
             columns = [F.col(ts) for ts, _ in stamps]
         elif isinstance(stream, URIRef):
-            columns = [F.when(F.col(src) == str(stream), F.col(ts)) for ts, src in stamps]
+            columns = [F.col(ts) for ts, src in stamps if src == str(stream)]
+            if not columns:
+                return DateTimeValue(F.lit(None).cast("timestamp"))
         else:
             stream_column = self.value(stream).term()
             columns = [
-                F.when((stream_column.getField("kind") == IRI) & (F.col(src) == stream_column.getField("value")), F.col(ts))
+                F.when((stream_column.getField("kind") == IRI) & (stream_column.getField("value") == F.lit(src)), F.col(ts))
                 for ts, src in stamps
             ]
         return DateTimeValue(columns[0] if len(columns) == 1 else F.greatest(*columns))
@@ -294,6 +304,8 @@ class ExpressionCompiler:
         term = value.term()
         lexical, language = value.string()
         from_string = F.when(language.isNull(), lexical)
+        if self.scope.base is not None:
+            from_string = _resolve(from_string, self.scope.base)
         iri = F.when(term.getField("kind") == IRI, term.getField("value")).otherwise(from_string)
         return TermValue(make_term(IRI, iri), v.NODE)
 
@@ -583,6 +595,26 @@ class ExpressionCompiler:
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
+
+
+def _resolve(reference: Column, base: str) -> Column:
+    """A string resolved against a base IRI (RFC 3986 §5.2, without removing dot segments)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base)
+    without_fragment = base.split("#", 1)[0]
+    without_query = without_fragment.split("?", 1)[0]
+    directory = without_query[: without_query.rfind("/") + 1] if "/" in parts.path else without_query + "/"
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
+    return (
+        F.when(reference.rlike(r"^[A-Za-z][A-Za-z0-9+.\-]*:"), reference)
+        .when(reference == "", F.lit(without_fragment))
+        .when(reference.startswith("#"), F.concat(F.lit(without_fragment), reference))
+        .when(reference.startswith("?"), F.concat(F.lit(without_query), reference))
+        .when(reference.startswith("//"), F.concat(F.lit(parts.scheme + ":"), reference))
+        .when(reference.startswith("/"), F.concat(F.lit(origin), reference))
+        .otherwise(F.concat(F.lit(directory), reference))
+    )
 
 
 def _integer(column: Column) -> NumericValue:
