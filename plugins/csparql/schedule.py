@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from rdflib import URIRef
 
 from csparql.algebra.operators import QueryPlan
-from csparql.windows import LogicalWindow, WindowBounds, default_period, evaluation_times, window_at
+from csparql.windows import (
+    LogicalWindow,
+    PhysicalWindow,
+    Window,
+    WindowBounds,
+    default_period,
+    evaluation_times,
+    window_at,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,85 @@ class EvaluationWindow:
     start: int | None
     end: int
     streams: dict[URIRef, WindowBounds]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a query is evaluated and what each evaluation reads: its period and its streams' windows.
+
+    Holds no query text, so that it can be stored with an Airflow DAG (``to_dict``/``from_dict``) and rebuilt
+    wherever runs are planned; every window it yields is the one ``Engine.evaluate`` reads at that instant.
+    """
+
+    period: int
+    windows: tuple[tuple[str, Window], ...]
+
+    @classmethod
+    def of(cls, plan: QueryPlan) -> Schedule:
+        """The schedule of a query; ``ValueError`` for a one-shot query (no stream and no COMPUTED EVERY)."""
+        period = evaluation_period(plan)
+        if period is None:
+            raise ValueError("the query reads no stream and has no COMPUTED EVERY, so it has no schedule")
+        return cls(period, tuple((str(s.iri), s.window) for s in plan.streams))
+
+    def evaluation_at(self, at: int) -> EvaluationWindow:
+        """The windows an evaluation at instant ``at`` reads, and the bounds that identify it."""
+        streams = {URIRef(iri): window_at(window, at) for iri, window in self.windows}
+        logical = [streams[URIRef(iri)] for iri, window in self.windows if isinstance(window, LogicalWindow)]
+        if logical:
+            return EvaluationWindow(at, min(b.start for b in logical), max(b.end for b in logical), streams)
+        return EvaluationWindow(at, None, at, streams)
+
+    def evaluations(self, start: int, end: int) -> list[EvaluationWindow]:
+        """The evaluations with instants in [start, end], in order, each distinct window once (with COMPUTED
+        EVERY shorter than STEP, several instants see the same windows; the first of them evaluates it)."""
+        evaluations: list[EvaluationWindow] = []
+        seen: set = set()
+        for instant in evaluation_times(self.period, start, end):
+            evaluation = self.evaluation_at(instant)
+            key = _identity(evaluation)
+            if key not in seen:
+                seen.add(key)
+                evaluations.append(evaluation)
+        return evaluations
+
+    def next_evaluation(self, after_end: int | None, not_before: int) -> EvaluationWindow:
+        """The first evaluation at an instant ``>= not_before`` whose window ends after ``after_end`` (the
+        previous evaluation's window end; None when there was none)."""
+        instant = -((-not_before) // self.period) * self.period
+        while True:
+            evaluation = self.evaluation_at(instant)
+            if after_end is None or evaluation.end > after_end:
+                return evaluation
+            instant += self.period
+
+    def latest_evaluation(self, at: int) -> EvaluationWindow:
+        """The evaluation at the latest instant ``<= at``."""
+        return self.evaluation_at(at - at % self.period)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form (durations in microseconds) that ``from_dict`` reads back."""
+        return {
+            "period": self.period,
+            "windows": [
+                {"stream": iri, "range": w.range, "step": w.step}
+                if isinstance(w, LogicalWindow)
+                else {"stream": iri, "triples": w.count}
+                for iri, w in self.windows
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Schedule:
+        windows = tuple(
+            (w["stream"], LogicalWindow(w["range"], w["step"]) if "range" in w else PhysicalWindow(w["triples"]))
+            for w in data["windows"]
+        )
+        return cls(int(data["period"]), windows)
+
+
+def _identity(evaluation: EvaluationWindow) -> tuple:
+    return (evaluation.end, tuple(sorted((str(k), v.end) for k, v in evaluation.streams.items())))
 
 
 def evaluation_period(plan: QueryPlan) -> int | None:
@@ -44,29 +131,12 @@ def evaluation_period(plan: QueryPlan) -> int | None:
 
 def evaluation_at(plan: QueryPlan, at: int) -> EvaluationWindow:
     """The windows an evaluation at instant ``at`` reads, and the bounds that identify it."""
-    streams = {s.iri: window_at(s.window, at) for s in plan.streams}
-    logical = [streams[s.iri] for s in plan.streams if isinstance(s.window, LogicalWindow)]
-    if logical:
-        end = max(b.end for b in logical)
-        start = min(b.start for b in logical)
-    else:
-        end, start = at, None
-    return EvaluationWindow(at, start, end, streams)
+    return Schedule(evaluation_period(plan) or 1, tuple((str(s.iri), s.window) for s in plan.streams)).evaluation_at(at)
 
 
 def scheduled_evaluations(plan: QueryPlan, start: int, end: int) -> list[EvaluationWindow]:
     """The evaluations the schedule makes with instants in [start, end], in order, each distinct window once
     (with COMPUTED EVERY shorter than STEP, several instants see the same windows)."""
-    period = evaluation_period(plan)
-    if period is None:
+    if evaluation_period(plan) is None:
         raise ValueError("the query reads no stream and has no COMPUTED EVERY, so it has no schedule to replay")
-    evaluations: list[EvaluationWindow] = []
-    seen: set = set()
-    for instant in evaluation_times(period, start, end):
-        evaluation = evaluation_at(plan, instant)
-        key = (evaluation.end, tuple(sorted((str(k), v.end) for k, v in evaluation.streams.items())))
-        if key in seen:
-            continue
-        seen.add(key)
-        evaluations.append(evaluation)
-    return evaluations
+    return Schedule.of(plan).evaluations(start, end)

@@ -81,6 +81,7 @@ from csparql.spark.terms import TERM_STRUCT
 from csparql.storage import delta, schema
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
+from csparql.storage.watermarks import advance_watermark
 from csparql.windows import parse_instant
 
 LINE_FORMATS = ("ntriples", "nquads")
@@ -295,6 +296,11 @@ def ingest_stream(
     ))
     if report.version is not None:
         _record(report, Catalog(warehouse), iri, "stream", replaces=False)
+        if report.max_ts is not None:
+            try:
+                advance_watermark(warehouse, iri, report.max_ts, "ingest")
+            except Exception as error:  # the data is committed: say so rather than fail
+                report.warnings.append(f"the triples landed, but the stream's watermark was not advanced: {error}")
     return report
 
 

@@ -23,6 +23,7 @@ from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
 from csparql.schedule import EvaluationWindow, evaluation_at, scheduled_evaluations
 from csparql.storage import delta, schema
+from csparql.storage.watermarks import advance_watermark
 from csparql.storage.terms import from_dict
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
@@ -101,17 +102,21 @@ class Engine:
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult) -> int:
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
-            path = self.warehouse.stream(str(output_stream_iri(name)))
+            # The stream is named by the REGISTER name (decision 10), whatever the run's result name.
+            stream = str(output_stream_iri(registration.name))
+            path = self.warehouse.stream(stream)
             delta.ensure(
                 path, schema.STREAM, schema.STREAM_PARTITIONS,
-                {"csparql.iri": str(output_stream_iri(name)), "csparql.kind": "stream", "csparql.query": name},
+                {"csparql.iri": stream, "csparql.kind": "stream", "csparql.query": name},
             )
             table = rt.output_stream_table(result.triples, window.end)
             rt.write_window(path, table, schema.STREAM, window.end, column="ts", partition_by=schema.STREAM_PARTITIONS)
             counts: dict[str, int] = {}
             for _, p, _ in result.triples:
                 counts[str(p)] = counts.get(str(p), 0) + 1
-            self.catalog.record_statistics(str(output_stream_iri(name)), "stream", counts, replaces=False)
+            self.catalog.record_statistics(stream, "stream", counts, replaces=False)
+            # The producer wrote this window: readers of the stream may evaluate windows up to its end.
+            advance_watermark(self.warehouse, stream, window.end, f"evaluation of {name}")
             return table.num_rows
         if result.form == "select":
             path = self.warehouse.results(name, "bindings")

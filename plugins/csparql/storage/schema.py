@@ -75,3 +75,13 @@ STATISTICS = pa.schema(
 )
 """Append-only counts of triples per source and predicate; a generation that ``replaces`` hides the earlier
 ones of its source (a static graph loaded with --replace). ``source`` is the IRI, or '' for the default graph."""
+
+WATERMARKS = pa.schema(
+    [
+        pa.field("stream", pa.string(), nullable=False),
+        pa.field("watermark", TIMESTAMP, nullable=False),
+        pa.field("recorded_at", TIMESTAMP, nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+    ]
+)
+"""How far each stream is known to be complete: its watermark is the greatest value recorded for it."""

@@ -11,6 +11,7 @@ project's ``delta_tables/`` folder. Under it::
     results/<query>/triples    CONSTRUCT and DESCRIBE results
     _csparql/runs              one row per evaluation
     _csparql/statistics        per source and predicate, how many triples were loaded
+    _csparql/watermarks        per stream, how far its triples are known to have landed
 
 A slug is readable and unique: the IRI without its scheme, with unsafe characters replaced, and a short hash.
 Every table also records its IRI in its Delta metadata (``csparql.iri``), so the mapping can be read back.
@@ -103,6 +104,10 @@ class Warehouse:
     @property
     def statistics(self) -> Path:
         return self.root / "_csparql" / "statistics"
+
+    @property
+    def watermarks(self) -> Path:
+        return self.root / "_csparql" / "watermarks"
 
     def stream_folders(self) -> list[Path]:
         return sorted(p for p in (self.root / "streams").glob("*") if (p / "_delta_log").is_dir())

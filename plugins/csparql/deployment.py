@@ -1,0 +1,359 @@
+"""How a registered query runs in production, decided without Airflow or Spark.
+
+The registry is a folder of ``.rq`` files (``$CSPARQL_REGISTRY``, default ``dags/queries/``); the file's stem
+is the registration's identity: its Airflow DAG id and the name of its result tables. ``deployment_of`` reads
+one file and returns everything the Airflow layer needs to build its DAG — schedule, windows, the streams it
+waits for, the tables it writes, the task settings — or raises ``RegistrationError`` with the file name and the
+parser's message. ``Settings`` gathers the deployment-wide knobs from the environment, so that the embedded
+stack, docker-compose and the tests configure the same code the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rdflib import URIRef
+
+from csparql.algebra.operators import QueryPlan
+from csparql.compiler import compile_query
+from csparql.language.errors import QueryError
+from csparql.schedule import Schedule, evaluation_period
+from csparql.storage.warehouse import Warehouse, output_stream_iri, project_root
+from csparql.windows import LogicalWindow, format_duration, parse_duration
+
+SPARK_MODES = ("local", "standalone", "connect")
+"""Where evaluations run: Spark inside the Airflow task (local), a standalone cluster through spark-submit
+(the Airflow connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_default``), or a Spark Connect server (the
+connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_connect_default``)."""
+
+DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RegistrationError(Exception):
+    """A registry file that cannot become a DAG; ``str()`` names the file and says why."""
+
+    def __init__(self, path: str | os.PathLike, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = str(path)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Deployment-wide settings, read from the environment (each documented in docs/orchestration.md)."""
+
+    registry: Path
+    warehouse: Warehouse
+    landing: Path
+    spark: str = "local"
+    spark_conn_id: str | None = None
+    pool: str = "csparql_spark"
+    allowed_lateness: int = 60_000_000
+    wait_timeout: int = 600_000_000
+    poll_interval: int = 10_000_000
+    retries: int = 2
+
+    ENVIRONMENT = {
+        "registry": "CSPARQL_REGISTRY",
+        "warehouse": "CSPARQL_WAREHOUSE",
+        "landing": "CSPARQL_LANDING",
+        "spark": "CSPARQL_SPARK",
+        "spark_conn_id": "CSPARQL_SPARK_CONN_ID",
+        "pool": "CSPARQL_POOL",
+        "allowed_lateness": "CSPARQL_ALLOWED_LATENESS",
+        "wait_timeout": "CSPARQL_WAIT_TIMEOUT",
+        "poll_interval": "CSPARQL_POLL_INTERVAL",
+    }
+
+    @classmethod
+    def from_environment(cls, environ: dict[str, str] | None = None) -> Settings:
+        """The settings the environment gives, with defaults for what it does not; ``ValueError`` naming the
+        variable for a value that cannot be used."""
+        env = os.environ if environ is None else environ
+        names = cls.ENVIRONMENT
+        warehouse = Warehouse(env[names["warehouse"]]) if env.get(names["warehouse"]) else Warehouse.locate()
+        registry = Path(env.get(names["registry"]) or project_root() / "dags" / "queries").resolve()
+        landing = Path(env.get(names["landing"]) or warehouse.root / "landing").resolve()
+        spark = env.get(names["spark"]) or "local"
+        if spark not in SPARK_MODES:
+            raise ValueError(f"{names['spark']}={spark!r}: use one of {', '.join(SPARK_MODES)}")
+
+        def duration(key: str, default: int) -> int:
+            text = env.get(names[key])
+            if not text:
+                return default
+            try:
+                value = parse_duration(text)
+            except ValueError as error:
+                raise ValueError(f"{names[key]}={text!r}: {error}") from None
+            if value < 0:
+                raise ValueError(f"{names[key]}={text!r}: must not be negative")
+            return value
+
+        return cls(
+            registry=registry,
+            warehouse=warehouse,
+            landing=landing,
+            spark=spark,
+            spark_conn_id=env.get(names["spark_conn_id"]) or None,
+            pool=env.get(names["pool"]) or "csparql_spark",
+            allowed_lateness=duration("allowed_lateness", cls.allowed_lateness),
+            wait_timeout=duration("wait_timeout", cls.wait_timeout),
+            poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
+        )
+
+    @property
+    def connection_id(self) -> str | None:
+        """The Airflow connection for the Spark mode (None for local Spark)."""
+        if self.spark == "local":
+            return None
+        return self.spark_conn_id or ("spark_default" if self.spark == "standalone" else "spark_connect_default")
+
+
+@dataclass(frozen=True)
+class StreamInput:
+    """A stream the query reads. An ingested stream is complete for a window once its watermark passed the
+    window's end plus ``lateness``; a derived stream (the output of a ``REGISTER STREAM`` query in the registry)
+    once that query, ``producer``, has written every one of its windows that ends inside the window."""
+
+    iri: str
+    lateness: int
+    producer: str | None = None
+    producer_schedule: Schedule | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class WindowRequirements:
+    """What must have landed before one evaluation runs: a watermark threshold (µs) per ingested stream, and
+    the window ends each producer must have written."""
+
+    at: int
+    window_end: int
+    streams: dict[str, int]
+    producer_windows: dict[str, list[int]]
+
+    def to_dict(self) -> dict:
+        return {"at": self.at, "window_end": self.window_end, "streams": self.streams,
+                "producer_windows": self.producer_windows}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything the DAG of one registered query is built from."""
+
+    name: str
+    path: Path
+    text: str
+    plan: QueryPlan = field(repr=False)
+    schedule: Schedule | None
+    inputs: tuple[StreamInput, ...]
+    output_stream: str | None
+    registered_as: str | None
+
+    @property
+    def dag_id(self) -> str:
+        return self.name
+
+    @property
+    def description(self) -> str:
+        what = f"REGISTER {self.plan.registration.kind} {self.registered_as}" if self.registered_as else "one-shot query"
+        if self.schedule is None:
+            return f"{what}: runs when triggered"
+        windows = ", ".join(f"<{iri}> [{window}]" for iri, window in self.schedule.windows)
+        return f"{what}, computed every {format_duration(self.schedule.period)}" + (f" over {windows}" if windows else "")
+
+    def requirements(self, at: int) -> WindowRequirements:
+        """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
+        evaluation = self.schedule.evaluation_at(at) if self.schedule else None
+        streams: dict[str, int] = {}
+        producers: dict[str, list[int]] = {}
+        for stream in self.inputs:
+            bounds = evaluation.streams[URIRef(stream.iri)] if evaluation else None
+            end = bounds.end if bounds else at
+            if stream.producer is None or stream.producer_schedule is None:
+                streams[stream.iri] = end + stream.lateness
+                continue
+            start = bounds.start if bounds and bounds.start is not None else None
+            written = stream.producer_schedule.evaluations(
+                (start + 1) if start is not None else end - stream.producer_schedule.period + 1,
+                end + stream.producer_schedule.period,
+            )
+            ends = [e.end for e in written if e.end <= end and (start is None or e.end > start)]
+            if start is None:
+                ends = ends[-1:]  # a count-based window needs the producer's latest window
+            producers.setdefault(stream.producer, []).extend(ends)
+        return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
+
+    @property
+    def window_span(self) -> int | None:
+        """The longest logical window's range (µs), None without one."""
+        ranges = [w.range for _, w in (self.schedule.windows if self.schedule else ()) if isinstance(w, LogicalWindow)]
+        return max(ranges) if ranges else None
+
+
+def registry_name(path: str | os.PathLike) -> str:
+    """The registration name of a registry file: its stem, which must be a valid DAG id and table name."""
+    stem = Path(path).stem
+    if not DAG_ID.match(stem):
+        raise RegistrationError(
+            path,
+            f"'{stem}' cannot name a registered query: rename the file to letters, digits and '_', starting with "
+            "a letter or '_' (it becomes the DAG id and the result tables' name)",
+        )
+    return stem
+
+
+def _read(path: Path) -> tuple[str, str, QueryPlan]:
+    name = registry_name(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RegistrationError(path, f"cannot be read: {error}") from None
+    try:
+        plan = compile_query(text, path.name)
+    except QueryError as error:
+        raise RegistrationError(path, "\n" + error.render()) from None
+    return name, text, plan
+
+
+def _output_stream(plan: QueryPlan) -> str | None:
+    registration = plan.registration
+    if registration is not None and registration.kind == "STREAM":
+        return str(output_stream_iri(registration.name))
+    return None
+
+
+def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
+    """The deployment of one registry file; ``RegistrationError`` when it cannot be read or is not a valid
+    query (the parser's message, with line, column and caret, follows the file name), when another registry
+    file already produces the stream it registers, or when it reads its own output."""
+    path = Path(path)
+    name, text, plan = _read(path)
+    registration = plan.registration
+    schedule = Schedule.of(plan) if evaluation_period(plan) is not None else None
+    output = _output_stream(plan)
+    producers = producers_of(settings)
+    if output is not None and producers.get(output, (path,))[0] != path:
+        raise RegistrationError(
+            path, f"the stream <{output}> is already produced by {producers[output][0].name}: "
+            "give this query another REGISTER STREAM name"
+        )
+    inputs = []
+    for stream in plan.streams:
+        iri = str(stream.iri)
+        if output is not None and iri == output:
+            raise RegistrationError(path, f"the query reads the stream it produces (<{output}>)")
+        if iri in producers:
+            producer_path, producer_schedule = producers[iri]
+            inputs.append(StreamInput(iri, 0, registry_name(producer_path), producer_schedule))
+        else:
+            inputs.append(StreamInput(iri, settings.allowed_lateness))
+    return Deployment(
+        name=name,
+        path=path,
+        text=text,
+        plan=plan,
+        schedule=schedule,
+        inputs=tuple(dict.fromkeys(inputs)),
+        output_stream=output,
+        registered_as=registration.name if registration else None,
+    )
+
+
+def registry_files(settings: Settings) -> list[Path]:
+    """The registry's query files, in name order."""
+    return sorted(settings.registry.glob("*.rq")) if settings.registry.is_dir() else []
+
+
+def producers_of(settings: Settings) -> dict[str, tuple[Path, Schedule | None]]:
+    """Which registry file produces each output stream (the first by file name wins), with its schedule;
+    files that do not parse produce nothing."""
+    producers: dict[str, tuple[Path, Schedule | None]] = {}
+    for path in registry_files(settings):
+        try:
+            _, _, plan = _read(path)
+        except RegistrationError:
+            continue
+        output = _output_stream(plan)
+        if output is not None and output not in producers:
+            schedule = Schedule.of(plan) if evaluation_period(plan) is not None else None
+            producers[output] = (path, schedule)
+    return producers
+
+
+LOADER = """# Airflow DAG loader for the C-SPARQL query in {query} (written by `csparql register`; do not edit).
+from csparql.orchestration.dags import registered_query_dag
+
+dag = registered_query_dag(__file__)
+"""
+"""The DAG file beside each registry file (see ``csparql.orchestration.dags``)."""
+
+
+def register(source: str | os.PathLike, settings: Settings, name: str | None = None, replace: bool = False) -> Path:
+    """Copy a query into the registry as ``<name>.rq`` with its loader, after checking it deploys; the name
+    defaults to the REGISTER name, else the file's stem. ``RegistrationError`` leaves the registry unchanged."""
+    source = Path(source)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RegistrationError(source, f"cannot be read: {error}") from None
+    try:
+        plan = compile_query(text, source.name)
+    except QueryError as error:
+        raise RegistrationError(source, "\n" + error.render()) from None
+    name = name or (plan.registration.name if plan.registration else source.stem)
+    target = settings.registry / f"{name}.rq"
+    registry_name(target)
+    if target.exists() and not replace and target.read_text(encoding="utf-8") != text:
+        raise RegistrationError(target, "a different query is already registered under this name: "
+                                        "unregister it first, pass --replace, or choose another name with --as")
+    settings.registry.mkdir(parents=True, exist_ok=True)
+    previous = target.read_text(encoding="utf-8") if target.exists() else None
+    target.write_text(text, encoding="utf-8")
+    try:
+        deployment_of(target, settings)  # e.g. another file already produces its stream
+    except RegistrationError:
+        if previous is None:
+            target.unlink()
+        else:
+            target.write_text(previous, encoding="utf-8")
+        raise
+    write_loader(target)
+    return target
+
+
+def write_loader(query: Path) -> Path:
+    loader = query.with_suffix(".py")
+    loader.write_text(LOADER.format(query=query.name), encoding="utf-8")
+    return loader
+
+
+def unregister(name: str, settings: Settings) -> list[Path]:
+    """Remove a query and its loader from the registry (its results stay in the warehouse)."""
+    removed = []
+    for suffix in (".rq", ".py"):
+        path = settings.registry / f"{name}{suffix}"
+        if path.exists():
+            path.unlink()
+            removed.append(path)
+    if not removed:
+        raise RegistrationError(settings.registry / f"{name}.rq", "no query is registered under this name")
+    return removed
+
+
+def sync_loaders(settings: Settings) -> tuple[list[Path], list[Path]]:
+    """Write the loader of every registry file that lacks one (or has an outdated one) and remove loaders whose
+    query is gone; returns (written, removed)."""
+    written, removed = [], []
+    for query in registry_files(settings):
+        loader = query.with_suffix(".py")
+        if not loader.exists() or loader.read_text(encoding="utf-8") != LOADER.format(query=query.name):
+            written.append(write_loader(query))
+    for loader in sorted(settings.registry.glob("*.py")) if settings.registry.is_dir() else []:
+        if not loader.with_suffix(".rq").exists() and loader.read_text(encoding="utf-8").startswith("# Airflow DAG loader for the C-SPARQL"):
+            loader.unlink()
+            removed.append(loader)
+    return written, removed

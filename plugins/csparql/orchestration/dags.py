@@ -1,0 +1,114 @@
+"""DAGs built from the registry: one per registered query, one ingestion DAG per stream the queries read.
+
+A query's DAG is ``await_window >> evaluate_window``; its timetable is the query's schedule (``timetable``).
+Each registry file ``<name>.rq`` has a loader ``<name>.py`` beside it (written by ``csparql register``) that
+calls ``registered_query_dag(__file__)``: Airflow records an import error per DAG file and marks every DAG of
+a failing file stale, so one file per query is what keeps one broken query from stopping the others. The
+error names the ``.rq`` file and carries the parser's message with line, column and caret.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from pathlib import Path
+
+import pendulum
+from airflow.sdk import DAG, Asset
+
+from csparql.deployment import Deployment, RegistrationError, Settings, deployment_of, producers_of, registry_files
+from csparql.orchestration.operators import AwaitWindowOperator, EvaluateWindowOperator, IngestLandedFilesOperator
+from csparql.orchestration.timetable import WindowTimetable
+from csparql.storage.warehouse import OUTPUT_STREAM_PREFIX, slug
+
+START_DATE = pendulum.datetime(2000, 1, 1, tz="UTC")
+"""The earliest instant any schedule or backfill may reach. Scheduled runs start at the latest window when a
+DAG is unpaused (no catch-up); history is replayed with backfills."""
+
+
+def stream_asset(registered_as: str) -> Asset:
+    """The Airflow Asset of the stream ``REGISTER STREAM registered_as`` produces."""
+    return Asset(name=f"csparql_stream_{registered_as}", uri=f"csparql://streams/{registered_as}")
+
+
+def registered_query_dag(loader: str | Path, settings: Settings | None = None) -> DAG:
+    """The DAG of the registry file beside ``loader`` (same stem, ``.rq``); raises ``RegistrationError``
+    (shown by Airflow as the loader's import error) when the query cannot be deployed."""
+    loader = Path(loader).resolve()
+    query = loader.with_suffix(".rq")
+    settings = dataclasses.replace(settings or Settings.from_environment(), registry=loader.parent)
+    if not query.exists():
+        raise RegistrationError(query, "the query file is gone: run `csparql register --sync` to remove its loader")
+    return query_dag(deployment_of(query, settings), settings)
+
+
+def query_dag(deployment: Deployment, settings: Settings) -> DAG:
+    """The DAG that evaluates one registered query window by window."""
+    kind = (deployment.plan.registration.kind.lower() if deployment.plan.registration else "one-shot")
+    producer_assets = [stream_asset(s.iri.removeprefix(OUTPUT_STREAM_PREFIX)) for s in deployment.inputs if s.producer]
+    with DAG(
+        dag_id=deployment.dag_id,
+        description=deployment.description,
+        schedule=WindowTimetable(deployment.schedule) if deployment.schedule else None,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=4,
+        tags=["csparql", f"register-{kind}" if deployment.plan.registration else kind],
+        doc_md=f"**{deployment.description}**\n\nRegistry file `{deployment.path}`\n\n```sparql\n{deployment.text}\n```",
+        default_args={"retries": settings.retries, "retry_delay": timedelta(seconds=30)},
+    ) as dag:
+        wait = AwaitWindowOperator(
+            task_id="await_window", deployment=deployment, settings=settings, inlets=producer_assets,
+            doc_md="Waits (deferred) until the window's streams have landed: watermarks past the window's end "
+                   "plus the allowed lateness, producers' windows written.",
+        )
+        evaluate = EvaluateWindowOperator(
+            task_id="evaluate_window", deployment=deployment, settings=settings, await_task_id="await_window",
+            pool=settings.pool, outlets=[stream_asset(deployment.registered_as)] if deployment.output_stream else [],
+            doc_md="Evaluates the window on Spark and replaces its results.",
+        )
+        wait >> evaluate
+    return dag
+
+
+def ingested_streams(settings: Settings) -> list[str]:
+    """The streams registered queries read that no registered query produces, in IRI order."""
+    produced = set(producers_of(settings))
+    streams: set[str] = set()
+    for path in registry_files(settings):
+        try:
+            deployment = deployment_of(path, settings)
+        except RegistrationError:
+            continue  # its own loader reports it
+        streams.update(s.iri for s in deployment.inputs if s.iri not in produced)
+    return sorted(streams)
+
+
+def landing_folder(settings: Settings, stream: str) -> Path:
+    """Where files for a stream are dropped to be ingested."""
+    return settings.landing / slug(stream)
+
+
+def stream_ingestion_dags(settings: Settings | None = None) -> dict[str, DAG]:
+    """One ingestion DAG per stream the registered queries read, keyed by DAG id."""
+    settings = settings or Settings.from_environment()
+    dags: dict[str, DAG] = {}
+    for stream in ingested_streams(settings):
+        folder = landing_folder(settings, stream)
+        dag_id = "ingest_" + slug(stream).replace("-", "_").replace(".", "_")
+        with DAG(
+            dag_id=dag_id,
+            description=f"lands the files dropped in {folder} into <{stream}>",
+            schedule=timedelta(minutes=1),
+            start_date=START_DATE,
+            catchup=False,
+            max_active_runs=1,
+            tags=["csparql", "ingest"],
+            doc_md=f"Drop N-Triples, Turtle, TriG or N-Quads files into `{folder}`; each run lands them into "
+                   f"`<{stream}>`, moves them to `done/` (or `rejected/` with the reason) and advances the "
+                   "stream's watermark.",
+        ) as dag:
+            IngestLandedFilesOperator(task_id="ingest_landed_files", stream=stream, landing=folder,
+                                      settings=settings, pool=settings.pool)
+        dags[dag_id] = dag
+    return dags

@@ -1,0 +1,97 @@
+"""Stream watermarks: how far each stream's triples are known to have landed (read and written without Spark).
+
+A watermark W for a stream promises that triples with τ ≤ W have landed, up to the allowed lateness the
+deployment grants (``csparql.deployment.Settings.allowed_lateness``). It is the greatest value recorded for the
+stream in ``_csparql/watermarks``; recording never lowers it. Ingest advances it to the greatest τ it landed; an
+evaluation of a ``REGISTER STREAM`` query advances its output stream to the window's end; an operator may
+advance a quiet stream by hand (``csparql watermark``). The Airflow layer waits on it before evaluating.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from csparql.storage import delta, schema
+from csparql.storage.warehouse import Warehouse
+from csparql.windows import format_instant
+
+
+def read_watermarks(warehouse: Warehouse) -> dict[str, int]:
+    """Each stream's watermark (µs since the epoch); streams never recorded are absent."""
+    path = warehouse.watermarks
+    if not delta.exists(path):
+        return {}
+    table = delta.open_table(path).to_pyarrow_table(columns=["stream", "watermark"])
+    if table.num_rows == 0:
+        return {}
+    grouped = table.group_by("stream").aggregate([("watermark", "max")])
+    micros = pc.cast(grouped["watermark_max"], pa.int64())
+    return dict(zip(grouped["stream"].to_pylist(), micros.to_pylist(), strict=True))
+
+
+def watermark(warehouse: Warehouse, stream: str) -> int | None:
+    """One stream's watermark, None when none was recorded."""
+    return read_watermarks(warehouse).get(str(stream))
+
+
+def advance_watermark(warehouse: Warehouse, stream: str, instant: int, source: str) -> None:
+    """Record that ``stream`` is complete up to ``instant`` (a no-op when its watermark is already there)."""
+    current = watermark(warehouse, stream)
+    if current is not None and current >= instant:
+        return
+    row = {
+        "stream": str(stream),
+        "watermark": instant,
+        "recorded_at": time.time_ns() // 1000,
+        "source": source,
+    }
+    table = pa.Table.from_pylist([row], schema=pa.schema([
+        pa.field("stream", pa.string(), nullable=False),
+        pa.field("watermark", pa.int64(), nullable=False),
+        pa.field("recorded_at", pa.int64(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+    ])).cast(schema.WATERMARKS)
+    delta.append(warehouse.watermarks, table, schema.WATERMARKS)
+
+
+def written_windows(warehouse: Warehouse, query: str) -> set[int]:
+    """The window ends (µs) a registered query has evaluated successfully, from the runs table."""
+    path = warehouse.runs
+    if not delta.exists(path):
+        return set()
+    table = delta.open_table(path).to_pyarrow_table(columns=["query", "window_end", "status"])
+    mask = pc.and_(pc.equal(table["query"], query), pc.equal(table["status"], "succeeded"))
+    ends = pc.cast(table.filter(mask)["window_end"], pa.int64())
+    return set(ends.to_pylist())
+
+
+def missing_for_window(warehouse: Warehouse, streams: dict[str, int], producer_windows: dict[str, list[int]]) -> list[str]:
+    """What a window still waits for, in plain words (empty when it is complete): each ingested stream whose
+    watermark is below its threshold, and each producer window of a derived stream not yet written."""
+    missing: list[str] = []
+    if streams:
+        marks = read_watermarks(warehouse)
+        for iri, threshold in sorted(streams.items()):
+            mark = marks.get(iri)
+            if mark is None or mark < threshold:
+                have = "no watermark yet" if mark is None else f"watermark {format_instant(mark)}"
+                missing.append(f"<{iri}> until {format_instant(threshold)} ({have})")
+    for query, ends in sorted(producer_windows.items()):
+        absent = sorted(set(ends) - written_windows(warehouse, query))
+        if absent:
+            missing.append(f"{query}'s window(s) ending {', '.join(format_instant(e) for e in absent)}")
+    return missing
+
+
+def latest_run(warehouse: Warehouse, query: str, window_end: int) -> dict | None:
+    """The last recorded run of a query's window (a row of the runs table), None when there is none."""
+    path = warehouse.runs
+    if not delta.exists(path):
+        return None
+    table = delta.open_table(path).to_pyarrow_table()
+    mask = pc.and_(pc.equal(table["query"], query), pc.equal(pc.cast(table["window_end"], pa.int64()), window_end))
+    rows = table.filter(mask).sort_by("started_at").to_pylist()
+    return rows[-1] if rows else None

@@ -1,0 +1,93 @@
+"""The registry as Airflow's DAG processor sees it: every example query registered, parsed by a real DagBag."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from csparql.compiler import compile_query
+from csparql.deployment import Settings, register, sync_loaders, write_loader, RegistrationError
+from csparql.language.errors import QueryError
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((REPOSITORY / "examples" / "queries").glob("*.rq"))
+
+
+def registry_stem(example: Path) -> str:
+    return "q" + re.sub(r"[^A-Za-z0-9_]", "_", example.stem)
+
+
+def is_valid(example: Path) -> bool:
+    try:
+        compile_query(example.read_text(encoding="utf-8"), example.name)
+    except QueryError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory):
+    root = tmp_path_factory.mktemp("airflow")
+    dags = root / "dags"
+    registry = dags / "queries"
+    registry.mkdir(parents=True)
+    shutil.copy(REPOSITORY / "dags" / "csparql_streams.py", dags)
+    for example in EXAMPLES:
+        write_loader(Path(shutil.copy(example, registry / f"{registry_stem(example)}.rq")))
+    monkey = pytest.MonkeyPatch()
+    monkey.setenv("CSPARQL_REGISTRY", str(registry))
+    monkey.setenv("CSPARQL_WAREHOUSE", str(root / "warehouse"))
+    from airflow.dag_processing.dagbag import DagBag
+
+    yield DagBag(str(dags))
+    monkey.undo()
+
+
+def test_one_dag_per_valid_example_and_one_import_error_for_the_invalid_one(bag):
+    valid = {registry_stem(e) for e in EXAMPLES if is_valid(e)}
+    invalid = [e for e in EXAMPLES if not is_valid(e)]
+    assert len(valid) == 16 and len(invalid) == 1
+    assert {d for d in bag.dag_ids if not d.startswith("ingest_")} == valid
+    assert len(bag.import_errors) == 1
+    (loader, message), = bag.import_errors.items()
+    assert loader.endswith(f"{registry_stem(invalid[0])}.py")
+    assert f"{registry_stem(invalid[0])}.rq:7:1: error: only CONSTRUCT and DESCRIBE queries can be registered as STREAM" in message
+    assert "^^^^^^" in message  # the caret under SELECT
+
+
+def test_each_query_dag_waits_then_evaluates_on_its_schedule(bag):
+    dag = bag.dags["q04_cars_per_district"]
+    assert [t.task_id for t in dag.topological_sort()] == ["await_window", "evaluate_window"]
+    assert dag.get_task("evaluate_window").pool == "csparql_spark"
+    assert type(dag.timetable).__name__ == "WindowTimetable"
+    assert dag.timetable.schedule.period == 5 * 60 * 1_000_000
+    assert bag.dags["q01_sensors_per_street"].timetable.can_be_scheduled is False  # one-shot: on demand
+
+
+def test_a_register_stream_query_produces_an_asset(bag):
+    evaluate = bag.dags["q07_register_stream_construct"].get_task("evaluate_window")
+    assert [o.uri for o in evaluate.outlets] == ["csparql://streams/CarsEnteringCityCenterPerDistrict"]
+
+
+def test_every_stream_the_queries_read_gets_an_ingestion_dag(bag):
+    ingest = sorted(d for d in bag.dag_ids if d.startswith("ingest_"))
+    assert len(ingest) == 6  # milan, uc.eu, city tollgates, city cameras, market, getglue
+    assert all(bag.dags[d].get_task("ingest_landed_files").stream for d in ingest)
+
+
+def test_register_refuses_a_second_producer_of_the_same_stream_and_keeps_the_registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("CSPARQL_REGISTRY", str(tmp_path / "registry"))
+    monkeypatch.setenv("CSPARQL_WAREHOUSE", str(tmp_path / "warehouse"))
+    settings = Settings.from_environment()
+    construct = REPOSITORY / "examples" / "queries" / "07-register-stream-construct.rq"
+    first = register(construct, settings)
+    assert first.name == "CarsEnteringCityCenterPerDistrict.rq" and first.with_suffix(".py").exists()
+    with pytest.raises(RegistrationError, match="already produced by CarsEnteringCityCenterPerDistrict.rq"):
+        register(construct, settings, name="Copy")
+    assert sorted(p.name for p in settings.registry.iterdir()) == [
+        "CarsEnteringCityCenterPerDistrict.py", "CarsEnteringCityCenterPerDistrict.rq"]
+    first.unlink()
+    assert sync_loaders(settings) == ([], [first.with_suffix(".py")])
