@@ -1,0 +1,270 @@
+"""The embedded Airflow stack: scheduler, DAG processor, triggerer and api-server on loopback, SQLite and the
+LocalExecutor, supervised by this process (``csparql stack``, and the end-to-end tests).
+
+Why not ``airflow standalone``: it does not stop cleanly on Ctrl-C (its LocalExecutor workers outlive it), and
+it prints the login only in some cases. Here each component runs in its own process group, is stopped with
+SIGTERM (then SIGKILL after a grace period), and the login is fixed by a passwords file written before start.
+This module imports no Airflow: it drives the ``airflow`` command and the REST API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from csparql.deployment import Settings
+from csparql.storage.warehouse import project_root
+
+COMPONENTS = {
+    "api-server": ["api-server"],
+    "scheduler": ["scheduler", "--skip-serve-logs"],
+    "dag-processor": ["dag-processor"],
+    "triggerer": ["triggerer", "--skip-serve-logs"],
+}
+
+
+class StackError(RuntimeError):
+    """The stack could not be set up or did not become healthy; the message says which component and why."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class AirflowStack:
+    """One Airflow installation under ``home`` serving ``dags`` on ``http://127.0.0.1:port``."""
+
+    home: Path
+    dags: Path
+    settings_environment: dict[str, str]
+    port: int = 8080
+    username: str = "admin"
+    password: str = "admin"
+    pool_slots: int = 2
+    extra_environment: dict[str, str] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    _token: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def airflow(self) -> str:
+        return str(Path(sys.executable).with_name("airflow"))
+
+    def environment(self) -> dict[str, str]:
+        """The environment every component and ``airflow`` command runs with."""
+        env = dict(os.environ)
+        bin_folder = str(Path(sys.executable).parent)
+        env.update(self.settings_environment)
+        env.update({
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(project_root() / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(self.port),
+            "AIRFLOW__API__BASE_URL": self.url,
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "PATH": bin_folder + os.pathsep + env.get("PATH", ""),
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        })
+        env.update(self.extra_environment)
+        return env
+
+    # set-up
+
+    def run_airflow(self, *arguments: str, timeout: float = 300) -> str:
+        """Run one ``airflow`` command to completion; ``StackError`` with its output when it fails."""
+        try:
+            done = subprocess.run([self.airflow, *arguments], env=self.environment(), capture_output=True,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise StackError(f"`airflow {' '.join(arguments)}` did not finish within {timeout:.0f} s") from None
+        if done.returncode != 0:
+            raise StackError(f"`airflow {' '.join(arguments)}` failed:\n{(done.stdout + done.stderr)[-3000:]}")
+        return done.stdout
+
+    def set_up(self) -> None:
+        """Create the metadata database, the login and the Spark pool (idempotent)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "passwords.json").write_text(json.dumps({self.username: self.password}), encoding="utf-8")
+        self.run_airflow("db", "migrate")
+        pool = Settings.from_environment(self.environment()).pool
+        self.run_airflow("pools", "set", pool, str(self.pool_slots), "Spark evaluations and ingests (csparql)")
+
+    # processes
+
+    def start(self) -> None:
+        """Start every component in its own process group, logging to ``home/logs/<component>.log``."""
+        logs = self.home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        env = self.environment()
+        for name, arguments in COMPONENTS.items():
+            log = open(logs / f"{name}.log", "ab")
+            self.processes[name] = subprocess.Popen(
+                [self.airflow, *arguments], env=env, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+            log.close()
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        path = self.home / "logs" / f"{name}.log"
+        if not path.exists():
+            return "(no log)"
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+    def wait_until_healthy(self, timeout: float = 240) -> None:
+        """Wait until the api-server answers and reports the scheduler, DAG processor and triggerer healthy."""
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            for name, process in self.processes.items():
+                if process.poll() is not None:
+                    raise StackError(f"the Airflow {name} exited with code {process.returncode}:\n{self.log_tail(name)}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5) as response:
+                    health = json.load(response)
+                states = {k: (v or {}).get("status") for k, v in health.items()}
+                if all(states.get(k) == "healthy" for k in ("metadatabase", "scheduler", "triggerer", "dag_processor")):
+                    return
+                last = json.dumps(states)
+            except (urllib.error.URLError, OSError, ValueError) as error:
+                last = str(error)
+            time.sleep(2)
+        raise StackError(f"Airflow did not become healthy within {timeout:.0f} s (last: {last})\n"
+                         + "\n".join(f"--- {n}\n{self.log_tail(n, 15)}" for n in self.processes))
+
+    def stop(self, grace: float = 30) -> None:
+        """Stop every component: SIGTERM to its process group, SIGKILL after ``grace`` seconds."""
+        for process in self.processes.values():
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for process in self.processes.values():
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # also workers a component left behind
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.wait()
+        self.processes.clear()
+
+    # REST API
+
+    def token(self) -> str:
+        if self._token is None:
+            body = json.dumps({"username": self.username, "password": self.password}).encode()
+            request = urllib.request.Request(f"{self.url}/auth/token", data=body,
+                                             headers={"Content-Type": "application/json"}, method="POST")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                self._token = json.load(response)["access_token"]
+        return self._token
+
+    def api(self, method: str, path: str, body: dict | None = None, allow: tuple[int, ...] = ()) -> dict:
+        """Call the REST API (``/api/v2/...``) as the admin; ``StackError`` on an unexpected status."""
+        request = urllib.request.Request(
+            f"{self.url}/api/v2/{path.lstrip('/')}", method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token()}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                text = response.read()
+                return json.loads(text) if text else {}
+        except urllib.error.HTTPError as error:
+            if error.code in allow:
+                return {"status": error.code}
+            raise StackError(f"{method} {path} answered {error.code}: {error.read().decode(errors='replace')[:2000]}") from None
+
+    def wait_for_dags(self, dag_ids: list[str], timeout: float = 180) -> None:
+        """Wait until the DAG processor has parsed every DAG in ``dag_ids``."""
+        deadline = time.monotonic() + timeout
+        missing = list(dag_ids)
+        while time.monotonic() < deadline:
+            missing = [d for d in dag_ids if self.api("GET", f"dags/{d}", allow=(404,)).get("status") == 404]
+            if not missing:
+                return
+            time.sleep(2)
+        errors = self.api("GET", "importErrors").get("import_errors", [])
+        raise StackError(f"DAGs not parsed within {timeout:.0f} s: {missing}; import errors: {errors}")
+
+    def unpause(self, dag_id: str) -> None:
+        self.api("PATCH", f"dags/{dag_id}", {"is_paused": False})
+
+    def backfill(self, dag_id: str, start: str, end: str, reprocess: str = "none", max_active_runs: int = 2,
+                 attempts: int = 20) -> dict:
+        """Create a backfill of the DAG's runs with instants in [start, end] (ISO 8601). On SQLite the
+        api-server refuses it (503) while the scheduler holds the database: try again."""
+        body = {"dag_id": dag_id, "from_date": start, "to_date": end, "reprocess_behavior": reprocess,
+                "max_active_runs": max_active_runs, "run_backwards": False, "dag_run_conf": {}}
+        for _ in range(attempts - 1):
+            answer = self.api("POST", "backfills", body, allow=(503,))
+            if answer.get("status") != 503:
+                return answer
+            time.sleep(1.5)
+        return self.api("POST", "backfills", body)
+
+    def dag_runs(self, dag_id: str) -> list[dict]:
+        return self.api("GET", f"dags/{dag_id}/dagRuns?limit=100&order_by=run_after").get("dag_runs", [])
+
+    def wait_for_runs(self, dag_id: str, count: int, timeout: float = 600, run_type: str | None = None) -> list[dict]:
+        """Wait until ``count`` runs (of ``run_type`` when given) have finished; ``StackError`` if one failed."""
+        deadline = time.monotonic() + timeout
+        runs: list[dict] = []
+        while time.monotonic() < deadline:
+            runs = [r for r in self.dag_runs(dag_id) if run_type is None or r["run_type"] == run_type]
+            failed = [r for r in runs if r["state"] == "failed"]
+            if failed:
+                raise StackError(f"{dag_id}: run {failed[0]['dag_run_id']} failed:\n{self.task_log_tail(dag_id, failed[0])}")
+            finished = [r for r in runs if r["state"] == "success"]
+            if len(finished) >= count:
+                return finished
+            time.sleep(3)
+        raise StackError(f"{dag_id}: {count} run(s) did not finish within {timeout:.0f} s: "
+                         f"{[(r['dag_run_id'], r['state']) for r in runs]}\n" + self.log_tail("scheduler", 20))
+
+    def task_log_tail(self, dag_id: str, run: dict, lines: int = 30) -> str:
+        folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run['dag_run_id']}"
+        texts = []
+        for path in sorted(folder.glob("task_id=*/attempt=*.log")):
+            events = []
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]:
+                try:
+                    events.append(json.loads(line).get("event", line))
+                except ValueError:
+                    events.append(line)
+            texts.append(f"--- {path.parent.name}/{path.name}\n" + "\n".join(map(str, events)))
+        return "\n".join(texts) or "(no task log)"
