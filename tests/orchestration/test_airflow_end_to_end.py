@@ -110,8 +110,8 @@ def test_a_backfill_gives_the_same_windows_as_replay_and_running_it_again_keeps_
     shutil.copytree(settings.warehouse.root, replayed)
     shutil.rmtree(replayed / "results")
     done = subprocess.run(
-        [str(Path(sys.executable).with_name("csparql")), "--warehouse", str(replayed), "replay",
-         str(world["root"] / "tollgates.rq"), "--from", start, "--to", end, "--name", "tollgates"],
+        [str(Path(sys.executable).with_name("csparql")), "replay", str(world["root"] / "tollgates.rq"),
+         "--from", start, "--to", end, "--name", "tollgates", "--warehouse", str(replayed)],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr

@@ -21,6 +21,7 @@ from csparql.storage.watermarks import latest_run
 from csparql.windows import format_instant, to_micros
 
 EVALUATE_WINDOW_JOB = project_root() / "spark_jobs" / "evaluate_window.py"
+LOG4J = project_root() / "plugins" / "csparql" / "spark" / "log4j2.properties"
 
 
 def evaluation_instant(context) -> int:
@@ -138,8 +139,14 @@ class EvaluateWindowOperator(BaseOperator):
             application_args=arguments,
             name=f"csparql-{self.deployment.name}",
             spark_binary=str(binary) if binary.exists() else "spark-submit",
-            env_vars={"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python},
-            conf={"spark.ui.enabled": "false"},
+            env_vars={"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python, "TZ": "UTC"},
+            # spark-submit starts the driver JVM before the job runs: its options must come from here.
+            conf={
+                "spark.ui.enabled": "false",
+                "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{LOG4J}",
+                "spark.executorEnv.PYSPARK_PYTHON": python,
+                "spark.executorEnv.TZ": "UTC",
+            },
         )
         try:
             hook.submit(str(EVALUATE_WINDOW_JOB))

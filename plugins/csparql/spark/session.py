@@ -6,6 +6,11 @@
   ``sc://host:15002``; the master comes from the argument, else ``CSPARQL_SPARK_MASTER``, else ``local[*]``;
 - Python workers run the interpreter of this process; times are UTC; Parquet timestamps are written as
   microseconds (Delta's type), and Spark leaves no ``.crc`` or ``_SUCCESS`` files in table folders.
+
+``submitted_session()`` is the session of an application that ``spark-submit`` runs (``spark_jobs/``): the
+master, memory and ``--conf`` settings spark-submit gives are kept, and the project's settings are added to
+them — those the engine's results depend on (``RESULT_SETTINGS``) always win. Both go through
+``configure(builder, master)``, so the settings live in one place.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -21,6 +27,22 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER = "local[*]"
 _LOCK = threading.Lock()
 _LOG4J = Path(__file__).with_name("log4j2.properties")
+LOG4J_CONFIGURATION = _LOG4J
+"""The log4j2 configuration that keeps Spark to warnings and errors (for ``-Dlog4j2.configurationFile``)."""
+
+RESULT_SETTINGS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    # SPARQL turns an invalid cast or a division by zero into an error value, not a failed query.
+    "spark.sql.ansi.enabled": "false",
+}
+"""Settings the engine's results and table layout depend on: applied over whatever else configures a session."""
+
+_UTC_JVM = "-Duser.timezone=UTC"
 
 
 def configured_master(master: str | None = None) -> str:
@@ -45,6 +67,51 @@ def _prepare_environment() -> None:
         time.tzset()
 
 
+def session_settings(master: str, app_name: str = "csparql", launch: bool = True) -> dict[str, str]:
+    """The project's settings for a session on ``master``: ``RESULT_SETTINGS`` plus tuning for small machines.
+    ``launch``: this process starts the driver JVM, so driver memory and JVM options are included."""
+    shuffle_partitions = os.environ.get("CSPARQL_SHUFFLE_PARTITIONS", str(max(2, 2 * (os.cpu_count() or 2))))
+    settings = {
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": shuffle_partitions,
+        "spark.sql.adaptive.enabled": "true",
+        **RESULT_SETTINGS,
+    }
+    if master.startswith("sc://"):
+        # A Spark Connect client can only set SQL settings; the server owns the rest.
+        return {key: value for key, value in settings.items() if key.startswith("spark.sql.")}
+    settings["spark.executor.extraJavaOptions"] = _UTC_JVM
+    settings["spark.default.parallelism"] = str(max(2, os.cpu_count() or 2))
+    if launch:
+        settings["spark.driver.memory"] = os.environ.get("CSPARQL_DRIVER_MEMORY", "2g")
+        settings["spark.driver.extraJavaOptions"] = f"{_UTC_JVM} -Dlog4j2.configurationFile=file:{_LOG4J}"
+    if master.startswith("spark://"):
+        settings["spark.driver.host"] = "127.0.0.1"
+    return settings
+
+
+def configure(
+    builder: SparkSession.Builder,
+    master: str,
+    app_name: str = "csparql",
+    given: Mapping[str, str] | None = None,
+    launch: bool = True,
+) -> SparkSession.Builder:
+    """``builder`` with the project's settings for ``master`` (``session_settings``). Settings already in
+    ``given`` (what spark-submit set) are kept, except ``RESULT_SETTINGS``, which always apply; the executors'
+    JVM options keep the given ones and add UTC as the default zone."""
+    given = given or {}
+    for key, value in session_settings(master, app_name, launch).items():
+        if key in given and key not in RESULT_SETTINGS:
+            if key == "spark.executor.extraJavaOptions" and "-Duser.timezone" not in given[key]:
+                builder = builder.config(key, f"{given[key]} {value}".strip())
+            continue
+        builder = builder.config(key, value)
+    return builder
+
+
 def spark_session(master: str | None = None, app_name: str = "csparql") -> SparkSession:
     """The process's SparkSession (created on first call with the given or configured master)."""
     with _LOCK:
@@ -54,43 +121,36 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
         _prepare_environment()
         _quiet_python_loggers()
         master = configured_master(master)
-        shuffle_partitions = os.environ.get("CSPARQL_SHUFFLE_PARTITIONS", str(max(2, 2 * (os.cpu_count() or 2))))
-        settings = {
-            "spark.app.name": app_name,
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": shuffle_partitions,
-            "spark.sql.adaptive.enabled": "true",
-            "spark.sql.session.timeZone": "UTC",
-            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-            "spark.sql.execution.arrow.pyspark.enabled": "true",
-            "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
-            "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
-            "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
-            # SPARQL turns an invalid cast or a division by zero into an error value, not a failed query.
-            "spark.sql.ansi.enabled": "false",
-        }
         if master.startswith("sc://"):
-            builder = SparkSession.builder.remote(master)
-            for key, value in settings.items():
-                if key.startswith("spark.sql."):
-                    builder = builder.config(key, value)
-            return builder.getOrCreate()
-        builder = SparkSession.builder.master(master)
-        java_options = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{_LOG4J}"
-        settings.update(
-            {
-                "spark.driver.memory": os.environ.get("CSPARQL_DRIVER_MEMORY", "2g"),
-                "spark.driver.extraJavaOptions": java_options,
-                "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
-                "spark.default.parallelism": str(max(2, os.cpu_count() or 2)),
-            }
-        )
-        if master.startswith("spark://"):
-            settings.setdefault("spark.driver.host", "127.0.0.1")
-        for key, value in settings.items():
-            builder = builder.config(key, value)
-        session = builder.getOrCreate()
+            return configure(SparkSession.builder.remote(master), master, app_name).getOrCreate()
+        session = configure(SparkSession.builder.master(master), master, app_name).getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        return session
+
+
+def submitted_session(app_name: str = "csparql") -> SparkSession:
+    """The SparkSession of an application run by ``spark-submit`` (the process's session if it has one).
+
+    spark-submit has started the driver JVM already, so its ``--master``, ``--driver-memory``,
+    ``--driver-java-options`` and ``--conf`` settings stand; the project's settings fill in the rest and
+    ``RESULT_SETTINGS`` override. Run outside spark-submit, it is ``spark_session()``."""
+    from pyspark import SparkConf, SparkContext
+
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit did not start this process's JVM
+        return spark_session(app_name=app_name)
+    with _LOCK:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+        _prepare_environment()
+        _quiet_python_loggers()
+        # Connect to spark-submit's JVM first: only then does SparkConf() load the settings spark-submit
+        # passed it, instead of starting empty.
+        SparkContext._ensure_initialized()
+        given = dict(SparkConf().getAll())
+        master = given.get("spark.master") or configured_master()
+        builder = SparkSession.builder if "spark.master" in given else SparkSession.builder.master(master)
+        session = configure(builder, master, app_name, given, launch=False).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         return session
 

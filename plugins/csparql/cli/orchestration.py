@@ -1,0 +1,165 @@
+"""``csparql register``, ``unregister``, ``watermark`` and ``stack``: queries as Airflow DAGs.
+
+``register`` checks a query and puts it in the registry (``$CSPARQL_REGISTRY``, default ``dags/queries/``)
+with its DAG loader; Airflow's DAG processor picks it up within seconds. ``stack`` runs the embedded Airflow
+(the README's main command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+EXIT_OK, EXIT_REFUSED = 0, 1
+
+
+def register(commands) -> None:
+    reg = commands.add_parser(
+        "register",
+        help="register a query: it becomes an Airflow DAG evaluated on its schedule",
+        description="Check QUERY and copy it into the registry as NAME.rq (NAME: --as, else its REGISTER name, "
+        "else the file name) with the DAG loader Airflow reads. A query that does not parse or cannot be "
+        "deployed is refused and the registry is left unchanged. --sync writes missing loaders and removes "
+        "those whose query file is gone.",
+    )
+    reg.add_argument("query", nargs="?", metavar="QUERY", help="the query file")
+    reg.add_argument("--as", dest="name", metavar="NAME", help="the registration name (DAG id and result tables)")
+    reg.add_argument("--replace", action="store_true", help="replace a different query registered under NAME")
+    reg.add_argument("--sync", action="store_true", help="bring the loaders in line with the registry's .rq files")
+    reg.set_defaults(run=run_register)
+
+    unreg = commands.add_parser("unregister", help="remove a query from the registry (its results stay)")
+    unreg.add_argument("name", metavar="NAME")
+    unreg.set_defaults(run=run_unregister)
+
+    mark = commands.add_parser(
+        "watermark",
+        help="show stream watermarks, or advance one",
+        description="Without arguments, print every stream's watermark: triples with a timestamp up to it are "
+        "known to have landed. With STREAM and T, advance that stream's watermark to T (it never goes back), "
+        "e.g. to let windows of a quiet stream be evaluated as complete.",
+    )
+    mark.add_argument("stream", nargs="?", metavar="STREAM", help="the stream IRI")
+    mark.add_argument("instant", nargs="?", metavar="T", help="ISO 8601 instant with a zone, or epoch milliseconds")
+    mark.add_argument("--warehouse", metavar="DIR", help="warehouse folder (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
+    mark.set_defaults(run=run_watermark)
+
+    stack = commands.add_parser(
+        "stack",
+        help="run the embedded Airflow with the example queries (Ctrl-C stops it)",
+        description="Start Airflow (api-server, scheduler, DAG processor, triggerer) on 127.0.0.1 with SQLite and "
+        "local Spark; register the example queries, land the sample streams through their ingestion DAGs, "
+        "backfill each query's last sample windows, and print the address and login. Ctrl-C stops everything.",
+    )
+    stack.add_argument("--port", type=int, default=8080, help="the UI and API port (default 8080)")
+    stack.add_argument("--home", metavar="DIR", help="AIRFLOW_HOME (default: .airflow/ in the repository)")
+    stack.add_argument("--windows", type=int, default=3, help="sample windows backfilled per query (default 3)")
+    stack.add_argument("--examples", nargs="*", metavar="NN", help="only these example numbers (default: all)")
+    stack.set_defaults(run=run_stack)
+
+
+def _settings():
+    from csparql.deployment import Settings
+
+    try:
+        return Settings.from_environment()
+    except ValueError as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return None
+
+
+def run_register(args: argparse.Namespace) -> int:
+    from csparql.deployment import RegistrationError, register, sync_loaders
+
+    settings = _settings()
+    if settings is None:
+        return EXIT_REFUSED
+    if args.sync:
+        written, removed = sync_loaders(settings)
+        for path in written:
+            print(f"wrote {path}")
+        for path in removed:
+            print(f"removed {path} (its query is gone)")
+        if not args.query:
+            return EXIT_OK
+    if not args.query:
+        print("csparql register: give a QUERY file, or --sync", file=sys.stderr)
+        return 2
+    try:
+        target = register(args.query, settings, name=args.name, replace=args.replace)
+    except RegistrationError as error:
+        print(f"csparql: refused: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(f"registered {target.stem}: {target} (DAG '{target.stem}', loader {target.with_suffix('.py').name})")
+    return EXIT_OK
+
+
+def run_unregister(args: argparse.Namespace) -> int:
+    from csparql.deployment import RegistrationError, unregister
+
+    settings = _settings()
+    if settings is None:
+        return EXIT_REFUSED
+    try:
+        removed = unregister(args.name, settings)
+    except RegistrationError as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    print("removed " + ", ".join(str(p) for p in removed) + f"; the results of {args.name} stay in the warehouse")
+    return EXIT_OK
+
+
+def run_watermark(args: argparse.Namespace) -> int:
+    from csparql.storage.warehouse import Warehouse
+    from csparql.storage.watermarks import advance_watermark, read_watermarks
+    from csparql.windows import format_instant, parse_instant
+
+    warehouse = Warehouse.locate(args.warehouse)
+    if args.stream and args.instant:
+        try:
+            instant = parse_instant(args.instant)
+        except ValueError as error:
+            print(f"csparql: T: {error}", file=sys.stderr)
+            return EXIT_REFUSED
+        advance_watermark(warehouse, args.stream, instant, "csparql watermark")
+    elif args.stream:
+        print("csparql watermark: give T to advance the stream's watermark", file=sys.stderr)
+        return 2
+    marks = read_watermarks(warehouse)
+    if not marks:
+        print("no stream has a watermark yet (ingest advances it)")
+    for stream, mark in sorted(marks.items()):
+        print(f"{format_instant(mark)}\t<{stream}>")
+    return EXIT_OK
+
+
+def run_stack(args: argparse.Namespace) -> int:
+    from csparql.orchestration.embedded import EmbeddedStack
+    from csparql.orchestration.stack import StackError
+
+    settings = _settings()
+    if settings is None:
+        return EXIT_REFUSED
+    stopping = threading.Event()
+
+    def stop(signum, frame):
+        stopping.set()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    embedded = EmbeddedStack(settings, port=args.port, home=Path(args.home) if args.home else None,
+                             windows=args.windows, examples=args.examples)
+    try:
+        embedded.run(stopping)
+    except StackError as error:
+        print(f"csparql stack: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    finally:
+        print("stopping Airflow …", file=sys.stderr)
+        embedded.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        print("stopped", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,106 @@
+"""One window of a registered query evaluated on a real Spark standalone cluster (master and worker started on
+127.0.0.1) through spark-submit of ``spark_jobs/evaluate_window.py``, against the same window evaluated in
+this process; and the job's plain failures: a bad query file, a failed evaluation."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from csparql.deployment import Settings, deployment_of
+from csparql.engine.ingest import ingest_stream, load_static
+from csparql.engine.runner import Engine
+from csparql.engine.stored import StoredResults
+from csparql.samples import write_samples
+from csparql.storage.statistics import read_table
+from csparql.storage.warehouse import Warehouse, project_root
+from orchestration.spark_cluster import EVALUATE_WINDOW, standalone_cluster, submit_evaluation
+
+EXAMPLE = project_root() / "examples" / "queries" / "04-cars-per-district.rq"
+STREAM = "http://streams.org/citytollgates.trdf"
+
+
+def load_job():
+    """spark_jobs/evaluate_window.py as a module (spark_jobs is a folder of scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location("evaluate_window", EVALUATE_WINDOW)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def registry_with(tmp_path: Path, source: Path, name: str) -> Settings:
+    """A registry folder holding ``source`` as ``<name>.rq`` and a warehouse beside it."""
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    shutil.copy(source, registry / f"{name}.rq")
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    return Settings(registry=registry, warehouse=Warehouse(warehouse), landing=tmp_path / "landing")
+
+
+@pytest.fixture(scope="module")
+def city_hour(spark, tmp_path_factory):
+    """One hour of the sample city: the citytollgates stream and the default static graph (the city)."""
+    tmp_path = tmp_path_factory.mktemp("cluster")
+    settings = registry_with(tmp_path, EXAMPLE, "cars_per_district")
+    samples = write_samples(tmp_path / "samples", hours=1)
+    ingest_stream(spark, settings.warehouse, STREAM, [samples.streams[STREAM]])
+    load_static(spark, settings.warehouse, None, [samples.graphs[None]], replace=True)
+    return tmp_path, settings, samples
+
+
+def test_a_window_evaluated_on_a_standalone_cluster_matches_the_local_evaluation(spark, city_hour):
+    tmp_path, settings, samples = city_hour
+    deployment = deployment_of(settings.registry / "cars_per_district.rq", settings)
+    at = samples.end  # the window (08:30, 09:00] lies within the hour of data
+    local = Engine(settings.warehouse, spark).evaluate(deployment.plan, at, deployment.name, write=False)
+    assert len(local.result) > 0
+
+    with standalone_cluster(tmp_path / "spark") as master:
+        assert master.startswith("spark://127.0.0.1:")
+        record = submit_evaluation(master, deployment.path, deployment.name, at, settings.warehouse.root,
+                                   tmp_path / "spark", complete=True)
+
+    assert record["query"] == deployment.name
+    assert (record["window_start"], record["window_end"]) == (local.window.start, local.window.end)
+    assert record["rows_written"] == len(local.result.rows) > 0
+    stored = list(StoredResults(settings.warehouse, deployment.name).windows())
+    assert [(start, end) for start, end, _ in stored] == [(local.window.start, local.window.end)]
+    assert Counter(stored[0][2].rows) == Counter(local.result.rows)
+    (run,) = [r for r in read_table(settings.warehouse.runs).to_pylist() if r["run_id"] == record["run_id"]]
+    assert run["query"] == deployment.name and run["status"] == "succeeded" and run["error"] is None
+    assert run["rows_written"] == record["rows_written"] and run["complete"] is True
+
+
+def test_a_bad_query_file_exits_with_one_message_naming_it(tmp_path, capsys):
+    query = tmp_path / "broken_query.rq"
+    query.write_text("REGISTER QUERY Broken COMPUTED EVERY 1m AS\nSELECT ?s\nWHERE { ?s ?p }\n", encoding="utf-8")
+    status = load_job().main(["--query", str(query), "--name", "broken_query", "--at", "1269248400000000",
+                              "--warehouse", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert status == 2 and "CSPARQL_RESULT" not in out
+    assert str(query) in err and "is not a valid C-SPARQL query" in err and "3:" in err
+    assert "Traceback" not in err and "\n\n" not in err.strip()
+    assert not (tmp_path / "_csparql").exists()  # nothing was evaluated, nothing recorded
+
+
+def test_a_failed_evaluation_exits_non_zero_and_is_recorded(spark, tmp_path, capsys):
+    settings = registry_with(tmp_path, EXAMPLE, "cars_per_district")
+    # A stream table with deletion vectors: the engine refuses to read it, so the evaluation fails.
+    write_deltalake(str(settings.warehouse.stream(STREAM)), pa.table({"x": [1]}),
+                    configuration={"delta.enableDeletionVectors": "true"})
+    query = settings.registry / "cars_per_district.rq"
+    status = load_job().main(["--query", str(query), "--name", "cars_per_district", "--at", "1269252000000000",
+                              "--warehouse", str(settings.warehouse.root), "--complete", "false"])
+    out, err = capsys.readouterr()
+    assert status == 1 and "CSPARQL_RESULT" not in out
+    assert str(query) in err and "deletionVectors" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    (run,) = read_table(settings.warehouse.runs).to_pylist()
+    assert run["status"] == "failed" and "deletionVectors" in run["error"] and run["complete"] is False
