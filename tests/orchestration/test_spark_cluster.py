@@ -5,7 +5,10 @@ this process; and the job's plain failures: a bad query file, a failed evaluatio
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,13 +16,14 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from csparql.deployment import Settings, deployment_of
+from csparql.deployment import Settings, deployment_of, write_loader
 from csparql.engine.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, project_root
+from csparql.windows import format_instant
 from orchestration.spark_cluster import EVALUATE_WINDOW, standalone_cluster, submit_evaluation
 
 EXAMPLE = project_root() / "examples" / "queries" / "04-cars-per-district.rq"
@@ -55,17 +59,23 @@ def city_hour(spark, tmp_path_factory):
     return tmp_path, settings, samples
 
 
-def test_a_window_evaluated_on_a_standalone_cluster_matches_the_local_evaluation(spark, city_hour):
+@pytest.fixture(scope="module")
+def cluster(city_hour):
+    tmp_path, _, _ = city_hour
+    with standalone_cluster(tmp_path / "spark") as master:
+        assert master.startswith("spark://127.0.0.1:")
+        yield master
+
+
+def test_a_window_evaluated_on_a_standalone_cluster_matches_the_local_evaluation(spark, city_hour, cluster):
     tmp_path, settings, samples = city_hour
     deployment = deployment_of(settings.registry / "cars_per_district.rq", settings)
     at = samples.end  # the window (08:30, 09:00] lies within the hour of data
     local = Engine(settings.warehouse, spark).evaluate(deployment.plan, at, deployment.name, write=False)
     assert len(local.result) > 0
 
-    with standalone_cluster(tmp_path / "spark") as master:
-        assert master.startswith("spark://127.0.0.1:")
-        record = submit_evaluation(master, deployment.path, deployment.name, at, settings.warehouse.root,
-                                   tmp_path / "spark", complete=True)
+    record = submit_evaluation(cluster, deployment.path, deployment.name, at, settings.warehouse.root,
+                               tmp_path / "spark", complete=True)
 
     assert record["query"] == deployment.name
     assert (record["window_start"], record["window_end"]) == (local.window.start, local.window.end)
@@ -104,3 +114,41 @@ def test_a_failed_evaluation_exits_non_zero_and_is_recorded(spark, tmp_path, cap
     assert len(err.strip().splitlines()) == 1
     (run,) = read_table(settings.warehouse.runs).to_pylist()
     assert run["status"] == "failed" and "deletionVectors" in run["error"] and run["complete"] is False
+
+
+def test_a_dag_run_evaluates_its_window_on_the_cluster(spark, city_hour, cluster):
+    """The query's real DAG, run by ``airflow dags test`` (a DAG run executed in one process, with the real
+    operators): CSPARQL_SPARK=standalone sends the evaluation through SparkSubmitHook to the cluster."""
+    tmp_path, settings, samples = city_hour
+    dags = tmp_path / "dags"
+    (dags / "queries").mkdir(parents=True)
+    shutil.copy(EXAMPLE, dags / "queries" / "on_cluster.rq")
+    write_loader(dags / "queries" / "on_cluster.rq")
+    host, port = cluster.removeprefix("spark://").split(":")
+    env = dict(os.environ)
+    env.update({
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(project_root() / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_SPARK_DEFAULT": f"spark://{host}:{port}?deploy-mode=client",
+        "CSPARQL_SPARK": "standalone",
+        "CSPARQL_REGISTRY": str(dags / "queries"),
+        "CSPARQL_WAREHOUSE": str(settings.warehouse.root),
+        "CSPARQL_ALLOWED_LATENESS": "0s",
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
+    })
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    migrated = subprocess.run([airflow, "db", "migrate"], env=env, capture_output=True, text=True, timeout=300)
+    assert migrated.returncode == 0, migrated.stderr[-2000:]
+    run = subprocess.run([airflow, "dags", "test", "on_cluster", format_instant(samples.end)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-4000:]
+    assert f"--master spark://{host}:{port}" in log  # the hook's spark-submit command line, as logged
+    deployment = deployment_of(settings.registry / "cars_per_district.rq", settings)
+    local = Engine(settings.warehouse, spark).evaluate(deployment.plan, samples.end, "local", write=False)
+    stored = list(StoredResults(settings.warehouse, "on_cluster").windows())
+    assert [(start, end) for start, end, _ in stored] == [(local.window.start, local.window.end)]
+    assert Counter(stored[0][2].rows) == Counter(local.result.rows) and local.result.rows

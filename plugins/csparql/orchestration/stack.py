@@ -225,16 +225,17 @@ class AirflowStack:
         self.api("PATCH", f"dags/{dag_id}", {"is_paused": False})
 
     def backfill(self, dag_id: str, start: str, end: str, reprocess: str = "none", max_active_runs: int = 2,
-                 attempts: int = 20) -> dict:
-        """Create a backfill of the DAG's runs with instants in [start, end] (ISO 8601). On SQLite the
-        api-server refuses it (503) while the scheduler holds the database: try again."""
+                 attempts: int = 40) -> dict:
+        """Create a backfill of the DAG's runs with instants in [start, end] (ISO 8601). Tries again while
+        the api-server refuses it for a passing reason: on SQLite (503) while the scheduler holds the
+        database, and (409) while the DAG's previous backfill is not yet marked complete."""
         body = {"dag_id": dag_id, "from_date": start, "to_date": end, "reprocess_behavior": reprocess,
                 "max_active_runs": max_active_runs, "run_backwards": False, "dag_run_conf": {}}
         for _ in range(attempts - 1):
-            answer = self.api("POST", "backfills", body, allow=(503,))
-            if answer.get("status") != 503:
+            answer = self.api("POST", "backfills", body, allow=(409, 503))
+            if answer.get("status") not in (409, 503):
                 return answer
-            time.sleep(1.5)
+            time.sleep(2)
         return self.api("POST", "backfills", body)
 
     def dag_runs(self, dag_id: str) -> list[dict]:
