@@ -65,3 +65,16 @@ def test_importing_the_core_loads_no_spark_or_airflow():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_only_the_airflow_layer_imports_airflow_and_the_deployment_plan_needs_neither_airflow_nor_spark():
+    airflow_users = sorted(
+        str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+        if any(m.split(".")[0] == "airflow" for m in imported_modules(path))
+    )
+    assert airflow_users and all(p.startswith("orchestration/") for p in airflow_users), airflow_users
+    for part in ("schedule.py", "deployment.py", "storage"):
+        path = PACKAGE / part
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            spark_or_airflow = [m for m in imported_modules(file) if m.split(".")[0] in ("pyspark", "airflow")]
+            assert not spark_or_airflow, (file, spark_or_airflow)
