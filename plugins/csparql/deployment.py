@@ -21,7 +21,7 @@ from csparql.algebra.operators import QueryPlan
 from csparql.compiler import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
-from csparql.storage.warehouse import Warehouse, output_stream_iri, project_root
+from csparql.storage.warehouse import Warehouse, output_stream_iri, project_root, slug
 from csparql.windows import LogicalWindow, format_duration, parse_duration
 
 SPARK_MODES = ("local", "standalone", "connect")
@@ -104,6 +104,10 @@ class Settings:
             wait_timeout=duration("wait_timeout", cls.wait_timeout),
             poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
         )
+
+    def landing_folder(self, stream: str) -> Path:
+        """Where files for a stream are dropped to be ingested by its ingestion DAG."""
+        return self.landing / slug(stream)
 
     @property
     def connection_id(self) -> str | None:
@@ -357,3 +361,21 @@ def sync_loaders(settings: Settings) -> tuple[list[Path], list[Path]]:
             loader.unlink()
             removed.append(loader)
     return written, removed
+
+
+def ingested_streams(settings: Settings) -> list[str]:
+    """The streams registered queries read that no registered query produces, in IRI order."""
+    produced = set(producers_of(settings))
+    streams: set[str] = set()
+    for path in registry_files(settings):
+        try:
+            deployment = deployment_of(path, settings)
+        except RegistrationError:
+            continue  # its own loader reports it
+        streams.update(s.iri for s in deployment.inputs if s.iri not in produced)
+    return sorted(streams)
+
+
+def ingest_dag_id(stream: str) -> str:
+    """The id of the DAG that ingests a stream's landing folder."""
+    return "ingest_" + re.sub(r"[^A-Za-z0-9_]", "_", slug(stream))

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from csparql import samples
-from csparql.deployment import Settings, register
+from csparql.deployment import Settings, ingest_dag_id, register
 from csparql.engine.ingest import ingest_stream, load_static
 from csparql.engine.stored import StoredResults
 from csparql.orchestration.stack import AirflowStack, free_port
 from csparql.storage import delta
-from csparql.storage.warehouse import Warehouse, slug
+from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import read_watermarks
 from csparql.windows import format_instant
 
@@ -49,7 +49,7 @@ def world(tmp_path_factory, spark):
         "CSPARQL_REGISTRY": str(dags / "queries"),
         "CSPARQL_WAREHOUSE": str(root / "warehouse"),
         "CSPARQL_ALLOWED_LATENESS": "0s",
-        "CSPARQL_WAIT_TIMEOUT": "10m",
+        "CSPARQL_WAIT_TIMEOUT": "1d",  # the scheduled runs of today's (empty) windows just wait
         "CSPARQL_POLL_INTERVAL": "2s",
     }
     settings = Settings.from_environment(environment)
@@ -65,7 +65,7 @@ def world(tmp_path_factory, spark):
     stack.start()
     try:
         stack.wait_until_healthy()
-        ingest_dag = "ingest_" + slug(MILAN).replace("-", "_").replace(".", "_")
+        ingest_dag = ingest_dag_id(MILAN)
         stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag])
         yield {"root": root, "files": files, "settings": settings, "stack": stack, "ingest_dag": ingest_dag,
                "spark": spark}
@@ -80,7 +80,7 @@ def rows_by_window(warehouse: Warehouse, name: str) -> dict[int, Counter]:
 
 def test_a_dropped_file_is_ingested_by_the_stream_dag_and_advances_the_watermark(world):
     stack, settings, files = world["stack"], world["settings"], world["files"]
-    landing = settings.landing / slug(MILAN)
+    landing = settings.landing_folder(MILAN)
     landing.mkdir(parents=True, exist_ok=True)
     shutil.copy(files.streams[MILAN], landing / "milan.nq")
     (landing / "broken.tsv").write_text("not\tN-Triples\n", encoding="utf-8")
@@ -103,6 +103,7 @@ def test_a_backfill_gives_the_same_windows_as_replay_and_running_it_again_keeps_
     stack.unpause("tollgates")
     stack.backfill("tollgates", start, end)
     stack.wait_for_runs("tollgates", 3, run_type="backfill")
+    stack.wait_for_backfills("tollgates")
     airflow_rows = rows_by_window(settings.warehouse, "tollgates")
     assert sorted(airflow_rows) == [files.start + m * MINUTE for m in (30, 31, 32)]
     assert all(sum(rows.values()) > 0 for rows in airflow_rows.values())
@@ -154,7 +155,8 @@ def _succeeded_runs(path, query: str) -> int:
 
 def test_a_chained_query_evaluates_its_window_only_after_the_producer_wrote_it(world):
     stack, settings, files = world["stack"], world["settings"], world["files"]
-    instant = format_instant(files.start + 60 * MINUTE)
+    window_end = files.start + 55 * MINUTE  # the stream's watermark, its greatest timestamp, is past it
+    instant = format_instant(window_end)
     for dag in ("districts", "district_consumer"):
         stack.unpause(dag)
     stack.backfill("district_consumer", instant, instant)  # the consumer first: it must wait
@@ -178,10 +180,10 @@ def test_a_chained_query_evaluates_its_window_only_after_the_producer_wrote_it(w
     consumed = _task(stack, "district_consumer", consumer_run, "evaluate_window")
     assert consumed["start_date"] > produced["end_date"]
     windows = rows_by_window(settings.warehouse, "district_consumer")
-    assert list(windows) == [files.start + 60 * MINUTE] and sum(windows[files.start + 60 * MINUTE].values()) > 0
+    assert list(windows) == [window_end] and sum(windows[window_end].values()) > 0
     from csparql.storage.watermarks import latest_run
 
-    assert latest_run(settings.warehouse, "district_consumer", files.start + 60 * MINUTE)["complete"] is True
+    assert latest_run(settings.warehouse, "district_consumer", window_end)["complete"] is True
 
 
 def _task(stack: AirflowStack, dag: str, run: dict, task: str) -> dict:

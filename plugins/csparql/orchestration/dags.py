@@ -16,10 +16,10 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import DAG, Asset
 
-from csparql.deployment import Deployment, RegistrationError, Settings, deployment_of, producers_of, registry_files
+from csparql.deployment import Deployment, RegistrationError, Settings, deployment_of, ingest_dag_id, ingested_streams
 from csparql.orchestration.operators import AwaitWindowOperator, EvaluateWindowOperator, IngestLandedFilesOperator
 from csparql.orchestration.timetable import WindowTimetable
-from csparql.storage.warehouse import OUTPUT_STREAM_PREFIX, slug
+from csparql.storage.warehouse import OUTPUT_STREAM_PREFIX
 
 START_DATE = pendulum.datetime(2000, 1, 1, tz="UTC")
 """The earliest instant any schedule or backfill may reach. Scheduled runs start at the latest window when a
@@ -71,31 +71,13 @@ def query_dag(deployment: Deployment, settings: Settings) -> DAG:
     return dag
 
 
-def ingested_streams(settings: Settings) -> list[str]:
-    """The streams registered queries read that no registered query produces, in IRI order."""
-    produced = set(producers_of(settings))
-    streams: set[str] = set()
-    for path in registry_files(settings):
-        try:
-            deployment = deployment_of(path, settings)
-        except RegistrationError:
-            continue  # its own loader reports it
-        streams.update(s.iri for s in deployment.inputs if s.iri not in produced)
-    return sorted(streams)
-
-
-def landing_folder(settings: Settings, stream: str) -> Path:
-    """Where files for a stream are dropped to be ingested."""
-    return settings.landing / slug(stream)
-
-
 def stream_ingestion_dags(settings: Settings | None = None) -> dict[str, DAG]:
     """One ingestion DAG per stream the registered queries read, keyed by DAG id."""
     settings = settings or Settings.from_environment()
     dags: dict[str, DAG] = {}
     for stream in ingested_streams(settings):
-        folder = landing_folder(settings, stream)
-        dag_id = "ingest_" + slug(stream).replace("-", "_").replace(".", "_")
+        folder = settings.landing_folder(stream)
+        dag_id = ingest_dag_id(stream)
         with DAG(
             dag_id=dag_id,
             description=f"lands the files dropped in {folder} into <{stream}>",

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from csparql.compiler import compile_query
-from csparql.deployment import RegistrationError, Settings, deployment_of, register
+from csparql.deployment import RegistrationError, Settings, deployment_of, ingest_dag_id, ingested_streams, register
 from csparql.language.errors import QueryError
 from csparql.orchestration.stack import AirflowStack, StackError
-from csparql.storage.warehouse import project_root, slug
+from csparql.storage.warehouse import project_root
 from csparql.samples import SampleFiles
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import format_instant
@@ -72,11 +72,14 @@ class EmbeddedStack:
         self.say(f"registered {len(names)} example queries in {self.settings.registry}")
         return names
 
-    def land_samples(self) -> SampleFiles:
+    def land_samples(self, streams: set[str]) -> SampleFiles:
+        """Write the sample files, load the static graphs, and drop the files of ``streams`` (those the
+        registered queries read) in their landing folders, unless they landed on an earlier start."""
         from csparql.samples import write_samples
 
         folder = self.settings.warehouse.root / "samples"
         files = write_samples(folder)
+        files.streams = {iri: path for iri, path in files.streams.items() if iri in streams}
         marks = read_watermarks(self.settings.warehouse)
         if not all(iri in marks for iri in files.streams):
             from csparql.engine.ingest import load_static
@@ -88,7 +91,7 @@ class EmbeddedStack:
             spark.stop()
             for iri, path in files.streams.items():
                 if iri not in marks:
-                    landing = self.settings.landing / slug(iri)
+                    landing = self.settings.landing_folder(iri)
                     landing.mkdir(parents=True, exist_ok=True)
                     (landing / path.name).write_bytes(path.read_bytes())
             self.say(f"sample streams dropped in {self.settings.landing}; static graphs loaded")
@@ -113,16 +116,20 @@ class EmbeddedStack:
         return secrets.token_urlsafe(12)
 
     def run(self, stopping: threading.Event) -> None:
+        dags = Path(os.environ.get("AIRFLOW__CORE__DAGS_FOLDER") or project_root() / "dags").resolve()
+        if dags not in self.settings.registry.parents:
+            raise StackError(f"the registry {self.settings.registry} is not inside the DAGs folder {dags}: "
+                             "Airflow would not see its queries (set CSPARQL_REGISTRY or AIRFLOW__CORE__DAGS_FOLDER)")
         names = self.register_examples()
-        files = self.land_samples()
-        self.stack = stack = AirflowStack(home=self.home, dags=project_root() / "dags",
+        files = self.land_samples(set(ingested_streams(self.settings)))
+        self.stack = stack = AirflowStack(home=self.home, dags=dags,
                                           settings_environment=self.environment(), port=self.port,
                                           password=self.password())
         self.say(f"starting Airflow in {self.home} (logs in {self.home / 'logs'}) …")
         stack.set_up()
         stack.start()
         stack.wait_until_healthy()
-        ingest = ["ingest_" + slug(iri).replace("-", "_").replace(".", "_") for iri in files.streams]
+        ingest = [ingest_dag_id(iri) for iri in files.streams]
         stack.wait_for_dags(names)
         for dag_id in ingest:
             if stack.api("GET", f"dags/{dag_id}", allow=(404,)).get("status") != 404:

@@ -132,6 +132,10 @@ class AirflowStack:
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
             log.close()
+        # Airflow's components overwrite their command line and environment (setproctitle): record their
+        # process groups so that what is left of a stack can be found.
+        (self.home / "components.json").write_text(
+            json.dumps({name: process.pid for name, process in self.processes.items()}), encoding="utf-8")
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.home / "logs" / f"{name}.log"
@@ -225,18 +229,30 @@ class AirflowStack:
         self.api("PATCH", f"dags/{dag_id}", {"is_paused": False})
 
     def backfill(self, dag_id: str, start: str, end: str, reprocess: str = "none", max_active_runs: int = 2,
-                 attempts: int = 40) -> dict:
+                 timeout: float = 300) -> dict:
         """Create a backfill of the DAG's runs with instants in [start, end] (ISO 8601). Tries again while
         the api-server refuses it for a passing reason: on SQLite (503) while the scheduler holds the
-        database, and (409) while the DAG's previous backfill is not yet marked complete."""
+        database, and (409) while the DAG's previous backfill is not yet marked complete (the scheduler
+        does that every 30 s)."""
         body = {"dag_id": dag_id, "from_date": start, "to_date": end, "reprocess_behavior": reprocess,
                 "max_active_runs": max_active_runs, "run_backwards": False, "dag_run_conf": {}}
-        for _ in range(attempts - 1):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
             answer = self.api("POST", "backfills", body, allow=(409, 503))
             if answer.get("status") not in (409, 503):
                 return answer
             time.sleep(2)
         return self.api("POST", "backfills", body)
+
+    def wait_for_backfills(self, dag_id: str, timeout: float = 300) -> None:
+        """Wait until every backfill of the DAG is marked complete."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            backfills = self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])
+            if all(b.get("completed_at") for b in backfills):
+                return
+            time.sleep(3)
+        raise StackError(f"{dag_id}: a backfill was not marked complete within {timeout:.0f} s")
 
     def dag_runs(self, dag_id: str) -> list[dict]:
         return self.api("GET", f"dags/{dag_id}/dagRuns?limit=100&order_by=run_after").get("dag_runs", [])
