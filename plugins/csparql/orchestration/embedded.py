@@ -13,6 +13,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import sys
 import threading
 import time
@@ -85,10 +86,13 @@ class EmbeddedStack:
             from csparql.engine.ingest import load_static
             from csparql.spark.session import spark_session
 
+            handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
             spark = spark_session()
             for iri, path in files.graphs.items():
                 load_static(spark, self.settings.warehouse, iri, [path], replace=True)
             spark.stop()
+            for s, handler in handlers.items():  # PySpark installs a SIGINT handler of its own
+                signal.signal(s, handler)
             for iri, path in files.streams.items():
                 if iri not in marks:
                     landing = self.settings.landing_folder(iri)
@@ -135,7 +139,7 @@ class EmbeddedStack:
             if stack.api("GET", f"dags/{dag_id}", allow=(404,)).get("status") != 404:
                 stack.unpause(dag_id)
                 stack.api("POST", f"dags/{dag_id}/dagRuns", {"logical_date": None})
-        self.say(f"Airflow is up at {stack.url}; landing the sample streams through their ingestion DAGs …")
+        self.say(f"Airflow answers at {stack.url}; landing the sample streams through their ingestion DAGs …")
         self.wait_for_samples(files, stopping)
         backfilled = self.backfill(names, files)
         self.say("")
