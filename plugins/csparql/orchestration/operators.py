@@ -55,7 +55,7 @@ class AwaitWindowOperator(BaseOperator):
         )
         missing = trigger.missing()
         if not missing:
-            return self._outcome(requirements, [])
+            return _waited(requirements.to_dict(), [])
         self.log.info("window ending %s waits for: %s", format_instant(requirements.window_end), "; ".join(missing))
         self.defer(trigger=trigger, method_name="resume", kwargs={"requirements": requirements.to_dict()},
                    timeout=timedelta(microseconds=self.settings.wait_timeout) + timedelta(minutes=5))
@@ -64,15 +64,13 @@ class AwaitWindowOperator(BaseOperator):
         missing = (event or {}).get("missing", [])
         if missing:
             self.log.warning("wait timed out; evaluating an incomplete window, still missing: %s", "; ".join(missing))
-        return self._outcome_dict(requirements, missing)
+        return _waited(requirements, missing)
 
-    def _outcome(self, requirements, missing):
-        return self._outcome_dict(requirements.to_dict(), missing)
 
-    @staticmethod
-    def _outcome_dict(requirements: dict, missing: list[str]) -> dict:
-        return {"at": requirements["at"], "window_end": requirements["window_end"], "complete": not missing,
-                "missing": missing}
+def _waited(requirements: dict, missing: list[str]) -> dict:
+    """What the wait hands to the evaluation: the instant, the window end, and whether nothing was missing."""
+    return {"at": requirements["at"], "window_end": requirements["window_end"], "complete": not missing,
+            "missing": missing}
 
 
 class EvaluateWindowOperator(BaseOperator):
