@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from csparql.deployment import Settings
 from csparql.storage.warehouse import project_root
+from csparql.windows import parse_instant
 
 COMPONENTS = {
     "api-server": ["api-server"],
@@ -75,6 +77,9 @@ class AirflowStack:
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(project_root() / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "csparql.orchestration.sqlite_settings.CONNECT_ARGS",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "csparql.orchestration.sqlite_settings.CONNECT_ARGS",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
@@ -115,6 +120,8 @@ class AirflowStack:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.home / "passwords.json").write_text(json.dumps({self.username: self.password}), encoding="utf-8")
         self.run_airflow("db", "migrate")
+        with sqlite3.connect(self.home / "airflow.db") as database:  # readers no longer block the writer
+            database.execute("PRAGMA journal_mode=WAL")
         pool = Settings.from_environment(self.environment()).pool
         self.run_airflow("pools", "set", pool, str(self.pool_slots), "Spark evaluations and ingests (csparql)")
 
@@ -197,21 +204,30 @@ class AirflowStack:
                 self._token = json.load(response)["access_token"]
         return self._token
 
-    def api(self, method: str, path: str, body: dict | None = None, allow: tuple[int, ...] = ()) -> dict:
-        """Call the REST API (``/api/v2/...``) as the admin; ``StackError`` on an unexpected status."""
-        request = urllib.request.Request(
-            f"{self.url}/api/v2/{path.lstrip('/')}", method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token()}"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                text = response.read()
-                return json.loads(text) if text else {}
-        except urllib.error.HTTPError as error:
-            if error.code in allow:
-                return {"status": error.code}
-            raise StackError(f"{method} {path} answered {error.code}: {error.read().decode(errors='replace')[:2000]}") from None
+    def api(self, method: str, path: str, body: dict | None = None, allow: tuple[int, ...] = (),
+            attempts: int = 5) -> dict:
+        """Call the REST API (``/api/v2/...``) as the admin; ``StackError`` on an unexpected status. Reads and
+        idempotent writes (GET, PATCH) are tried again on a server error (SQLite busy under load)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            request = urllib.request.Request(
+                f"{self.url}/api/v2/{path.lstrip('/')}", method=method,
+                data=json.dumps(body).encode() if body is not None else None,
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token()}"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    text = response.read()
+                    return json.loads(text) if text else {}
+            except urllib.error.HTTPError as error:
+                if error.code in allow:
+                    return {"status": error.code}
+                detail = error.read().decode(errors="replace")[:2000]
+                if error.code >= 500 and method in ("GET", "PATCH") and attempt < attempts:
+                    time.sleep(2)
+                    continue
+                raise StackError(f"{method} {path} answered {error.code}: {detail}") from None
 
     def wait_for_dags(self, dag_ids: list[str], timeout: float = 180) -> None:
         """Wait until the DAG processor has parsed every DAG in ``dag_ids``."""
@@ -237,10 +253,19 @@ class AirflowStack:
         body = {"dag_id": dag_id, "from_date": start, "to_date": end, "reprocess_behavior": reprocess,
                 "max_active_runs": max_active_runs, "run_backwards": False, "dag_run_conf": {}}
         deadline = time.monotonic() + timeout
+        refused_busy = False
         while time.monotonic() < deadline:
             answer = self.api("POST", "backfills", body, allow=(409, 503))
+            if answer.get("status") == 409 and refused_busy:
+                # A 503 can come after the backfill was stored: then it is the one already running.
+                ours = [b for b in self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])
+                        if not b.get("completed_at") and _same_instant(b["from_date"], start)
+                        and _same_instant(b["to_date"], end)]
+                if ours:
+                    return ours[0]
             if answer.get("status") not in (409, 503):
                 return answer
+            refused_busy = refused_busy or answer.get("status") == 503
             time.sleep(2)
         return self.api("POST", "backfills", body)
 
@@ -285,3 +310,7 @@ class AirflowStack:
                     events.append(line)
             texts.append(f"--- {path.parent.name}/{path.name}\n" + "\n".join(map(str, events)))
         return "\n".join(texts) or "(no task log)"
+
+
+def _same_instant(a: str, b: str) -> bool:
+    return parse_instant(a) == parse_instant(b)
