@@ -134,11 +134,10 @@ class EmbeddedStack:
         stack.start()
         stack.wait_until_healthy()
         ingest = [ingest_dag_id(iri) for iri in files.streams]
-        stack.wait_for_dags(names)
+        stack.wait_for_dags(names + ingest)
         for dag_id in ingest:
-            if stack.api("GET", f"dags/{dag_id}", allow=(404,)).get("status") != 404:
-                stack.unpause(dag_id)
-                stack.api("POST", f"dags/{dag_id}/dagRuns", {"logical_date": None})
+            stack.unpause(dag_id)
+            stack.api("POST", f"dags/{dag_id}/dagRuns", {"logical_date": None})
         self.say(f"Airflow answers at {stack.url}; landing the sample streams through their ingestion DAGs …")
         self.wait_for_samples(files, stopping)
         backfilled = self.backfill(names, files)
