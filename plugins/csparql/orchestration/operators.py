@@ -133,7 +133,6 @@ class EvaluateWindowOperator(BaseOperator):
         binary = Path(python).with_name("spark-submit")
         hook = SparkSubmitHook(
             conn_id=self.settings.connection_id,
-            application=str(EVALUATE_WINDOW_JOB),
             application_args=arguments,
             name=f"csparql-{self.deployment.name}",
             spark_binary=str(binary) if binary.exists() else "spark-submit",
