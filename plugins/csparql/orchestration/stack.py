@@ -207,7 +207,8 @@ class AirflowStack:
     def api(self, method: str, path: str, body: dict | None = None, allow: tuple[int, ...] = (),
             attempts: int = 5) -> dict:
         """Call the REST API (``/api/v2/...``) as the admin; ``StackError`` on an unexpected status. Reads and
-        idempotent writes (GET, PATCH) are tried again on a server error (SQLite busy under load)."""
+        idempotent writes (GET, PATCH) are tried again on a server error (SQLite busy under load), and every
+        call when the api-server does not answer in time."""
         attempt = 0
         while True:
             attempt += 1
@@ -228,6 +229,12 @@ class AirflowStack:
                     time.sleep(2)
                     continue
                 raise StackError(f"{method} {path} answered {error.code}: {detail}") from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+                # An api-server slow under load: try again (a POST that did land shows as 409 to backfill()).
+                if attempt < attempts:
+                    time.sleep(3)
+                    continue
+                raise StackError(f"{method} {path}: no answer from the api-server at {self.url} ({error})") from None
 
     def wait_for_dags(self, dag_ids: list[str], timeout: float = 180) -> None:
         """Wait until the DAG processor has parsed every DAG in ``dag_ids``."""
@@ -255,7 +262,10 @@ class AirflowStack:
         deadline = time.monotonic() + timeout
         refused_busy = False
         while time.monotonic() < deadline:
-            answer = self.api("POST", "backfills", body, allow=(409, 503))
+            try:
+                answer = self.api("POST", "backfills", body, allow=(409, 503), attempts=1)
+            except StackError:
+                answer = {"status": 503}  # no answer: it may have been stored, as after a 503
             if answer.get("status") == 409 and refused_busy:
                 # A 503 can come after the backfill was stored: then it is the one already running.
                 ours = [b for b in self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])
