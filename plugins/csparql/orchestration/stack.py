@@ -38,6 +38,10 @@ class StackError(RuntimeError):
     """The stack could not be set up or did not become healthy; the message says which component and why."""
 
 
+class NoAnswer(StackError):
+    """The api-server did not answer in time."""
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -234,7 +238,7 @@ class AirflowStack:
                 if attempt < attempts:
                     time.sleep(3)
                     continue
-                raise StackError(f"{method} {path}: no answer from the api-server at {self.url} ({error})") from None
+                raise NoAnswer(f"{method} {path}: no answer from the api-server at {self.url} ({error})") from None
 
     def wait_for_dags(self, dag_ids: list[str], timeout: float = 180) -> None:
         """Wait until the DAG processor has parsed every DAG in ``dag_ids``."""
@@ -264,8 +268,8 @@ class AirflowStack:
         while time.monotonic() < deadline:
             try:
                 answer = self.api("POST", "backfills", body, allow=(409, 503), attempts=1)
-            except StackError:
-                answer = {"status": 503}  # no answer: it may have been stored, as after a 503
+            except NoAnswer:
+                answer = {"status": 503}  # it may have been stored, as after a 503
             if answer.get("status") == 409 and refused_busy:
                 # A 503 can come after the backfill was stored: then it is the one already running.
                 ours = [b for b in self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])
