@@ -22,7 +22,7 @@ from csparql.compiler import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
 from csparql.storage.warehouse import Warehouse, output_stream_iri, project_root, slug
-from csparql.windows import LogicalWindow, format_duration, parse_duration
+from csparql.windows import format_duration, parse_duration
 
 SPARK_MODES = ("local", "standalone", "connect")
 """Where evaluations run: Spark inside the Airflow task (local), a standalone cluster through spark-submit
@@ -190,12 +190,6 @@ class Deployment:
                 ends = ends[-1:]  # a count-based window needs the producer's latest window
             producers.setdefault(stream.producer, []).extend(ends)
         return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
-
-    @property
-    def window_span(self) -> int | None:
-        """The longest logical window's range (µs), None without one."""
-        ranges = [w.range for _, w in (self.schedule.windows if self.schedule else ()) if isinstance(w, LogicalWindow)]
-        return max(ranges) if ranges else None
 
 
 def registry_name(path: str | os.PathLike) -> str:
