@@ -3,6 +3,8 @@ to start), created on first use."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 
@@ -12,3 +14,7 @@ def spark():
 
     session = spark_session("local[2]")
     yield session
+    session.stop()
+    # py4j closes its connections at interpreter exit and logs that at INFO, which Airflow's logging setup
+    # lets through to a stream pytest has closed by then ("--- Logging error ---").
+    logging.getLogger("py4j").setLevel(logging.WARNING)

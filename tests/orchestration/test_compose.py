@@ -22,6 +22,7 @@ import yaml
 
 from csparql.deployment import SPARK_MODES, Settings
 from csparql.storage.warehouse import project_root
+from support import tool_missing
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPOSITORY / "docker-compose.yaml"
@@ -551,14 +552,13 @@ def test_the_build_context_leaves_out_the_local_environment_and_data():
 
 
 def compose_command() -> list[str]:
-    if shutil.which("docker") is None:
-        pytest.skip("the docker CLI is not installed, so `docker compose config` cannot check the file")
-    if subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+    """Compose v2 (`docker compose`) where the docker CLI has it, else Compose v1 (`docker-compose`)."""
+    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
-    pytest.skip("the docker CLI has no compose plugin and docker-compose is not installed, "
-                "so `docker compose config` cannot check the file")
+    tool_missing("neither `docker compose` nor `docker-compose` is installed, so the file cannot be checked "
+                 "by Compose itself (apt-get install docker-compose)")
 
 
 def test_docker_compose_accepts_the_file():
