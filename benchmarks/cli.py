@@ -1,0 +1,69 @@
+"""The command line of the benchmarks (``./bench.sh``, ``python -m benchmarks``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+
+from benchmarks.profiles import PROFILES
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_RUNS = ROOT / "benchmarks" / "runs"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench.sh",
+        description="Measure csparql's window evaluation against hand-written Spark, DuckDB, pyoxigraph and rdflib, "
+                    "against 003 §5's FILTER approach, and end to end through Airflow. Writes a run folder with "
+                    "results.json, table.md and PNG plots.",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                      help="tiny sizes, fewer repetitions: a few minutes on two cores (the default)")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full",
+                      help="the sizes of issue 6 (window 10k → 10M, history 1× → 100×, ratio 1 → 30): hours")
+    parser.add_argument("--out", metavar="DIR", help="the run folder (default benchmarks/runs/<time>-<mode>)")
+    parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[],
+                        help="override a parameter, e.g. --set window_sizes=10000,100000 --set repetitions=3 "
+                             "(see benchmarks/profiles.py); repeatable")
+    parser.add_argument("--no-airflow", action="store_true", help="skip the end-to-end Airflow measurement")
+    parser.add_argument("--keep-data", action="store_true", help="keep the generated data and warehouses (work/)")
+    parser.add_argument("--report", metavar="RUN_DIR", help="only write table.md and the plots again from RUN_DIR/results.json")
+    parser.set_defaults(mode="quick")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    for noisy in ("py4j", "py4j.clientserver", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    if args.report:
+        from benchmarks import report
+
+        folder = Path(args.report)
+        result = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        result["targets"] = report.targets(result)
+        report.write(result, folder)
+        print(folder / "table.md")
+        return 0
+    profile = PROFILES[args.mode]
+    try:
+        assignments = list(args.set) + (["airflow=false"] if args.no_airflow else [])
+        profile = profile.override(assignments)
+    except ValueError as error:
+        print(f"bench: {error}")
+        return 2
+    out = Path(args.out) if args.out else DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-{profile.mode}"
+    from benchmarks.run import BenchmarkRun
+
+    result = BenchmarkRun(profile, out, keep_data=args.keep_data).execute()
+    print(f"\nrun folder: {out}\n")
+    print((out / "table.md").read_text(encoding="utf-8"))
+    failed = [m for m in result["measurements"] if m["status"] == "failed"]
+    differing = [m for m in result["measurements"] if m.get("agrees_with_reference") is False]
+    return 1 if failed or differing or result["airflow"].get("status") == "failed" else 0

@@ -1,0 +1,469 @@
+"""From the raw figures of a run to its report: the targets of issue 6 (met or missed, and why), the Markdown
+table and the plots. Everything here reads only the ``results.json`` dictionary, so a report can be written
+again from a stored run (``python -m benchmarks report RUN_FOLDER``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.measure import ratio
+
+LABELS = {
+    "csparql_warm": "csparql warm",
+    "csparql_cold": "csparql cold (spark-submit)",
+    "spark_hand": "hand-written Spark",
+    "duckdb": "DuckDB",
+    "pyoxigraph": "pyoxigraph",
+    "rdflib": "rdflib",
+    "csparql_filter": "FILTER over stored stream (003 §5)",
+}
+TARGET_SIZES = (100_000, 1_000_000, 10_000_000)
+COMPILED_WITHIN = 1.2
+FASTER_THAN_SPARQL_STORES = 40.0
+HISTORY_WITHIN = 1.2
+TEN_MILLION = 10_000_000
+TEN_MILLION_SECONDS = 15.0
+MEMORY_GROWTH = 1.25
+INGEST_RATE = 150_000
+PLOTS = ("time_vs_window.png", "time_vs_history.png", "memory_vs_window.png", "cost_vs_sliding_ratio.png")
+
+
+def _index(result: dict) -> dict:
+    return {(m["sweep"], m["workload"], m["system"], m["size"], m["history"], m["ratio"]): m
+            for m in result["measurements"]}
+
+
+def find(result: dict, sweep: str, system: str, size: int | None = None, history: int | None = None,
+         ratio_: int | None = None, workload: str | None = None) -> dict | None:
+    """The measurement of a system at one point of a sweep (None when the run has none)."""
+    for m in result["measurements"]:
+        if m["sweep"] != sweep or m["system"] != system:
+            continue
+        if size is not None and m["size"] != size:
+            continue
+        if history is not None and m["history"] != history:
+            continue
+        if ratio_ is not None and m["ratio"] != ratio_:
+            continue
+        if workload is not None and m["workload"] != workload:
+            continue
+        return m
+    return None
+
+
+def seconds(m: dict | None) -> float | None:
+    """The median time of a measurement, or its extrapolated time when it was not run."""
+    if m is None:
+        return None
+    return m["median_seconds"] if m["median_seconds"] is not None else m.get("estimated_seconds")
+
+
+def _fmt_s(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value >= 100:
+        return f"{value:.0f} s"
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value * 1000:.0f} ms"
+
+
+def _fmt_x(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×" if value < 10 else f"{value:.0f}×"
+
+
+def _fmt_mb(value: int | None) -> str:
+    return "–" if value is None else f"{value / 2**20:.0f} MB"
+
+
+def _cell(m: dict | None) -> str:
+    if m is None:
+        return "–"
+    if m["status"] == "not run":
+        estimate = m.get("estimated_seconds")
+        return f"not run (~{_fmt_s(estimate)})" if estimate else "not run"
+    if m["status"] == "failed":
+        return "failed"
+    text = _fmt_s(m["median_seconds"])
+    if m.get("agrees_with_reference") is False:
+        text += " ≠"
+    return text
+
+
+# --- targets -----------------------------------------------------------------------------------------------
+
+
+def targets(result: dict) -> list[dict]:
+    """Each target of issue 6 with what this run measured: ``met`` is True, False, or None when the run did
+    not measure it (e.g. quick mode's sizes); ``why`` explains a miss from measured facts."""
+    return [_compiled_overhead(result), _versus_stores(result), _history(result), _ten_million(result),
+            _ingest(result)]
+
+
+def _window_sizes(result: dict) -> list[int]:
+    return sorted({m["size"] for m in result["measurements"] if m["sweep"] == "window"})
+
+
+def _compiled_overhead(result: dict) -> dict:
+    rows, misses = [], []
+    for size in _window_sizes(result):
+        warm, hand = find(result, "window", "csparql_warm", size), find(result, "window", "spark_hand", size)
+        value = ratio(seconds(warm), seconds(hand))
+        if value is None:
+            continue
+        rows.append(f"{size:,}: {value:.2f}×")
+        if size in TARGET_SIZES and value > COMPILED_WITHIN:
+            misses.append((size, warm, hand))
+    judged = [s for s in _window_sizes(result) if s in TARGET_SIZES]
+    target = {"id": "compiled_overhead", "target": f"compiled plan within {COMPILED_WITHIN}× of the hand-written "
+              "Spark plan at 100k, 1M and 10M triples (warm)", "measured": "; ".join(rows) or "–"}
+    if not judged:
+        return {**target, "met": None, "why": "not measured at 100k/1M/10M in this run (sizes: "
+                + ", ".join(f"{s:,}" for s in _window_sizes(result)) + ")"}
+    if not misses:
+        return {**target, "met": True, "why": None}
+    reasons = []
+    smallest = _window_sizes(result)[0]
+    fixed = (seconds(find(result, "window", "csparql_warm", smallest)) or 0) - (
+        seconds(find(result, "window", "spark_hand", smallest)) or 0)
+    reasons.append(f"a fixed cost per evaluation of ~{_fmt_s(max(fixed, 0))} (warm − hand at {smallest:,} triples: "
+                   "Delta log and statistics reads, optimizer, compiler, result conversion)")
+    size, warm, hand = misses[-1]
+    plan_w, plan_h = (warm or {}).get("plan"), (hand or {}).get("plan")
+    if plan_w and plan_h:
+        differences = [f"{k.replace('_', ' ')} {plan_w[k]} vs {plan_h[k]}" for k in plan_w if plan_w[k] != plan_h.get(k)]
+        if differences:
+            reasons.append(f"at {size:,} the compiled plan has " + ", ".join(differences)
+                           + " (compiled vs hand-written; plans/ holds both)")
+    return {**target, "met": False, "why": "; ".join(reasons)}
+
+
+def _versus_stores(result: dict) -> dict:
+    size = 1_000_000
+    warm = seconds(find(result, "window", "csparql_warm", size))
+    parts, met = [], True
+    for system in ("pyoxigraph", "rdflib"):
+        m = find(result, "window", system, size)
+        value = ratio(seconds(m), warm)
+        if value is None:
+            met = None if met is not False else met
+            continue
+        estimated = " (their time extrapolated)" if m and m["median_seconds"] is None else ""
+        parts.append(f"{value:.0f}× faster than {system}{estimated}")
+        if value < FASTER_THAN_SPARQL_STORES:
+            met = False
+    target = {"id": "versus_sparql_stores", "target": f"at 1M triples at least {FASTER_THAN_SPARQL_STORES:.0f}× "
+              "faster than pyoxigraph and rdflib (load + query)", "measured": "; ".join(parts) or "–"}
+    if warm is None:
+        return {**target, "met": None, "why": "not measured at 1M triples in this run"}
+    if met is False:
+        stores = ", ".join(f"{system} {_fmt_s(seconds(find(result, 'window', system, size)))}"
+                           for system in ("pyoxigraph", "rdflib"))
+        return {**target, "met": False, "why": f"csparql warm took {_fmt_s(warm)} and {stores} (load + query, "
+                "bulk-loaded in memory): the stores are faster at this size than the target assumed"}
+    return {**target, "met": met, "why": None}
+
+
+def _history(result: dict) -> dict:
+    histories = sorted({m["history"] for m in result["measurements"] if m["sweep"] == "history"})
+    target = {"id": "history", "target": f"time with 100× history within {HISTORY_WITHIN}× of 1× history, while the "
+              "FILTER approach grows with history"}
+    if len(histories) < 2:
+        return {**target, "measured": "–", "met": None, "why": "no history sweep in this run"}
+    low, high = histories[0], histories[-1]
+    warm = ratio(seconds(find(result, "history", "csparql_warm", history=high)),
+                 seconds(find(result, "history", "csparql_warm", history=low)))
+    filtered = ratio(seconds(find(result, "history", "csparql_filter", history=high)),
+                     seconds(find(result, "history", "csparql_filter", history=low)))
+    measured = f"window: {_fmt_x(warm)} from {low}× to {high}× history; FILTER: {_fmt_x(filtered)}"
+    if warm is None or filtered is None:
+        return {**target, "measured": measured, "met": None, "why": "a history point failed"}
+    met = warm <= HISTORY_WITHIN and filtered > HISTORY_WITHIN
+    why = None
+    if not met:
+        why = []
+        if warm > HISTORY_WITHIN:
+            files = [find(result, "history", "csparql_warm", history=h) for h in (low, high)]
+            counts = [f.get("window_files") if f else None for f in files]
+            why.append(f"the window's time grew {warm:.2f}× although it read {counts[0]} then {counts[1]} files "
+                       "(listing the Delta log grows with the table's files)")
+        if filtered <= HISTORY_WITHIN:
+            why.append("the FILTER approach did not grow: the history is too small for a scan to dominate")
+        why = "; ".join(why)
+    if high < 100:
+        return {**target, "measured": measured, "met": None,
+                "why": f"histories up to {high}× only in this run (the target is at 100×)"}
+    return {**target, "measured": measured, "met": met, "why": why}
+
+
+def _ten_million(result: dict) -> dict:
+    sizes = _window_sizes(result)
+    target = {"id": "ten_million", "target": f"10M-triple window in under {TEN_MILLION_SECONDS:.0f} s warm, with driver "
+              f"memory that does not grow with window size (largest vs smallest ≥ 100k within {MEMORY_GROWTH}×)"}
+    big = find(result, "window", "csparql_warm", TEN_MILLION)
+    reference_size = next((s for s in sizes if s >= 100_000), sizes[0] if sizes else None)
+    small = find(result, "window", "csparql_warm", reference_size) if reference_size else None
+    largest = find(result, "window", "csparql_warm", sizes[-1]) if sizes else None
+    heap = ratio((largest or {}).get("jvm_heap_peak_bytes"), (small or {}).get("jvm_heap_peak_bytes"))
+    python = ratio((largest or {}).get("rss_increase_bytes"), (small or {}).get("rss_increase_bytes"))
+    memory = (f"JVM heap peak {_fmt_mb((small or {}).get('jvm_heap_peak_bytes'))} at {reference_size:,} → "
+              f"{_fmt_mb((largest or {}).get('jvm_heap_peak_bytes'))} at {sizes[-1]:,} ({_fmt_x(heap)})"
+              if sizes else "–")
+    if big is None or big["median_seconds"] is None:
+        return {**target, "measured": memory, "met": None, "why": "no 10M-triple window in this run"}
+    time_ok = big["median_seconds"] < TEN_MILLION_SECONDS
+    memory_ok = heap is None or heap <= MEMORY_GROWTH
+    measured = f"{_fmt_s(big['median_seconds'])} at 10M; {memory}"
+    why = []
+    if not time_ok:
+        hand = seconds(find(result, "window", "spark_hand", TEN_MILLION))
+        why.append(f"the hand-written Spark plan takes {_fmt_s(hand)} on the same files: two cores scan and "
+                   "shuffle 10M triples in about that time")
+    if not memory_ok:
+        why.append(f"the driver JVM's heap peak grew {heap:.2f}× (local mode: the executors' work runs in the "
+                   f"driver JVM, so its heap holds the scan and shuffle buffers); the Python driver's RSS grew "
+                   f"{_fmt_x(python)}")
+    return {**target, "measured": measured, "met": time_ok and memory_ok, "why": "; ".join(why) or None}
+
+
+def _ingest(result: dict) -> dict:
+    target = {"id": "ingest", "target": f"ingest of timestamped N-Quads at least {INGEST_RATE:,} triples per second"}
+    if not result["ingest"]:
+        return {**target, "measured": "–", "met": None, "why": "nothing ingested"}
+    largest = max(result["ingest"], key=lambda i: i["triples"])
+    measured = f"{largest['triples_per_second']:,.0f} triples/s ({largest['triples']:,} triples in {_fmt_s(largest['seconds'])})"
+    met = largest["triples_per_second"] >= INGEST_RATE
+    why = None
+    if not met:
+        why = ("the fixed cost of an ingest (two Spark passes, staging, one Delta commit, statistics and the "
+               "watermark) dominates files this small") if largest["triples"] < 1_000_000 else (
+               "parsing N-Quads in Python on the executors (two cores) bounds the rate")
+    return {**target, "measured": measured, "met": met, "why": why}
+
+
+# --- Markdown ----------------------------------------------------------------------------------------------
+
+
+def _status(met) -> str:
+    return {True: "met", False: "**missed**", None: "not measured"}[met]
+
+
+def markdown(result: dict) -> str:
+    """The run's table: targets, every sweep, memory, ingest, Airflow, answers."""
+    machine = result["machine"]
+    lines = [
+        f"# csparql benchmarks — {result['mode']} run",
+        "",
+        f"Started {result['started_at']}, {result['duration_seconds'] / 60:.1f} min. Machine: {machine['cpu']}, "
+        f"{machine['logical_cores']} logical cores, {machine['memory_bytes'] / 2**30:.0f} GiB, {machine['os']}, "
+        f"Python {machine['python']}, {machine['java']}; Spark `{machine['spark_master']}`; load average at start "
+        f"{machine.get('load_average_at_start')}, at end {machine.get('load_average_at_end')}. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + f". Seed {result['seed']}.",
+        "",
+        f"Medians of {result['parameters']['repetitions']} repetitions after {result['parameters']['warmups']} "
+        f"warm-up(s) (cold runs: {result['parameters']['cold_repetitions']}, no warm-up), systems interleaved. "
+        "≠ marks an answer that differs from the reference's.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | status | why |",
+        "|---|---|---|---|",
+    ]
+    for t in result["targets"]:
+        lines.append(f"| {t['target']} | {t['measured']} | {_status(t['met'])} | {t['why'] or ''} |")
+    systems = ["csparql_warm", "csparql_cold", "spark_hand", "duckdb", "pyoxigraph", "rdflib"]
+    lines += ["", "## Window size: cars per district (04), time per window", "",
+              "| window (triples) | " + " | ".join(LABELS[s] for s in systems)
+              + " | compiled ÷ hand | pyoxigraph ÷ warm | rdflib ÷ warm |",
+              "|---:|" + "---:|" * (len(systems) + 3)]
+    for size in _window_sizes(result):
+        cells = [_cell(find(result, "window", s, size)) for s in systems]
+        warm = seconds(find(result, "window", "csparql_warm", size))
+        extra = [_fmt_x(ratio(warm, seconds(find(result, "window", "spark_hand", size)))),
+                 _fmt_x(ratio(seconds(find(result, "window", "pyoxigraph", size)), warm)),
+                 _fmt_x(ratio(seconds(find(result, "window", "rdflib", size)), warm))]
+        lines.append(f"| {size:,} | " + " | ".join(cells + extra) + " |")
+    workloads_run = sorted({(m["workload"], m["size"]) for m in result["measurements"] if m["sweep"] == "workload"})
+    if workloads_run:
+        lines += ["", "## Other workloads, time per window", "",
+                  "| workload | window (triples) | " + " | ".join(LABELS[s] for s in systems) + " |",
+                  "|---|---:|" + "---:|" * len(systems)]
+        for workload, size in workloads_run:
+            cells = [_cell(find(result, "workload", s, size, workload=workload)) for s in systems]
+            lines.append(f"| {workload} | {size:,} | " + " | ".join(cells) + " |")
+    histories = sorted({m["history"] for m in result["measurements"] if m["sweep"] == "history"})
+    if histories:
+        history_systems = ["csparql_warm", "csparql_filter", "spark_hand", "duckdb"]
+        size = next(m["size"] for m in result["measurements"] if m["sweep"] == "history")
+        lines += ["", f"## Stored history: topic count (003 §5) over a {size:,}-triple window", "",
+                  "| history | stored triples | " + " | ".join(LABELS[s] for s in history_systems)
+                  + " | files read (window) |", "|---:|---:|" + "---:|" * (len(history_systems) + 1)]
+        for history in histories:
+            cells = [_cell(find(result, "history", s, history=history)) for s in history_systems]
+            files = (find(result, "history", "csparql_warm", history=history) or {}).get("window_files")
+            lines.append(f"| {history}× | {history * size:,} | " + " | ".join(cells) + f" | {files} |")
+    ratios = sorted({m["ratio"] for m in result["measurements"] if m["sweep"] == "ratio"})
+    if ratios:
+        ratio_systems = ["csparql_warm", "spark_hand", "duckdb"]
+        lines += ["", "## Sliding ratio: topic count, RANGE 3m, STEP = 3m ÷ ratio", "",
+                  "Time per evaluation, and compute per minute of stream (each triple is in `ratio` windows).", "",
+                  "| RANGE/STEP | STEP | " + " | ".join(f"{LABELS[s]} per window | per stream minute"
+                                                         for s in ratio_systems) + " |",
+                  "|---:|---:|" + "---:|---:|" * len(ratio_systems)]
+        for value in ratios:
+            cells = []
+            step = None
+            for s in ratio_systems:
+                m = find(result, "ratio", s, ratio_=value)
+                step = (m or {}).get("step_seconds", step)
+                cells += [_cell(m), _fmt_s((m or {}).get("seconds_per_stream_minute"))]
+            lines.append(f"| {value} | {step} s | " + " | ".join(cells) + " |")
+    lines += ["", "## Memory: cars per district (04), peak per window", "",
+              "Peak RSS of the processes a system runs in (the Spark systems: Python driver + JVM; the others: the "
+              "Python process, whose RSS includes what earlier systems left allocated — the increase during the "
+              "run is the fairer figure) and the JVM heap's peak use.", "",
+              "| window | " + " | ".join(f"{LABELS[s]} RSS (increase)" for s in systems) + " | csparql JVM heap peak |",
+              "|---:|" + "---:|" * (len(systems) + 1)]
+    for size in _window_sizes(result):
+        cells = []
+        for s in systems:
+            m = find(result, "window", s, size)
+            cells.append("–" if not m or m["peak_rss_bytes"] is None
+                         else f"{_fmt_mb(m['peak_rss_bytes'])} (+{_fmt_mb(m['rss_increase_bytes'])})")
+        heap = (find(result, "window", "csparql_warm", size) or {}).get("jvm_heap_peak_bytes")
+        lines.append(f"| {size:,} | " + " | ".join(cells) + f" | {_fmt_mb(heap)} |")
+    lines += ["", "## Ingest (timestamped N-Quads through `ingest_stream`)", "",
+              "| data set | stream | triples | MB | time | triples/s |", "|---|---|---:|---:|---:|---:|"]
+    for i in result["ingest"]:
+        lines.append(f"| {i['dataset']} n={i['size']:,} h={i['history']} | `{i['stream']}` | {i['triples']:,} | "
+                     f"{i['bytes'] / 2**20:.1f} | {_fmt_s(i['seconds'])} | {i['triples_per_second']:,.0f} |")
+    lines += ["", "## End to end through Airflow", ""]
+    lines += _airflow_lines(result["airflow"])
+    disagreements = [m for m in result["measurements"] if m.get("agrees_with_reference") is False]
+    checked = [m for m in result["measurements"] if m.get("agrees_with_reference") is not None]
+    lines += ["", "## Answers", ""]
+    if disagreements:
+        lines.append(f"**{len(disagreements)} of {len(checked)} answers differ from their reference:**")
+        lines += [f"- {m['system']} on {m['workload']} n={m['size']:,} h={m['history']}: {m.get('disagreement')}"
+                  for m in disagreements]
+    else:
+        lines.append(f"All {len(checked)} answers checked are the same multiset as their reference's (pyoxigraph's "
+                     "where it ran, else DuckDB's).")
+    failed = [m for m in result["measurements"] if m["status"] == "failed"]
+    if failed:
+        lines += ["", "## Failures", ""] + [f"- {m['system']} on {m['workload']} n={m['size']:,}: {m['reason']}"
+                                            for m in failed]
+    if result.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in result["notes"]]
+    lines += ["", "Plots: " + ", ".join(f"`{p}`" for p in PLOTS) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def _airflow_lines(airflow: dict) -> list[str]:
+    if airflow.get("status") != "ok":
+        return [f"{airflow.get('status', 'not run')}: {airflow.get('reason', '')}"]
+    lines = [airflow.get("description", ""), "",
+             "| mode | COMPUTED EVERY | windows evaluated | expected | lag growth (s per s) | lag at end | "
+             "window end → results committed (median, max) | keeps up |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for trial in airflow["trials"]:
+        latency = trial.get("commit_latency_seconds") or []
+        lat = (f"{_fmt_s(sorted(latency)[len(latency) // 2])}, {_fmt_s(max(latency))}" if latency else "–")
+        lines.append(f"| {trial['mode']} | {trial['period']} | {trial['windows_evaluated']} | {trial['windows_expected']} | "
+                     f"{_fmt_num(trial.get('lag_slope'))} | {_fmt_s(trial.get('lag_at_end_seconds'))} | {lat} | "
+                     f"{'yes' if trial['keeps_up'] else 'no'} |")
+    lines.append("")
+    for mode, period in airflow.get("shortest_period_kept_up", {}).items():
+        lines.append(f"- shortest COMPUTED EVERY kept up with, {mode}: {period or 'none of those tried'}")
+    return lines
+
+
+def _fmt_num(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+# --- plots ---------------------------------------------------------------------------------------------------
+
+
+def plots(result: dict, folder: Path) -> list[Path]:
+    """The PNG plots of a run (time and memory against window size, time against history, sliding ratio)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    systems = ["csparql_warm", "csparql_cold", "spark_hand", "duckdb", "pyoxigraph", "rdflib"]
+
+    def save(figure, name):
+        path = folder / name
+        figure.tight_layout()
+        figure.savefig(path, dpi=120)
+        plt.close(figure)
+        written.append(path)
+
+    figure, axes = plt.subplots(figsize=(7.5, 5))
+    for system in systems:
+        points = [(m["size"], m["median_seconds"]) for m in result["measurements"]
+                  if m["sweep"] == "window" and m["system"] == system and m["median_seconds"] is not None]
+        estimates = [(m["size"], m["estimated_seconds"]) for m in result["measurements"]
+                     if m["sweep"] == "window" and m["system"] == system and m.get("estimated_seconds")]
+        if points:
+            line, = axes.plot(*zip(*sorted(points)), marker="o", label=LABELS[system])
+            if estimates:
+                axes.plot(*zip(*sorted([points[-1], *estimates])), linestyle=":", color=line.get_color())
+    axes.set(xscale="log", yscale="log", xlabel="triples in the window", ylabel="seconds per window (median)",
+             title="Cars per district (04): time against window size")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    save(figure, "time_vs_window.png")
+
+    figure, axes = plt.subplots(figsize=(7.5, 5))
+    for system in ("csparql_warm", "csparql_filter", "spark_hand", "duckdb"):
+        points = [(m["history"], m["median_seconds"]) for m in result["measurements"]
+                  if m["sweep"] == "history" and m["system"] == system and m["median_seconds"] is not None]
+        if points:
+            axes.plot(*zip(*sorted(points)), marker="o", label=LABELS[system])
+    axes.set(xscale="log", yscale="log", xlabel="stored history (multiples of the window)",
+             ylabel="seconds per window (median)", title="Topic count (003 §5): time against stored history")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    save(figure, "time_vs_history.png")
+
+    figure, axes = plt.subplots(figsize=(7.5, 5))
+    for system in systems:
+        points = [(m["size"], m["peak_rss_bytes"] / 2**20) for m in result["measurements"]
+                  if m["sweep"] == "window" and m["system"] == system and m["peak_rss_bytes"]]
+        if points:
+            axes.plot(*zip(*sorted(points)), marker="o", label=f"{LABELS[system]} (RSS)")
+    heap = [(m["size"], m["jvm_heap_peak_bytes"] / 2**20) for m in result["measurements"]
+            if m["sweep"] == "window" and m["system"] == "csparql_warm" and m.get("jvm_heap_peak_bytes")]
+    if heap:
+        axes.plot(*zip(*sorted(heap)), marker="s", linestyle="--", label="csparql warm (JVM heap peak)")
+    axes.set(xscale="log", xlabel="triples in the window", ylabel="peak memory (MB)",
+             title="Cars per district (04): memory against window size")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    save(figure, "memory_vs_window.png")
+
+    figure, axes = plt.subplots(figsize=(7.5, 5))
+    for system in ("csparql_warm", "spark_hand", "duckdb"):
+        points = [(m["ratio"], m["seconds_per_stream_minute"]) for m in result["measurements"]
+                  if m["sweep"] == "ratio" and m["system"] == system and m.get("seconds_per_stream_minute")]
+        if points:
+            axes.plot(*zip(*sorted(points)), marker="o", label=LABELS[system])
+    axes.set(xscale="log", yscale="log", xlabel="RANGE / STEP", ylabel="compute seconds per minute of stream",
+             title="Topic count, RANGE 3m: cost against sliding ratio")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    save(figure, "cost_vs_sliding_ratio.png")
+    return written
+
+
+def write(result: dict, folder: Path) -> None:
+    """Write ``results.json``, ``table.md`` and the plots into the run folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    (folder / "table.md").write_text(markdown(result), encoding="utf-8")
+    plots(result, folder)
