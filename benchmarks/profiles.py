@@ -31,6 +31,8 @@ class Profile:
     # cold runs (one spark-submit each) only up to this window size, and this many repetitions
     cold_max_size: int = 10_000_000
     cold_repetitions: int = 5
+    cold_workloads: tuple[str, ...] = ("district_count", "construct_stream", "topic_count", "physical_window",
+                                       "two_streams")
     # rdflib / pyoxigraph: a repetition that would take longer than this (extrapolated) is not run
     slow_limit_seconds: float = 600.0
     # history sweep: the topic count (003 §5) with this window size, history 1× … 100×
@@ -97,6 +99,7 @@ QUICK = Profile(
     physical_history=3,
     cold_max_size=2_000,
     cold_repetitions=1,
+    cold_workloads=("district_count",),
     slow_limit_seconds=60.0,
     history_window=2_000,
     histories=(1, 4),

@@ -1,0 +1,221 @@
+"""The benchmark harness's own pieces, without Spark: statistics, parameters, seeded generators, the target
+logic and the report. (Speed is never asserted: these check the arithmetic and the bookkeeping.)"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import pytest
+
+from benchmarks import data, report
+from benchmarks.measure import extrapolate, fit_power, linear_slope, median, ratio
+from benchmarks.profiles import FULL, QUICK
+from benchmarks.workloads import answer_of_rows, answer_of_triples, canonical_value
+from csparql.windows import parse_instant
+
+# --- statistics -------------------------------------------------------------------------------------------
+
+
+def test_median_of_odd_and_even_counts_and_of_nothing():
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([4.0, 1.0, 3.0, 2.0]) == 2.5
+    assert median([]) is None
+
+
+def test_ratio_refuses_missing_or_non_positive_denominators():
+    assert ratio(3.0, 1.5) == 2.0
+    assert ratio(None, 1.0) is None and ratio(1.0, None) is None and ratio(1.0, 0.0) is None
+
+
+def test_power_fit_recovers_an_exact_power_law():
+    a, b = fit_power([(10, 2 * 10**1.5), (100, 2 * 100**1.5), (1000, 2 * 1000**1.5)])
+    assert math.isclose(a, 2, rel_tol=1e-9) and math.isclose(b, 1.5, rel_tol=1e-9)
+
+
+def test_extrapolation_follows_the_fit_and_never_grows_slower_than_linearly():
+    quadratic = [(10, 1.0), (100, 100.0)]
+    assert math.isclose(extrapolate(quadratic, 1000), 10_000.0, rel_tol=1e-9)
+    flat = [(10, 5.0), (100, 5.0)]  # a fixed cost: loading ten times more still takes ten times longer
+    assert math.isclose(extrapolate(flat, 1000), 50.0, rel_tol=1e-9)
+    assert math.isclose(extrapolate([(100, 2.0)], 1000), 20.0, rel_tol=1e-9)
+    assert extrapolate([], 10) is None
+
+
+def test_linear_slope():
+    assert math.isclose(linear_slope([(0, 1), (1, 3), (2, 5)]), 2.0)
+    assert linear_slope([(1, 1)]) is None and linear_slope([(1, 1), (1, 2)]) is None
+
+
+# --- parameters -------------------------------------------------------------------------------------------
+
+
+def test_profile_overrides_parse_each_field_type():
+    profile = QUICK.override(["window_sizes=1000,5_000", "repetitions=3", "airflow=false", "slow_limit_seconds=2.5",
+                              "airflow_periods=30s,10s"])
+    assert profile.window_sizes == (1000, 5000) and profile.repetitions == 3 and profile.airflow is False
+    assert profile.slow_limit_seconds == 2.5 and profile.airflow_periods == ("30s", "10s")
+    assert QUICK.window_sizes != profile.window_sizes  # profiles are immutable
+
+
+@pytest.mark.parametrize("assignment", ["no_such_field=1", "repetitions", "airflow=maybe", "repetitions=many"])
+def test_bad_overrides_name_the_problem(assignment):
+    with pytest.raises(ValueError, match="--set"):
+        QUICK.override([assignment])
+
+
+def test_full_mode_has_the_sizes_of_the_issue():
+    assert FULL.window_sizes[0] == 10_000 and FULL.window_sizes[-1] == 10_000_000
+    assert FULL.histories[0] == 1 and FULL.histories[-1] == 100
+    assert FULL.ratios[0] == 1 and FULL.ratios[-1] == 30
+    assert FULL.repetitions >= 5 and FULL.warmups >= 1 and FULL.cold_repetitions >= 5
+    assert FULL.airflow_observe_seconds >= 600
+
+
+# --- generators ---------------------------------------------------------------------------------------------
+
+_TIMESTAMP = re.compile(r'"([^"]+)"\^\^<http://www.w3.org/2001/XMLSchema#dateTime> \.$')
+
+
+def _instants(path) -> list[int]:
+    return [parse_instant(_TIMESTAMP.search(line).group(1)) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("kind", ["urban", "topics", "two_streams"])
+def test_generators_are_seeded(tmp_path, kind):
+    first = data.generate(kind, tmp_path / "a", 600, 2, seed=7)
+    again = data.generate(kind, tmp_path / "b", 600, 2, seed=7)
+    other = data.generate(kind, tmp_path / "c", 600, 2, seed=8)
+    for iri in first[0]:
+        assert first[0][iri].read_bytes() == again[0][iri].read_bytes()
+        assert first[0][iri].read_bytes() != other[0][iri].read_bytes()
+    assert first[1].read_bytes() == again[1].read_bytes()
+
+
+@pytest.mark.parametrize("kind,size,history", [("urban", 3000, 1), ("urban", 1000, 4), ("topics", 2999, 3)])
+def test_generators_give_the_window_size_asked_for(tmp_path, kind, size, history):
+    streams, _, counts, span = data.generate(kind, tmp_path, size, history, seed=1)
+    (iri, path), = streams.items()
+    instants = _instants(path)
+    expected = size * history
+    assert len(instants) == counts[iri]
+    assert all(data.AT - history * span < t <= data.AT for t in instants)
+    assert instants == sorted(instants)
+    in_window = sum(1 for t in instants if data.AT - span < t <= data.AT)
+    assert abs(in_window - size) <= 3, (in_window, size)  # topics come three triples to a post
+    assert abs(len(instants) - expected) <= 3
+
+
+def test_two_streams_hold_about_the_window_size_between_them_with_their_placements(tmp_path):
+    streams, static, counts, span = data.generate("two_streams", tmp_path, 4000, 1, seed=3)
+    assert set(streams) == {data.CITY_TOLLGATES, data.CITY_CAMERAS}
+    assert abs(sum(counts.values()) - 4000) <= 2
+    gates = streams[data.CITY_TOLLGATES].read_text()
+    cameras = streams[data.CITY_CAMERAS].read_text()
+    assert "placedIn" in gates and "registers" in gates
+    assert "placedAt" in cameras and "crossing" in cameras and "registers" in cameras
+    assert "hasCapacity" in static.read_text()
+
+
+# --- canonical answers ------------------------------------------------------------------------------------
+
+
+def test_canonical_values_make_every_system_comparable():
+    from rdflib import Literal, URIRef
+    from rdflib.namespace import XSD
+
+    assert canonical_value(URIRef("http://x/a")) == "<http://x/a>"
+    assert canonical_value(Literal("12", datatype=XSD.integer)) == "12"
+    assert canonical_value(12) == "12" and canonical_value(12.0) == "12"
+    assert canonical_value({"kind": 1, "value": "http://x/a", "datatype": None, "language": None}) == "<http://x/a>"
+    assert answer_of_rows([(URIRef("http://x/a"), 2), (URIRef("http://x/a"), 2)]) == Counter({("<http://x/a>", "2"): 2})
+    assert answer_of_triples([("a", "b", 1), ("a", "b", 1)]) == Counter({("a", "b", "1"): 1})  # a graph is a set
+
+
+# --- targets and report -----------------------------------------------------------------------------------
+
+
+def _m(sweep, system, size, seconds, history=1, ratio_=None, status="ok", estimated=None, **extra):
+    return {"sweep": sweep, "workload": "w", "system": system, "size": size, "history": history, "ratio": ratio_,
+            "status": status, "reason": None, "median_seconds": seconds if status == "ok" else None,
+            "estimated_seconds": estimated, "peak_rss_bytes": 2**30, "rss_increase_bytes": 2**20,
+            "jvm_heap_peak_bytes": extra.pop("heap", 2**28), "agrees_with_reference": True, "runs": [], **extra}
+
+
+def _result(measurements, ingest_rate=200_000.0):
+    return {"measurements": measurements, "ingest": [
+        {"dataset": "urban", "size": 10, "history": 1, "stream": "s", "triples": 2_000_000, "bytes": 1,
+         "seconds": 2_000_000 / ingest_rate, "triples_per_second": ingest_rate}], "airflow": {"status": "not run"}}
+
+
+def _target(result, name):
+    return next(t for t in report.targets(result) if t["id"] == name)
+
+
+def test_compiled_overhead_target_is_judged_only_at_the_sizes_it_names():
+    quick = _result([_m("window", "csparql_warm", 2000, 3.0), _m("window", "spark_hand", 2000, 1.0)])
+    assert _target(quick, "compiled_overhead")["met"] is None
+    met = _result([_m("window", "csparql_warm", n, 1.1 * n / 1e5) for n in (100_000, 1_000_000)]
+                  + [_m("window", "spark_hand", n, n / 1e5) for n in (100_000, 1_000_000)])
+    assert _target(met, "compiled_overhead")["met"] is True
+    plan = {"shuffles": 3, "broadcasts": 1}
+    missed = _result([_m("window", "csparql_warm", 100_000, 2.0, plan=plan),
+                      _m("window", "spark_hand", 100_000, 1.0, plan={"shuffles": 1, "broadcasts": 1})])
+    target = _target(missed, "compiled_overhead")
+    assert target["met"] is False and "shuffles 3 vs 1" in target["why"]
+
+
+def test_versus_stores_target_uses_extrapolated_times_of_systems_not_run():
+    result = _result([_m("window", "csparql_warm", 1_000_000, 2.0),
+                      _m("window", "pyoxigraph", 1_000_000, None, status="not run", estimated=200.0),
+                      _m("window", "rdflib", 1_000_000, 100.0)])
+    target = _target(result, "versus_sparql_stores")
+    assert target["met"] is True and "extrapolated" in target["measured"]
+    slow = _result([_m("window", "csparql_warm", 1_000_000, 2.0), _m("window", "pyoxigraph", 1_000_000, 20.0),
+                    _m("window", "rdflib", 1_000_000, 100.0)])
+    assert _target(slow, "versus_sparql_stores")["met"] is False
+
+
+def test_history_target_needs_a_flat_window_and_a_growing_filter():
+    def run(window_100, filter_100):
+        return _result([_m("history", "csparql_warm", 10, 1.0, history=1), _m("history", "csparql_warm", 10, window_100, history=100),
+                        _m("history", "csparql_filter", 10, 1.0, history=1), _m("history", "csparql_filter", 10, filter_100, history=100)])
+
+    assert _target(run(1.1, 5.0), "history")["met"] is True
+    assert _target(run(1.5, 5.0), "history")["met"] is False
+    assert _target(run(1.1, 1.1), "history")["met"] is False
+
+
+def test_ten_million_and_ingest_targets():
+    result = _result([_m("window", "csparql_warm", 100_000, 1.0, heap=2**28),
+                      _m("window", "csparql_warm", 10_000_000, 12.0, heap=2**28 + 2**20)])
+    assert _target(result, "ten_million")["met"] is True
+    grown = _result([_m("window", "csparql_warm", 100_000, 1.0, heap=2**28),
+                     _m("window", "csparql_warm", 10_000_000, 12.0, heap=2**30)])
+    assert _target(grown, "ten_million")["met"] is False
+    assert _target(_result([]), "ten_million")["met"] is None
+    assert _target(_result([], ingest_rate=200_000.0), "ingest")["met"] is True
+    slow = _target(_result([], ingest_rate=50_000.0), "ingest")
+    assert slow["met"] is False and slow["why"]
+
+
+def test_markdown_and_plots_from_a_result(tmp_path):
+    measurements = [_m("window", s, n, 0.01 * n / 1000) for s in ("csparql_warm", "spark_hand", "duckdb", "pyoxigraph",
+                                                                     "rdflib", "csparql_cold") for n in (1000, 10_000)]
+    measurements += [_m("history", s, 1000, 0.5 * h, history=h) for s in ("csparql_warm", "csparql_filter") for h in (1, 10)]
+    measurements += [_m("ratio", "csparql_warm", 1000, 0.5, ratio_=r, step_seconds=180 // r,
+                        seconds_per_stream_minute=0.5 * r / 3) for r in (1, 6)]
+    result = {**_result(measurements), "mode": "quick", "seed": 1, "started_at": "2026-01-01T00:00:00Z",
+              "duration_seconds": 60, "versions": {"pyspark": "4"}, "notes": [],
+              "parameters": {"repetitions": 2, "warmups": 1, "cold_repetitions": 1},
+              "machine": {"cpu": "cpu", "logical_cores": 2, "memory_bytes": 2**34, "os": "linux", "python": "3.11",
+                          "java": "17", "spark_master": "local[2]"}}
+    result["targets"] = report.targets(result)
+    report.write(result, tmp_path)
+    table = (tmp_path / "table.md").read_text()
+    for heading in ("## Targets", "## Window size", "## Stored history", "## Sliding ratio", "## Memory", "## Ingest",
+                    "## End to end through Airflow", "## Answers"):
+        assert heading in table
+    for plot in report.PLOTS:
+        assert (tmp_path / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,105 @@
+"""The quick mode of the benchmarks runs (as ``./bench.sh --quick`` does) and its run folder holds every
+figure: each system at each point of each sweep, ingest, the Airflow end-to-end trials, the targets, the
+table and the plots — and every answer agrees with the reference's. No timing is asserted.
+
+The run is a separate process (it starts its own SparkSession, Spark Connect server and Airflow stack)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import report
+from benchmarks.profiles import QUICK, SYSTEMS
+from benchmarks.cli import ROOT
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench-quick") / "run"
+    finished = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    assert (out / "results.json").exists(), f"no results.json:\n{finished.stdout[-3000:]}\n{finished.stderr[-5000:]}"
+    result = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    return {"out": out, "result": result, "finished": finished}
+
+
+def _figure(measurement: dict) -> bool:
+    """A measured median with its repetitions and memory, or a reason why it was not run."""
+    if measurement["status"] == "ok":
+        return (measurement["median_seconds"] is not None and measurement["repetitions"] >= 1
+                and measurement["peak_rss_bytes"] and measurement["answer_rows"] is not None)
+    return measurement["status"] == "not run" and bool(measurement["reason"])
+
+
+def test_the_quick_run_completes(run):
+    finished = run["finished"]
+    assert finished.returncode == 0, f"{finished.stdout[-4000:]}\n{finished.stderr[-6000:]}"
+    result = run["result"]
+    assert result["mode"] == "quick" and result["seed"] == QUICK.seed
+    assert result["machine"]["logical_cores"] and result["versions"]["pyspark"]
+    assert result["parameters"]["window_sizes"] == list(QUICK.window_sizes)
+
+
+def test_every_system_has_a_figure_at_every_window_size(run):
+    result = run["result"]
+    for size in QUICK.window_sizes:
+        for system in SYSTEMS:
+            m = report.find(result, "window", system, size)
+            assert m is not None and _figure(m), (system, size, m and m["reason"])
+    # the cold system ran where the quick mode asks for it, every other system everywhere
+    assert report.find(result, "window", "csparql_cold", QUICK.window_sizes[0])["status"] == "ok"
+    for system in ("csparql_warm", "spark_hand", "duckdb", "pyoxigraph", "rdflib"):
+        assert all(report.find(result, "window", system, n)["status"] == "ok" for n in QUICK.window_sizes)
+
+
+def test_every_workload_and_sweep_has_its_figures(run):
+    result = run["result"]
+    for workload in QUICK.workloads:
+        for size in QUICK.workload_sizes:
+            for system in SYSTEMS:
+                m = report.find(result, "workload", system, size, workload=workload)
+                assert m is not None and _figure(m), (workload, system, size)
+    for history in QUICK.histories:
+        for system in ("csparql_warm", "csparql_filter", "spark_hand", "duckdb"):
+            m = report.find(result, "history", system, history=history)
+            assert m is not None and m["status"] == "ok" and _figure(m), (history, system)
+    for ratio in QUICK.ratios:
+        for system in ("csparql_warm", "spark_hand", "duckdb"):
+            m = report.find(result, "ratio", system, ratio_=ratio)
+            assert m is not None and m["status"] == "ok" and m["seconds_per_stream_minute"] > 0, (ratio, system)
+    assert result["ingest"] and all(i["triples"] > 0 and i["triples_per_second"] > 0 for i in result["ingest"])
+
+
+def test_every_answer_agrees_with_the_reference(run):
+    checked = [m for m in run["result"]["measurements"] if m["status"] == "ok"]
+    assert checked and all(m["agrees_with_reference"] is True for m in checked), [
+        (m["system"], m["workload"], m["size"], m.get("disagreement")) for m in checked if not m["agrees_with_reference"]]
+    assert {m["reference"] for m in checked} == {"pyoxigraph"}
+
+
+def test_the_airflow_figures_are_there_for_both_modes(run):
+    airflow = run["result"]["airflow"]
+    assert airflow["status"] == "ok", airflow.get("reason")
+    modes = {trial["mode"] for trial in airflow["trials"]}
+    assert modes == set(QUICK.airflow_modes)
+    for trial in airflow["trials"]:
+        assert trial["windows_evaluated"] >= 1 and trial["commit_latency_seconds"], trial
+        assert isinstance(trial["keeps_up"], bool) and trial["lag_samples"]
+    assert set(airflow["shortest_period_kept_up"]) == set(QUICK.airflow_modes)
+
+
+def test_the_targets_table_and_plots_are_written(run):
+    result, out = run["result"], run["out"]
+    assert {t["id"] for t in result["targets"]} == {"compiled_overhead", "versus_sparql_stores", "history",
+                                                   "ten_million", "ingest"}
+    assert all(t["met"] in (True, False, None) and t["measured"] for t in result["targets"])
+    assert all(t["why"] for t in result["targets"] if t["met"] is not True)
+    table = (out / "table.md").read_text(encoding="utf-8")
+    assert "## Targets" in table and "## End to end through Airflow" in table
+    for plot in report.PLOTS:
+        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert list((out / "plans").glob("district_count-*-csparql_warm.txt"))
