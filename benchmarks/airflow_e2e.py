@@ -253,14 +253,19 @@ def observe(stack, warehouse, name: str, period: str, seconds: float) -> dict:
 
 
 def _drain(stack, dag: str, timeout: float = 240) -> None:
-    """Wait until none of the DAG's runs is queued or running (a paused DAG's running tasks still finish)."""
+    """Let the paused DAG's running tasks finish (up to ``timeout``), then mark its unfinished runs failed: a
+    paused DAG's queued runs would otherwise start when it is next unpaused, and its running runs would wait."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        active = [r for r in stack.dag_runs(dag) if r["state"] in ("queued", "running")]
-        if not active:
-            return
+        running = stack.api("GET", f"dags/{dag}/dagRuns/~/taskInstances?state=running").get("task_instances", [])
+        if not running:
+            break
         time.sleep(2)
-    log.warning("%s: runs still active after %.0f s", dag, timeout)
+    else:
+        log.warning("%s: tasks still running after %.0f s", dag, timeout)
+    for run in stack.dag_runs(dag):
+        if run["state"] in ("queued", "running"):
+            stack.api("PATCH", f"dags/{dag}/dagRuns/{run['dag_run_id']}", {"state": "failed"}, allow=(404, 409))
 
 
 def run(profile, work: Path, spark) -> dict:
