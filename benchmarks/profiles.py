@@ -48,6 +48,7 @@ class Profile:
     airflow_rate: int = 2000  # triples per second landing
     airflow_tick_seconds: int = 5
     airflow_modes: tuple[str, ...] = ("submit", "connect")
+    airflow_modes_together: bool = False  # observe the modes at the same time (quick: saves minutes)
 
     def override(self, assignments: list[str]) -> Profile:
         """This profile with ``field=value`` assignments applied (tuples as comma-separated values)."""
@@ -105,8 +106,9 @@ QUICK = Profile(
     histories=(1, 4),
     ratio_window=2_000,
     ratios=(1, 18),
-    airflow_periods=("20s",),
-    airflow_observe_seconds=60,
+    airflow_periods=("15s",),
+    airflow_observe_seconds=45,
+    airflow_modes_together=True,
     airflow_rate=50,
     airflow_tick_seconds=5,
 )

@@ -193,6 +193,7 @@ class BenchmarkRun:
         self.check_answers(records, answers)
         for record in records.values():
             record.extra["window_files"] = sum(len(s.files) for s in point.window.streams.values())
+            record.extra["window_file_triples"] = sum(s.records or 0 for s in point.window.streams.values())
             record.extra.update({k: v for k, v in point.label.items() if not k.startswith("_")})
         self.records.extend(records.values())
         return list(records.values())

@@ -204,7 +204,7 @@ class DuckDB(System):
         try:
             connection.execute("SET TimeZone = 'UTC'")
             connection.execute("SET threads = 2")
-            return connection.sql(point.workload.sql(point.window)).fetch_arrow_table()
+            return connection.sql(point.workload.sql(point.window)).to_arrow_table()
         finally:
             connection.close()
 
@@ -216,6 +216,7 @@ class _Exported(System):
     """A system that loads the evaluation's dataset exported as N-Quads (the window plus the static graph)."""
 
     def prepare(self, point: Point) -> None:
+        point.work.mkdir(parents=True, exist_ok=True)
         path = point.work / "dataset.nq"
         if not path.exists():
             import duckdb
@@ -292,6 +293,7 @@ class CsparqlCold(System):
         self._running: psutil.Process | None = None
 
     def prepare(self, point: Point) -> None:
+        point.work.mkdir(parents=True, exist_ok=True)
         query = point.work / f"bench_{point.workload.name}.rq"
         query.write_text(point.workload.cquery, encoding="utf-8")
         self.query = query

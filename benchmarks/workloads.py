@@ -56,6 +56,7 @@ class StreamSlice:
     end: int
     start: int | None = None
     count: int | None = None
+    records: int | None = None  # triples the files hold, from the Delta log
 
 
 @dataclass(frozen=True)
@@ -444,13 +445,19 @@ def window_files(plan, warehouse, at: int) -> WindowFiles:
         window = windows[str(iri)]
         if isinstance(window, LogicalWindow):
             chosen = select_window_files(files, bounds)
-            streams[str(iri)] = StreamSlice(str(iri), tuple(f.uri for f in chosen), bounds.end, bounds.start)
+            streams[str(iri)] = StreamSlice(str(iri), tuple(f.uri for f in chosen), bounds.end, bounds.start,
+                                            records=_records(chosen))
         else:
             chosen = select_latest_files(files, bounds.end, window.count)
-            streams[str(iri)] = StreamSlice(str(iri), tuple(f.uri for f in chosen), bounds.end, count=window.count)
+            streams[str(iri)] = StreamSlice(str(iri), tuple(f.uri for f in chosen), bounds.end, count=window.count,
+                                            records=_records(chosen))
     static_path = warehouse.static(None)
     static = tuple(f.uri for f in delta.live_files(delta.open_table(static_path), static_path))
     return WindowFiles(at, streams, static)
+
+
+def _records(files) -> int | None:
+    return None if any(f.records is None for f in files) else sum(f.records for f in files)
 
 
 def ntriples_sql(window: WindowFiles, graphs: tuple[str, ...] = ()) -> str:
@@ -475,7 +482,7 @@ def ntriples_sql(window: WindowFiles, graphs: tuple[str, ...] = ()) -> str:
 
 def export_dataset(connection, window: WindowFiles, graphs: tuple[str, ...], path: Path) -> int:
     """Write the evaluation's dataset as N-Quads (N-Triples when it has no named graph); the line count."""
-    lines = connection.sql(ntriples_sql(window, graphs)).fetch_arrow_table().column("line").to_pylist()
+    lines = connection.sql(ntriples_sql(window, graphs)).to_arrow_table().column("line").to_pylist()
     with open(path, "w", encoding="utf-8") as out:
         out.write("\n".join(lines))
         out.write("\n")
