@@ -230,7 +230,8 @@ class BenchmarkRun:
         for size in self.profile.window_sizes:
             point = self.point("window", workloads.district_count(), self.dataset("urban", size, 1))
             self.measure_point(point, SYSTEMS)
-            self.save_plans(point)
+            if size in (100_000, 1_000_000, 10_000_000) or size == max(self.profile.window_sizes):
+                self.save_plans(point)
 
     def workload_sweep(self) -> None:
         for name in self.profile.workloads:

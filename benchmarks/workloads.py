@@ -222,8 +222,8 @@ def physical_spark(spark, window: WindowFiles):
 def two_streams_spark(spark, window: WindowFiles):
     from pyspark.sql import functions as F
 
-    gates = _spark_window(spark, window.stream(data.CITY_TOLLGATES)).cache()
-    cams = _spark_window(spark, window.stream(data.CITY_CAMERAS)).cache()
+    gates = _spark_window(spark, window.stream(data.CITY_TOLLGATES))
+    cams = _spark_window(spark, window.stream(data.CITY_CAMERAS))
     through_gates = _with_predicate(gates, REGISTERS, "agent", "car").join(
         _with_predicate(gates, PLACED_IN, "agent", "street"), "agent").select("street")
     through_cams = (_with_predicate(cams, REGISTERS, "agent", "car")
@@ -235,11 +235,7 @@ def two_streams_spark(spark, window: WindowFiles):
     counts = solutions.groupBy("street").agg(F.count(F.lit(1)).alias("passages"))
     # ?passages > 0.8 * ?capacity, exactly: 5 · passages > 4 · capacity
     kept = solutions.join(counts, "street").where(F.col("passages") * 5 > F.col("capacity") * 4)
-    try:
-        return kept.select(F.col("street.value").alias("street"), "passages").toArrow()
-    finally:
-        gates.unpersist()
-        cams.unpersist()
+    return kept.select(F.col("street.value").alias("street"), "passages").toArrow()
 
 
 # --- DuckDB ---------------------------------------------------------------------------------------------------
