@@ -229,18 +229,18 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float) -> 
                 samples[name].append(((now - started) / 1e6, (now - max(ends)) / 1e6))
     ended = time.time_ns() // 1000
     for name in names:
-        stack.api("PATCH", f"dags/{name}", {"is_paused": True})
-    for name in names:
-        _drain(stack, name)
+        _drain(stack, name, ended)
     trials = []
     runs = _runs(warehouse)
+    # The windows of the observation: from the one the first run evaluates (the latest closed when the DAG was
+    # unpaused) to the last that closed a full period before the observation ended.
+    first = started - started % period_micros
+    last = (ended - period_micros) - (ended - period_micros) % period_micros
+    expected = max(0, (last - first) // period_micros + 1)
     for name in names:
-        mine = [r for r in runs if r["query"] == name and _micros(r["window_end"]) > started]
+        mine = [r for r in runs if r["query"] == name and first <= _micros(r["window_end"]) <= last]
         succeeded = [r for r in mine if r["status"] == "succeeded"]
-        windows = sorted({_micros(r["window_end"]) for r in succeeded})
-        # window ends from the first after unpausing to the last one a full period before the observation ended
-        expected = max(0, (ended - period_micros) // period_micros - started // period_micros)
-        before_end = [w for w in windows if w <= ended - period_micros]
+        before_end = sorted({_micros(r["window_end"]) for r in succeeded})
         latency = sorted((_micros(r["started_at"]) + r["duration_ms"] * 1000 - _micros(r["window_end"])) / 1e6
                          for r in succeeded)
         lag = samples[name]
@@ -265,17 +265,22 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float) -> 
     return trials
 
 
-def _drain(stack, dag: str, timeout: float = 240) -> None:
-    """Let the paused DAG's running tasks finish (up to ``timeout``), then mark its unfinished runs failed: a
-    paused DAG's queued runs would otherwise start when it is next unpaused, and its running runs would wait."""
+def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:
+    """Let the runs of the windows that closed before ``ended`` (µs) finish, up to ``timeout``; then pause the
+    DAG and mark its unfinished runs failed, so that nothing of this trial runs during the next one. (A paused
+    DAG's running runs are not scheduled further, so pausing first would strand them.)"""
+    from csparql.windows import parse_instant
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        running = stack.api("GET", f"dags/{dag}/dagRuns/~/taskInstances?state=running").get("task_instances", [])
-        if not running:
+        pending = [r for r in stack.dag_runs(dag) if r["state"] in ("queued", "running")
+                   and r.get("data_interval_end") and parse_instant(r["data_interval_end"]) <= ended]
+        if not pending:
             break
         time.sleep(2)
     else:
-        log.warning("%s: tasks still running after %.0f s", dag, timeout)
+        log.warning("%s: runs of the observed windows still unfinished after %.0f s", dag, timeout)
+    stack.api("PATCH", f"dags/{dag}", {"is_paused": True})
     for run in stack.dag_runs(dag):
         if run["state"] in ("queued", "running"):
             stack.api("PATCH", f"dags/{dag}/dagRuns/{run['dag_run_id']}", {"state": "failed"}, allow=(404, 409))

@@ -20,6 +20,7 @@ class Profile:
 
     mode: str
     seed: int = 2010
+    systems: tuple[str, ...] = SYSTEMS + ("csparql_filter",)  # those measured (others: "not run")
     warmups: int = 1
     repetitions: int = 5
     # window-size sweep of the per-district count (04), every system

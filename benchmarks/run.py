@@ -141,6 +141,9 @@ class BenchmarkRun:
         active = []
         for system in self.systems(names):
             record = records[system.name]
+            if system.name not in profile.systems:
+                record.status, record.reason = "not run", "not among the systems of this run (systems=...)"
+                continue
             if system.name in SLOW:
                 estimate = self.estimate(point.workload.name, system.name, point.dataset.size)
                 if estimate is not None and estimate > profile.slow_limit_seconds:
