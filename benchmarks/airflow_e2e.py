@@ -210,7 +210,7 @@ def _micros(value) -> int:
     return int(value.timestamp() * 1_000_000)
 
 
-def observe(stack, warehouse, names: list[str], period: str, seconds: float) -> list[dict]:
+def observe(stack, warehouse, names: list[str], period: str, seconds: float, drain: float = 300) -> list[dict]:
     """Unpause the DAGs ``names`` together for ``seconds``, sampling their lags; pause them, let their runs
     finish; each DAG's trial figures (see the module docstring)."""
     period_micros = parse_duration(period)
@@ -229,7 +229,7 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float) -> 
                 samples[name].append(((now - started) / 1e6, (now - max(ends)) / 1e6))
     ended = time.time_ns() // 1000
     for name in names:
-        _drain(stack, name, ended)
+        _drain(stack, name, ended, drain)
     trials = []
     runs = _runs(warehouse)
     # The windows of the observation: from the one the first run evaluates (the latest closed when the DAG was
@@ -357,7 +357,7 @@ def run(profile, work: Path, spark) -> dict:
                 log.info("Airflow: %s, COMPUTED EVERY %s, %d s", " + ".join(group), period,
                          profile.airflow_observe_seconds)
                 trials = observe(stack, warehouse, [dag_id(mode, period) for mode in group], period,
-                                 profile.airflow_observe_seconds)
+                                 profile.airflow_observe_seconds, profile.airflow_drain_seconds)
                 for mode, trial in zip(group, trials):
                     trial["mode"] = mode
                     trial["together_with"] = [m for m in group if m != mode]

@@ -50,6 +50,7 @@ class Profile:
     airflow_tick_seconds: int = 5
     airflow_modes: tuple[str, ...] = ("submit", "connect")
     airflow_modes_together: bool = False  # observe the modes at the same time (quick: saves minutes)
+    airflow_drain_seconds: int = 300  # how long the observed windows' runs may take to finish after it
 
     def override(self, assignments: list[str]) -> Profile:
         """This profile with ``field=value`` assignments applied (tuples as comma-separated values)."""
@@ -95,7 +96,7 @@ FULL = Profile(mode="full")
 QUICK = Profile(
     mode="quick",
     warmups=1,
-    repetitions=2,
+    repetitions=1,
     window_sizes=(2_000, 8_000),
     workload_sizes=(2_000,),
     physical_history=3,
@@ -110,6 +111,7 @@ QUICK = Profile(
     airflow_periods=("15s",),
     airflow_observe_seconds=45,
     airflow_modes_together=True,
+    airflow_drain_seconds=60,
     airflow_rate=50,
     airflow_tick_seconds=5,
 )
