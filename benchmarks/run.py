@@ -254,6 +254,8 @@ class BenchmarkRun:
             self.measure_point(point, ("csparql_warm", "csparql_filter", "spark_hand", "duckdb"))
 
     def ratio_sweep(self) -> None:
+        if not self.profile.ratios:
+            return
         dataset = self.dataset("topics", self.profile.ratio_window, 1)
         for ratio in self.profile.ratios:
             step_seconds = 180 // ratio

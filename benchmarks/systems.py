@@ -177,20 +177,19 @@ class SparkHand(System):
         return point.workload.canonical(raw)
 
     def explain(self, point: Point) -> str:
-        from pyspark.sql import DataFrame
-
-        captured: list[DataFrame] = []
-        original = DataFrame.toArrow
+        frame_class = type(self.spark_session.range(1))  # the classic DataFrame (Spark 4 has two kinds)
+        captured = []
+        original = frame_class.toArrow
 
         def capture(df):
             captured.append(df)
             return original(df)
 
-        DataFrame.toArrow = capture
+        frame_class.toArrow = capture
         try:
             point.workload.spark(self.spark_session, point.window)
         finally:
-            DataFrame.toArrow = original
+            frame_class.toArrow = original
         return _executed_plan(captured[-1]) if captured else "(no plan)"
 
 

@@ -170,6 +170,10 @@ class SparkCompiler:
             if small:
                 part.df = F.broadcast(part.df)
             result = part if result is None else self._inner_join(result, part)
+        if small and len(op.triples) > 1:
+            # The join of small static parts is what meets the window: broadcast it too, or adaptive execution
+            # may broadcast the window instead (its shuffle compresses well), collecting it in the driver.
+            result.df = F.broadcast(result.df)
         return result
 
     _graph_mode = False
