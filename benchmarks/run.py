@@ -8,7 +8,6 @@ missed target). See ``benchmarks/README.md``.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform

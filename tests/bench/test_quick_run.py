@@ -78,7 +78,10 @@ def test_every_answer_agrees_with_the_reference(run):
     checked = [m for m in run["result"]["measurements"] if m["status"] == "ok"]
     assert checked and all(m["agrees_with_reference"] is True for m in checked), [
         (m["system"], m["workload"], m["size"], m.get("disagreement")) for m in checked if not m["agrees_with_reference"]]
-    assert {m["reference"] for m in checked} == {"pyoxigraph"}
+    # pyoxigraph (the independent SPARQL evaluator) wherever it runs; DuckDB in the history and sliding sweeps,
+    # whose query the workload sweep checks against pyoxigraph
+    assert {m["reference"] for m in checked if m["sweep"] in ("window", "workload")} == {"pyoxigraph"}
+    assert {m["reference"] for m in checked if m["sweep"] in ("history", "ratio")} == {"duckdb"}
 
 
 def test_the_airflow_figures_are_there_for_both_modes(run):
