@@ -241,7 +241,8 @@ def _ingest(result: dict) -> dict:
     if not met:
         why = ("the fixed cost of an ingest (two Spark passes, staging, one Delta commit, statistics and the "
                "watermark) dominates files this small") if largest["triples"] < 1_000_000 else (
-               "parsing N-Quads in Python on the executors (two cores) bounds the rate")
+               "ingest parses the N-Quads lines in Python workers (mapInArrow, two passes over the file) on the "
+               "executors: two cores here")
     return {**target, "measured": measured, "met": met, "why": why}
 
 
