@@ -111,7 +111,7 @@ QUICK = Profile(
     airflow_periods=("15s",),
     airflow_observe_seconds=45,
     airflow_modes_together=True,
-    airflow_drain_seconds=240,  # returns as soon as the observed windows are done: a slow first spark-submit still lands
+    airflow_drain_seconds=240,  # ends once the observed windows are done; a slow spark-submit still lands
     airflow_rate=50,
     airflow_tick_seconds=5,
 )
