@@ -91,7 +91,9 @@ def test_the_airflow_figures_are_there_for_both_modes(run):
     assert modes == set(QUICK.airflow_modes)
     for trial in airflow["trials"]:
         assert trial["windows_evaluated"] >= 1 and trial["commit_latency_seconds"], trial
-        assert isinstance(trial["keeps_up"], bool) and trial["lag_samples"]
+        # no lag sample when no window was committed while observed (it did not keep up then)
+        assert isinstance(trial["keeps_up"], bool) and isinstance(trial["lag_samples"], list)
+        assert trial["lag_samples"] or not trial["keeps_up"]
     assert set(airflow["shortest_period_kept_up"]) == set(QUICK.airflow_modes)
 
 
