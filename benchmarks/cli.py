@@ -32,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
                              "(see benchmarks/profiles.py); repeatable")
     parser.add_argument("--no-airflow", action="store_true", help="skip the end-to-end Airflow measurement")
     parser.add_argument("--keep-data", action="store_true", help="keep the generated data and warehouses (work/)")
-    parser.add_argument("--report", metavar="RUN_DIR", help="only write table.md and the plots again from RUN_DIR/results.json")
+    parser.add_argument("--report", metavar="RUN_DIR",
+                        help="only write table.md and the plots again from RUN_DIR/results.json")
     parser.set_defaults(mode="quick")
     return parser
 

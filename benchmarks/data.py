@@ -232,7 +232,8 @@ RANGES = {"urban": 30 * MINUTE, "topics": 3 * MINUTE, "two_streams": 5 * MINUTE}
 """The window length each data set is sized for: 04/07 `[RANGE 30m]`, 15 `[RANGE 3m]`, 08 `[RANGE 5m]`."""
 
 
-def generate(kind: str, folder: Path, size: int, history: int, seed: int) -> tuple[dict[str, Path], Path, dict[str, int], int]:
+def generate(kind: str, folder: Path, size: int, history: int,
+             seed: int) -> tuple[dict[str, Path], Path, dict[str, int], int]:
     """Write the stream files and the static graph of a data set into ``folder``: (stream IRI → file, static
     file, triples per stream, range). ``size`` triples per window length, ``history`` window lengths."""
     if kind not in RANGES:

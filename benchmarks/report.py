@@ -132,7 +132,8 @@ def _compiled_overhead(result: dict) -> dict:
     size, warm, hand = misses[-1]
     plan_w, plan_h = (warm or {}).get("plan"), (hand or {}).get("plan")
     if plan_w and plan_h:
-        differences = [f"{k.replace('_', ' ')} {plan_w[k]} vs {plan_h[k]}" for k in plan_w if plan_w[k] != plan_h.get(k)]
+        differences = [f"{k.replace('_', ' ')} {plan_w[k]} vs {plan_h[k]}"
+                       for k in plan_w if plan_w[k] != plan_h.get(k)]
         if differences:
             reasons.append(f"at {size:,} the compiled plan has " + ", ".join(differences)
                            + " (compiled vs hand-written; plans/ holds both)")

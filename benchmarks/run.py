@@ -151,7 +151,8 @@ class BenchmarkRun:
                                      f"windows), over the {profile.slow_limit_seconds:.0f} s limit")
                     continue
             if system.name == "csparql_cold" and point.dataset.size > profile.cold_max_size:
-                record.status, record.reason = "not run", f"cold runs only up to {profile.cold_max_size} triples (cold_max_size)"
+                record.status = "not run"
+                record.reason = f"cold runs only up to {profile.cold_max_size} triples (cold_max_size)"
                 continue
             if system.name == "csparql_cold" and point.workload.name not in profile.cold_workloads:
                 record.status, record.reason = "not run", "cold runs not asked for this workload (cold_workloads)"

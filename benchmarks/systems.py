@@ -130,7 +130,8 @@ class CsparqlWarm(System):
 
     def explain(self, point: Point) -> str:
         """The executed physical plan of the compiled evaluation (for the report's "why")."""
-        compiled, _ = self.engine(point.dataset).compile(self.plan_of(point), _evaluation(self.plan_of(point), point.at))
+        plan = self.plan_of(point)
+        compiled, _ = self.engine(point.dataset).compile(plan, _evaluation(plan, point.at))
         return _executed_plan(compiled.df)
 
 

@@ -179,8 +179,10 @@ def test_versus_stores_target_uses_extrapolated_times_of_systems_not_run():
 
 def test_history_target_needs_a_flat_window_and_a_growing_filter():
     def run(window_100, filter_100):
-        return _result([_m("history", "csparql_warm", 10, 1.0, history=1), _m("history", "csparql_warm", 10, window_100, history=100),
-                        _m("history", "csparql_filter", 10, 1.0, history=1), _m("history", "csparql_filter", 10, filter_100, history=100)])
+        return _result([_m("history", "csparql_warm", 10, 1.0, history=1),
+                        _m("history", "csparql_warm", 10, window_100, history=100),
+                        _m("history", "csparql_filter", 10, 1.0, history=1),
+                        _m("history", "csparql_filter", 10, filter_100, history=100)])
 
     assert _target(run(1.1, 5.0), "history")["met"] is True
     assert _target(run(1.5, 5.0), "history")["met"] is False
@@ -203,7 +205,8 @@ def test_ten_million_and_ingest_targets():
 def test_markdown_and_plots_from_a_result(tmp_path):
     measurements = [_m("window", s, n, 0.01 * n / 1000) for s in ("csparql_warm", "spark_hand", "duckdb", "pyoxigraph",
                                                                      "rdflib", "csparql_cold") for n in (1000, 10_000)]
-    measurements += [_m("history", s, 1000, 0.5 * h, history=h) for s in ("csparql_warm", "csparql_filter") for h in (1, 10)]
+    measurements += [_m("history", s, 1000, 0.5 * h, history=h)
+                     for s in ("csparql_warm", "csparql_filter") for h in (1, 10)]
     measurements += [_m("ratio", "csparql_warm", 1000, 0.5, ratio_=r, step_seconds=180 // r,
                         seconds_per_stream_minute=0.5 * r / 3) for r in (1, 6)]
     result = {**_result(measurements), "mode": "quick", "seed": 1, "started_at": "2026-01-01T00:00:00Z",

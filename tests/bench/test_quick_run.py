@@ -77,7 +77,8 @@ def test_every_workload_and_sweep_has_its_figures(run):
 def test_every_answer_agrees_with_the_reference(run):
     checked = [m for m in run["result"]["measurements"] if m["status"] == "ok"]
     assert checked and all(m["agrees_with_reference"] is True for m in checked), [
-        (m["system"], m["workload"], m["size"], m.get("disagreement")) for m in checked if not m["agrees_with_reference"]]
+        (m["system"], m["workload"], m["size"], m.get("disagreement"))
+        for m in checked if not m["agrees_with_reference"]]
     # pyoxigraph (the independent SPARQL evaluator) wherever it runs; DuckDB in the history and sliding sweeps,
     # whose query the workload sweep checks against pyoxigraph
     assert {m["reference"] for m in checked if m["sweep"] in ("window", "workload")} == {"pyoxigraph"}
