@@ -256,6 +256,21 @@ def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     file already produces the stream it registers, or when it reads its own output."""
     path = Path(path)
     name, text, plan = _read(path)
+    return _deployment(path, name, text, plan, settings)
+
+
+def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:
+    """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
+    ``RegistrationError``s as ``deployment_of``."""
+    check_registry_name(name, settings)
+    try:
+        plan = compile_query(text, source_name)
+    except QueryError as error:
+        raise RegistrationError(source_name, "\n" + error.render()) from None
+    return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings)
+
+
+def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings) -> Deployment:
     registration = plan.registration
     schedule = Schedule.of(plan) if evaluation_period(plan) is not None else None
     output = _output_stream(plan)
@@ -345,23 +360,16 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
         raise RegistrationError(source_name, "give the query a name: it has no REGISTER clause")
     check_registry_name(name, settings)
     target = settings.registry / f"{name}.rq"
-    if target.exists() and not replace and target.read_text(encoding="utf-8") != text:
+    previous = target.read_text(encoding="utf-8") if target.exists() else None
+    if previous is not None and not replace and previous != text:
         raise RegistrationError(target, "a different query is already registered under this name: "
                                         "unregister it first, pass --replace, or choose another name with --as")
+    deployment_of_text(text, name, settings, source_name)  # e.g. another file already produces its stream
     settings.registry.mkdir(parents=True, exist_ok=True)
-    previous = target.read_text(encoding="utf-8") if target.exists() else None
-    target.write_text(text, encoding="utf-8")
-    try:
-        deployment_of(target, settings)  # e.g. another file already produces its stream
-    except RegistrationError:
-        if previous is None:
-            target.unlink()
-        else:
-            target.write_text(previous, encoding="utf-8")
-        raise
     if previous is not None and not versions(name, settings):
         record_version(name, previous, settings, by=None)  # registered before versions were kept
     record_version(name, text, settings, by=by)
+    target.write_text(text, encoding="utf-8")
     write_loader(target)
     return target
 
