@@ -203,7 +203,7 @@ class Deployment:
 def registry_name(path: str | os.PathLike) -> str:
     """The registration name of a registry file: its stem, which must be a valid DAG id and table name."""
     stem = Path(path).stem
-    if not DAG_ID.match(stem):
+    if not DAG_ID.fullmatch(stem):
         raise RegistrationError(
             path,
             f"'{stem}' cannot name a registered query: rename the file to letters, digits and '_', starting with "
@@ -215,7 +215,7 @@ def registry_name(path: str | os.PathLike) -> str:
 def check_registry_name(name: str, settings: Settings) -> str:
     """``name`` itself when it can name a registered query (the ``DAG_ID`` rule: letters, digits and '_',
     no path separators, dots or spaces); ``RegistrationError`` saying so otherwise."""
-    if not isinstance(name, str) or not DAG_ID.match(name) or len(name) > 200:
+    if not isinstance(name, str) or not DAG_ID.fullmatch(name) or len(name) > 200:
         shown = name if isinstance(name, str) and len(name) <= 200 else f"{str(name)[:200]}…"
         raise RegistrationError(
             settings.registry,

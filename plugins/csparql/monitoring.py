@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from rdflib import Variable
 
 from csparql.deployment import Deployment
+from csparql.schedule import Schedule
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse, check_query_name
 
@@ -328,12 +329,14 @@ def static_graphs(warehouse: Warehouse) -> list[StaticGraph]:
 
 
 def hourly_series(per_hour: dict[int, int], hours: int) -> list[tuple[int, int]]:
-    """The ``hours`` hours up to the stream's last hour with data, each with its triples (0 when none)."""
+    """Each hour, with its triples (0 when none), from the first hour with data to the last, at most the
+    last ``hours`` of them."""
     if not per_hour:
         return []
-    last = max(per_hour)
     hour = 3_600_000_000
-    return [(last - i * hour, per_hour.get(last - i * hour, 0)) for i in range(hours - 1, -1, -1)]
+    last = max(per_hour)
+    first = max(min(per_hour), last - (hours - 1) * hour)
+    return [(moment, per_hour.get(moment, 0)) for moment in range(first, last + 1, hour)]
 
 
 # --- the latest results of a query -----------------------------------------------------------------------
@@ -469,10 +472,15 @@ class WindowView:
     dag_run: AirflowRun | None
 
 
-def window_views(windows: list[WindowRun], runs: list[AirflowRun], limit: int = 50) -> list[WindowView]:
+def window_views(windows: list[WindowRun], runs: list[AirflowRun], limit: int = 50,
+                 schedule: Schedule | None = None) -> list[WindowView]:
     """The windows of a query, newest first: each evaluated window with its latest evaluation, ``running``
     when a run of it is in progress in Airflow (queued, waiting or evaluating) that started after that
-    evaluation, and windows whose first run is in progress."""
+    evaluation, and windows whose first run is in progress (their start from ``schedule`` when given)."""
+
+    def start_of(end: int) -> int | None:
+        return schedule.evaluation_at(end).start if schedule is not None else None
+
     by_end: dict[int, list[AirflowRun]] = defaultdict(list)
     for run in runs:
         by_end[run.window_end].append(run)
@@ -494,10 +502,10 @@ def window_views(windows: list[WindowRun], runs: list[AirflowRun], limit: int = 
         active = [r for r in dag_runs if r.in_progress]
         if active:
             run = max(active, key=lambda r: r.started_at or 0)
-            views[end] = WindowView(None, end, "running", run.detail, None, run)
+            views[end] = WindowView(start_of(end), end, "running", run.detail, None, run)
         elif any(r.state == "failed" for r in dag_runs):
             # the run failed before the evaluation recorded anything (e.g. the wait itself failed)
             run = max(dag_runs, key=lambda r: r.started_at or 0)
-            views[end] = WindowView(None, end, "failed", "the Airflow run failed before evaluating: see its log",
-                                    None, run)
+            views[end] = WindowView(start_of(end), end, "failed",
+                                    "the Airflow run failed before evaluating: see its log", None, run)
     return [views[end] for end in sorted(views, reverse=True)[:limit]]

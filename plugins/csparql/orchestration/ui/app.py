@@ -54,7 +54,7 @@ from csparql.deployment import (
 )
 from csparql.orchestration.ui import charts
 from csparql.preview import MAX_TEXT, preview
-from csparql.windows import format_duration, format_instant, parse_instant
+from csparql.windows import format_instant, parse_instant
 
 PREFIX = "/csparql"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -84,11 +84,40 @@ def instant(micros: int | None) -> str:
 
 
 def duration(micros: int | None) -> str:
+    """A duration for people: ``0s``, ``42s``, ``24m 59s``, ``3h 5m``, ``2d 4h``."""
     if micros is None:
         return "—"
-    if micros == 0:
-        return "0s"
-    return format_duration(micros) if micros % 1_000_000 == 0 else f"{micros / 1e6:,.1f}s"
+    seconds = round(micros / 1e6)
+    if seconds < 60:
+        return f"{micros / 1e6:.3g}s" if 0 < micros < 10_000_000 and micros % 1_000_000 else f"{seconds}s"
+    parts = []
+    for unit, length in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        if seconds >= length:
+            parts.append(f"{seconds // length}{unit}")
+            seconds %= length
+    return " ".join(parts[:2])
+
+
+def moment(micros: int | None) -> str:
+    """An instant to the second (when something happened, not a window bound)."""
+    if micros is None:
+        return "—"
+    return format_instant(micros - micros % 1_000_000)
+
+
+NUMERIC_TYPES = {f"http://www.w3.org/2001/XMLSchema#{t}" for t in ("integer", "decimal", "double", "boolean")}
+
+
+def term(text: str | None) -> str:
+    """An RDF term as N-Triples, numbers and booleans as their plain lexical form (``9`` for
+    ``"9"^^xsd:integer``); IRIs keep their angle brackets."""
+    if text is None:
+        return ""
+    if text.startswith('"') and '"^^<' in text:
+        lexical, datatype = text[1:].rsplit('"^^<', 1)
+        if datatype.rstrip(">") in NUMERIC_TYPES and "\\" not in lexical:
+            return lexical
+    return text
 
 
 def size(count: int | None) -> str:
@@ -105,7 +134,7 @@ def size(count: int | None) -> str:
 def templates() -> Environment:
     environment = Environment(loader=PackageLoader("csparql.orchestration.ui", "templates"),
                               autoescape=select_autoescape(default=True, default_for_string=True))
-    environment.filters.update(instant=instant, duration=duration, size=size,
+    environment.filters.update(instant=instant, duration=duration, size=size, moment=moment, term=term,
                                number=lambda n: "—" if n is None else f"{n:,}")
     return environment
 
@@ -251,7 +280,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/dags/{dag_id}", response_class=HTMLResponse)
     def dag_tab(request: Request, dag_id: str):
         settings = current_settings()
-        if DAG_ID.match(dag_id) and (settings.registry / f"{dag_id}.rq").is_file():
+        if DAG_ID.fullmatch(dag_id) and (settings.registry / f"{dag_id}.rq").is_file():
             return page(request, "query.html", tab=True, **monitor(request, settings, dag_id))
         import re
 
@@ -517,7 +546,7 @@ def query_summaries(request: Request, settings: Settings) -> list[QuerySummary]:
     from csparql.orchestration.ui import airflow_state
     from csparql.storage import delta
 
-    files = [p for p in registry_files(settings) if DAG_ID.match(p.stem) and allowed(request, "GET", p.stem)]
+    files = [p for p in registry_files(settings) if DAG_ID.fullmatch(p.stem) and allowed(request, "GET", p.stem)]
     names = [p.stem for p in files]
     dags = airflow_state.dag_states(names)
     actions = monitoring.runs_actions(settings.warehouse) if delta.exists(settings.warehouse.runs) else None
@@ -568,7 +597,7 @@ def monitor(request: Request, settings: Settings, name: str) -> dict:
     import_error = airflow_state.import_errors([name]).get(name) if dag.exists else None
     windows = monitoring.recent_windows(settings.warehouse, name, WINDOWS_SHOWN)
     runs = airflow_state.dag_runs(name, deployment.schedule if deployment else None) if dag.exists else []
-    views = monitoring.window_views(windows, runs, WINDOWS_SHOWN)
+    views = monitoring.window_views(windows, runs, WINDOWS_SHOWN, deployment.schedule if deployment else None)
     lags = monitoring.stream_lags(deployment, read_watermarks(settings.warehouse), windows) if deployment else []
     evaluated = [w for w in windows if w.state in ("complete", "late", "evaluated")]
     time_chart = charts.time_chart([(w.window_end, w.duration_ms or 0) for w in evaluated],

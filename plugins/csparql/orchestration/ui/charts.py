@@ -11,7 +11,7 @@ from html import escape
 
 from csparql.windows import format_instant
 
-WIDTH, HEIGHT = 640, 200
+WIDTH, HEIGHT = 560, 200
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 34
 
 
@@ -74,7 +74,7 @@ def time_chart(points: list[tuple[int, float]], *, title: str, unit: str, bars: 
         parts.append(f'<text x="{width - RIGHT}" y="{height - 8}" text-anchor="end" class="tick">'
                      f'{escape(format_instant(last))}</text>')
     if bars:
-        bar_width = max(1.0, slot * 0.7)
+        bar_width = min(24.0, max(1.0, slot * 0.7))
         for index, (instant, value) in enumerate(points):
             cx = x(index, instant)
             parts.append(f'<rect class="bar" x="{cx - bar_width / 2:.1f}" y="{y(value):.1f}" width="{bar_width:.1f}" '
