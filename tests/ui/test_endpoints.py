@@ -74,6 +74,7 @@ def test_every_page_and_endpoint_answers_401_without_a_login(ui, registered):
     with httpx.Client(base_url=f"{ui.url}/csparql", timeout=60) as browser:
         page = browser.get("/", headers={"Accept": "text/html"})
     assert page.status_code == 401 and "Log in to Airflow" in page.text and page.headers["www-authenticate"] == "Bearer"
+    assert "frame-ancestors 'self'" in page.headers["content-security-policy"]  # no framing by other sites
 
 
 def test_a_viewer_reads_every_page_but_cannot_change_the_registry(ui, registered):
@@ -96,7 +97,10 @@ def test_a_viewer_reads_every_page_but_cannot_change_the_registry(ui, registered
             answer = viewer.post(path, data=form)
             assert answer.status_code == 403, (path, answer.text)
             assert "needs a user allowed to edit DAGs" in answer.json()["detail"]
-        page = viewer.get(f"/queries/{registered}", headers={"Accept": "text/html"}).text
+        shown = viewer.get(f"/queries/{registered}", headers={"Accept": "text/html"})
+        page = shown.text
+    policy = shown.headers["content-security-policy"]
+    assert shown.headers["x-frame-options"] == "SAMEORIGIN" and "default-src 'self'" in policy and "unsafe" not in policy
     assert 'id="edit"' not in page and 'id="trigger"' not in page and 'id="delete"' not in page
     assert registry_state(ui) == before
 

@@ -61,6 +61,13 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 STATIC_FILES = {"csparql.css": "text/css; charset=utf-8", "csparql.js": "text/javascript; charset=utf-8",
                 "editor.js": "text/javascript; charset=utf-8"}
 AIRFLOW_DAG_ID = r"[A-Za-z0-9_.\-]{1,250}"
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+                               "form-action 'self'; frame-ancestors 'self'",
+    "X-Frame-Options": "SAMEORIGIN",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
 WINDOWS_SHOWN = 50
 RESULT_ROWS_SHOWN = 100
 
@@ -209,8 +216,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     raise Refused(403, "refused: the request does not come from a page of this site (its Origin "
                                        "or Referer header is missing or names another site)")
         except Refused as refused:
-            return refusal_response(request, refused)
-        return await call_next(request)
+            return protected(refusal_response(request, refused))
+        return protected(await call_next(request))
+
+    def protected(response: Response) -> Response:
+        """Only Airflow's own pages may frame these (no clickjacking), and nothing but this site's own files
+        runs or loads in them."""
+        response.headers.update(SECURITY_HEADERS)
+        return response
 
     @app.exception_handler(Refused)
     async def on_refused(request: Request, refused: Refused):
