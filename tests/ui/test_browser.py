@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -36,12 +37,14 @@ LINE = re.compile(r'^<([^>]+)> <([^>]+)> <([^>]+)> "([^"]+)"\^\^<[^>]+> \.$')
 
 @pytest.fixture(scope="module")
 def browser():
-    if not shutil.which("chromium") and not __import__("os").path.exists(CHROMIUM):
+    """Debian's Chromium through Playwright (which cannot download a browser of its own here)."""
+    executable = shutil.which("chromium") or (CHROMIUM if Path(CHROMIUM).exists() else None)
+    if executable is None:
         tool_missing("Chromium is needed for the browser tests: apt-get install chromium")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGUMENTS)
+        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGUMENTS)
         yield chromium
         chromium.close()
 
@@ -60,7 +63,7 @@ def expected_passages(ui, window_end: str) -> dict[str, int]:
     return {gate: len(seen) for gate, seen in cars.items()}
 
 
-def test_register_watch_and_run_a_query_from_the_airflow_ui(ui, browser, screenshots):
+def test_register_watch_and_run_a_query_from_the_airflow_ui(browser, ui, screenshots):
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.set_default_timeout(60_000)
     # Log in to Airflow as a user does.
