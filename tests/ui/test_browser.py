@@ -66,6 +66,9 @@ def expected_passages(ui, window_end: str) -> dict[str, int]:
 def test_register_watch_and_run_a_query_from_the_airflow_ui(browser, ui, screenshots):
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.set_default_timeout(60_000)
+    elsewhere = []  # the pages work offline: nothing is fetched from anywhere but the api-server
+    page.on("request", lambda request: None if request.url.startswith((ui.url, f"blob:{ui.url}", "data:", "about:"))
+            else elsewhere.append(request.url))
     # Log in to Airflow as a user does.
     page.goto(f"{ui.url}/")
     page.get_by_label("Username").fill("admin")
@@ -93,8 +96,10 @@ def test_register_watch_and_run_a_query_from_the_airflow_ui(browser, ui, screens
     assert frame.locator("#save").is_disabled()
     page.screenshot(path=screenshots / "02-register-with-a-mistake.png")
 
-    editor.fill(QUERY)
+    frame.locator("#upload").set_input_files(files=[{"name": "tollgates.rq", "mimeType": "text/plain",
+                                                      "buffer": QUERY.encode()}])  # the fixed query, uploaded
     frame.locator("#check-status.ok").wait_for()
+    assert editor.input_value() == QUERY
     assert frame.locator("#gutter div.error").count() == 0
     assert frame.locator("#next-runs tbody tr").count() == 5  # the next windows, every 10 minutes
     assert "(group" in frame.locator("#plan").inner_text()
@@ -168,3 +173,4 @@ def test_register_watch_and_run_a_query_from_the_airflow_ui(browser, ui, screens
     page.screenshot(path=screenshots / "monitor.png", full_page=True)
     assert page.title() == f"{NAME} · csparql"
     page.close()
+    assert elsewhere == []

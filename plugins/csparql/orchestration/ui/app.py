@@ -26,6 +26,7 @@ Query names follow the registry's ``DAG_ID`` rule before any file is touched; ev
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import time
 from functools import lru_cache
@@ -295,8 +296,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings = current_settings()
         if DAG_ID.fullmatch(dag_id) and (settings.registry / f"{dag_id}.rq").is_file():
             return page(request, "query.html", tab=True, **monitor(request, settings, dag_id))
-        import re
-
         if not re.fullmatch(AIRFLOW_DAG_ID, dag_id):
             raise Refused(400, "this is not a DAG id")
         return page(request, "not_a_query.html", tab=True, dag_id=dag_id,
@@ -322,10 +321,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise Refused(400, "send a JSON object {\"text\": …, \"name\": …} with strings")
         from starlette.concurrency import run_in_threadpool
 
-        outcome = await run_in_threadpool(
-            preview, body.get("text", ""), current_settings(), body.get("name") or None, None,
-            warehouse_statistics(current_settings()))
-        return preview_json(outcome, current_settings(), body.get("name") or outcome.name)
+        def check() -> dict:
+            settings = current_settings()
+            outcome = preview(body.get("text", ""), settings, body.get("name") or None,
+                              statistics=warehouse_statistics(settings))
+            return preview_json(outcome, settings, body.get("name") or outcome.name)
+
+        return await run_in_threadpool(check)  # parsing and reading statistics must not block the server
 
     @app.post("/queries")
     def register_query(request: Request, text: str = Form(""), name: str = Form(""),
@@ -362,7 +364,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.post("/queries/{name}")
     def save_query(request: Request, name: str, text: str = Form(""), upload: UploadFile | None = File(None)):
         settings = current_settings()
-        path = readable(request, settings, name)
+        readable(request, settings, name)
         require(request, "PUT", name, f"edit {name}")
         text = uploaded_text(upload) if upload is not None and upload.filename else text
         editor = {"mode": "edit", "name": name, "text": text, "can_save": True}
@@ -374,7 +376,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             register_text(text, settings, name=name, replace=True, by=user_name(request))
         except RegistrationError as error:
             raise Refused(400, f"the change was not saved: {error.message.strip()}", "editor.html", editor) from None
-        del path
         return done(request, f"/queries/{name}", "saved", {"name": name})
 
     # --- acting on the DAG ----------------------------------------------------------------------------
