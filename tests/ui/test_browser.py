@@ -123,6 +123,7 @@ def test_register_watch_and_run_a_query_from_the_airflow_ui(browser, ui, screens
     frame.locator("#dag-state", has_text="active").wait_for()
     for window_end in WINDOWS:
         frame.locator("#trigger-at").fill(window_end)
+        assert frame.locator("#trigger-at").input_value() == window_end  # the page does not reload under you
         frame.locator("#trigger").click()
         frame.locator(f'#windows tr[data-window-end="{window_end}"]').wait_for()  # its run shows at once
     for window_end in WINDOWS:

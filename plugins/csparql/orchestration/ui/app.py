@@ -620,13 +620,16 @@ def monitor(request: Request, settings: Settings, name: str) -> dict:
                                    title="Rows written", unit="rows", chart_id="chart-rows", bars=True)
     counts = {state: sum(1 for v in views if v.state == state) for state in monitoring.STATES}
     in_progress = not dag.exists or any(v.state == "running" for v in views)
+    # what the page's script compares with GET /api/queries/NAME to know that the page is out of date
+    signature = f"dag={dag.label};paused={dag.is_paused};" + ";".join(
+        f"{v.window_end}={v.state}:{v.evaluation.run_id if v.evaluation else ''}" for v in views)
     return {
         "name": name, "text": text, "deployment": deployment, "error": error, "versions": saved,
         "version_numbers": numbers, "current_version": numbers.get(text_version(text)), "digest": text_version(text),
         "dag": dag, "import_error": import_error, "views": views, "lags": lags, "counts": counts,
         "time_chart": Markup(time_chart), "rows_chart": Markup(rows_chart),
         "latest": monitoring.latest_results(settings.warehouse, name, RESULT_ROWS_SHOWN),
-        "refresh": 5 if in_progress else None,
+        "refresh": 5 if in_progress else None, "signature": signature,
         "can_edit": allowed(request, "PUT", name), "can_trigger": allowed(request, "POST", name, run=True),
         "can_delete": allowed(request, "DELETE", name),
     }
@@ -642,6 +645,7 @@ def monitor_json(data: dict) -> dict:
     latest = data["latest"]
     return {
         "name": data["name"],
+        "signature": data["signature"],
         "version": data["current_version"],
         "digest": data["digest"],
         "error": data["error"],

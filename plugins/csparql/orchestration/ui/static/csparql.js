@@ -3,18 +3,46 @@
   "use strict";
   var body = document.body;
 
-  // Pages with runs in progress (or a DAG not parsed yet) refresh themselves, unless the user is typing.
+  // A page with runs in progress (or a DAG not parsed yet) asks every few seconds whether it is out of date
+  // (GET api/queries/NAME: the windows' states, the DAG's) and reloads only then, and never while the user is
+  // working on it: a reload already on its way is stopped when the user starts typing or clicking.
   var refresh = parseInt(body.dataset.refresh || "", 10);
-  if (refresh > 0) {
-    var reload = function () {
+  if (refresh > 0 && body.dataset.stateUrl) {
+    var interacted = 0;
+    var reloading = false;
+    var busy = function () {
       var active = document.activeElement;
-      if (active && (active.tagName === "INPUT" || active.tagName === "TEXTAREA") && active.value) {
-        window.setTimeout(reload, refresh * 1000);
+      var typing = active && (active.tagName === "INPUT" || active.tagName === "TEXTAREA") && active.value;
+      return typing || Date.now() - interacted < refresh * 2000;
+    };
+    ["focusin", "input", "keydown", "mousedown"].forEach(function (type) {
+      document.addEventListener(type, function () {
+        interacted = Date.now();
+        if (reloading) {
+          window.stop();
+          reloading = false;
+          window.setTimeout(poll, refresh * 1000);
+        }
+      }, true);
+    });
+    var poll = function () {
+      if (busy()) {
+        window.setTimeout(poll, refresh * 1000);
         return;
       }
-      window.location.reload();
+      fetch(body.dataset.stateUrl, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(function (state) {
+          if (state && state.signature !== body.dataset.signature && !busy()) {
+            reloading = true;
+            window.location.reload();
+          } else {
+            window.setTimeout(poll, refresh * 1000);
+          }
+        })
+        .catch(function () { window.setTimeout(poll, refresh * 1000); });
     };
-    window.setTimeout(reload, refresh * 1000);
+    window.setTimeout(poll, refresh * 1000);
   }
 
   // Inside Airflow's frame, links to Airflow pages (runs, logs, DAGs) navigate the Airflow UI itself: the
