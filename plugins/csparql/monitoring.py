@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,7 +33,7 @@ from csparql.schedule import Schedule
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse, check_query_name
 
-IRI_PROPERTY = "csparql.iri"
+IRI_PROPERTY = "csparql.iri"  # as csparql.engine.catalog records it (that module needs Spark)
 STATES = ("complete", "late", "failed", "running", "evaluated")
 """The state of a window: ``complete`` (evaluated once every input had landed), ``late`` (evaluated after the
 wait timed out, ``complete = false``), ``failed``, ``running`` (a run of it is in progress in Airflow — set by
@@ -60,9 +62,6 @@ def _column(actions: pa.Table, name: str) -> list:
 
 
 def _file_uri(root, relative: str) -> str:
-    from pathlib import Path
-    from urllib.parse import unquote
-
     return relative if relative.startswith("/") else str(Path(root).resolve() / unquote(relative))
 
 
