@@ -62,7 +62,9 @@ def _instant(text: str) -> int:
 
 
 def _compile(path: Path):
+    """(plan, version of the text) of a registry file."""
     from csparql.compiler import compile_query
+    from csparql.deployment import text_version
     from csparql.language.errors import QueryError
 
     try:
@@ -70,7 +72,7 @@ def _compile(path: Path):
     except (OSError, UnicodeDecodeError) as error:
         raise JobError(f"the query file {path} cannot be read: {error}", USAGE_ERROR) from None
     try:
-        return compile_query(text, str(path))
+        return compile_query(text, str(path)), text_version(text)
     except QueryError as error:
         # The parser's report (position, source line, caret) follows, indented under the one-line summary.
         detail = "\n".join(f"    {line}" for line in error.render().splitlines())
@@ -95,7 +97,7 @@ def run(argv: list[str] | None = None) -> dict:
     except InvalidName as error:
         raise JobError(f"--name: {error}", USAGE_ERROR) from None
     query = Path(args.query)
-    plan = _compile(query)
+    plan, version = _compile(query)
     if not Path(args.warehouse).is_dir():
         message = f"{query}: the warehouse {args.warehouse} is not a folder, so nothing was evaluated"
         raise JobError(message, USAGE_ERROR)
@@ -111,7 +113,7 @@ def run(argv: list[str] | None = None) -> dict:
     started_here = SparkSession.getActiveSession() is None
     try:
         spark = submitted_session(app_name=f"csparql-{name}")
-        evaluation = Engine(warehouse, spark).evaluate(plan, at, name, complete=complete)
+        evaluation = Engine(warehouse, spark).evaluate(plan, at, name, complete=complete, version=version)
     except EvaluationFailed as error:
         message = f"{query}: {_one_line(error)} (the runs table of {warehouse.root} records it)"
         raise JobError(message, EVALUATION_FAILED) from None
@@ -141,6 +143,7 @@ def run(argv: list[str] | None = None) -> dict:
         "duration_ms": evaluation.duration_ms,
         "run_id": evaluation.run_id,
         "complete": complete,
+        "query_version": version,
     }
 
 

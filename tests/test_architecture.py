@@ -73,7 +73,7 @@ def test_only_the_airflow_layer_imports_airflow_and_the_deployment_plan_needs_ne
         if any(m.split(".")[0] == "airflow" for m in imported_modules(path))
     )
     assert airflow_users and all(p.startswith("orchestration/") for p in airflow_users), airflow_users
-    for part in ("schedule.py", "deployment.py", "storage"):
+    for part in ("schedule.py", "deployment.py", "storage", "monitoring.py", "preview.py"):
         path = PACKAGE / part
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             spark_or_airflow = [m for m in imported_modules(file) if m.split(".")[0] in ("pyspark", "airflow")]

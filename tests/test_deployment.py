@@ -54,3 +54,63 @@ def test_a_query_reading_its_own_output_is_refused(settings):
     (settings.registry / "loop.rq").write_text(PRODUCER.replace("<http://example.org/in>", "<urn:csparql:stream:Busy>"))
     with pytest.raises(RegistrationError, match="reads the stream it produces"):
         deployment_of(settings.registry / "loop.rq", settings)
+
+
+# --- versions --------------------------------------------------------------------------------------------
+
+from csparql.deployment import register, register_text, text_version, unregister, versions  # noqa: E402
+
+QUERY = """REGISTER QUERY Counter AS
+SELECT ?s FROM STREAM <http://example.org/in> [RANGE 10m STEP 5m] WHERE { ?s ?p ?o }
+"""
+
+
+def test_every_saved_change_is_a_new_version_and_the_deployment_knows_its_version(settings):
+    path = register_text(QUERY.replace("\n", "\r\n"), settings, by="ada")  # a browser's line endings
+    assert path.read_text() == QUERY  # stored with LF, so the version does not depend on the browser
+    register_text(QUERY, settings)  # the same text again: no new version
+    edited = QUERY.replace("?s ?p ?o", "?s <http://example.org/p> ?o")
+    register_text(edited, settings, replace=True, by="grace")
+    saved = versions("Counter", settings)
+    assert [(v.number, v.digest, v.saved_by, v.text) for v in saved] == [
+        (1, text_version(QUERY), "ada", QUERY), (2, text_version(edited), "grace", edited)]
+    assert deployment_of(path, settings).version == text_version(edited)
+    with pytest.raises(RegistrationError, match="a different query is already registered"):
+        register_text(QUERY, settings)  # without replace: refused, nothing recorded
+    assert len(versions("Counter", settings)) == 2
+
+
+def test_unregistering_keeps_the_versions_and_registering_again_continues_them(settings):
+    register_text(QUERY, settings)
+    unregister("Counter", settings)
+    assert not (settings.registry / "Counter.rq").exists() and len(versions("Counter", settings)) == 1
+    register_text(QUERY.replace("10m", "20m"), settings)
+    assert [v.number for v in versions("Counter", settings)] == [1, 2]
+
+
+def test_a_query_registered_before_versions_were_kept_becomes_version_one_on_its_next_change(settings):
+    (settings.registry / "Counter.rq").write_text(QUERY)  # as an older csparql left it
+    register_text(QUERY.replace("10m", "20m"), settings, replace=True)
+    assert [v.text for v in versions("Counter", settings)] == [QUERY, QUERY.replace("10m", "20m")]
+
+
+@pytest.mark.parametrize("name", ["../x", "../../etc/passwd", "a/b", "x.rq", ".history", "", " x", "x\n", "a" * 201])
+def test_names_with_path_tricks_are_refused_and_nothing_is_written(settings, tmp_path, name):
+    source = tmp_path / "q.rq"
+    source.write_text(QUERY)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(RegistrationError, match="cannot name a registered query"):
+        register_text(QUERY, settings, name=name or "../")
+    with pytest.raises(RegistrationError, match="cannot name a registered query"):
+        register(source, settings, name=name or "../")
+    with pytest.raises(RegistrationError, match="cannot name a registered query"):
+        unregister(name or "../", settings)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_refused_query_changes_nothing(settings):
+    register_text(QUERY, settings)
+    before = {p: p.read_bytes() for p in settings.registry.rglob("*") if p.is_file()}
+    with pytest.raises(RegistrationError, match=r"query:2:\d+: error"):
+        register_text(QUERY.replace("?s ?p ?o", "?s ?p"), settings, name="Counter", replace=True, source_name="query")
+    assert {p: p.read_bytes() for p in settings.registry.rglob("*") if p.is_file()} == before

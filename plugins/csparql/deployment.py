@@ -10,8 +10,11 @@ stack, docker-compose and the tests configure the same code the same way.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,6 +165,11 @@ class Deployment:
         return self.name
 
     @property
+    def version(self) -> str:
+        """The version of the query text (``text_version``), recorded with every run and result row."""
+        return text_version(self.text)
+
+    @property
     def description(self) -> str:
         what = f"REGISTER {self.plan.registration.kind} {self.registered_as}" if self.registered_as else "one-shot query"
         if self.schedule is None:
@@ -195,13 +203,31 @@ class Deployment:
 def registry_name(path: str | os.PathLike) -> str:
     """The registration name of a registry file: its stem, which must be a valid DAG id and table name."""
     stem = Path(path).stem
-    if not DAG_ID.match(stem):
+    if not DAG_ID.fullmatch(stem):
         raise RegistrationError(
             path,
             f"'{stem}' cannot name a registered query: rename the file to letters, digits and '_', starting with "
             "a letter or '_' (it becomes the DAG id and the result tables' name)",
         )
     return stem
+
+
+def check_registry_name(name: str, settings: Settings) -> str:
+    """``name`` itself when it can name a registered query (the ``DAG_ID`` rule: letters, digits and '_',
+    no path separators, dots or spaces); ``RegistrationError`` saying so otherwise."""
+    if not isinstance(name, str) or not DAG_ID.fullmatch(name) or len(name) > 200:
+        shown = name if isinstance(name, str) and len(name) <= 200 else f"{str(name)[:200]}…"
+        raise RegistrationError(
+            settings.registry,
+            f"'{shown}' cannot name a registered query: use letters, digits and '_', starting with a letter or "
+            "'_' (it becomes the DAG id and the result tables' name)",
+        )
+    return name
+
+
+def text_version(text: str) -> str:
+    """The version of a query text: the first 12 hex digits of its SHA-256 (line endings as stored, LF)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _read(path: Path) -> tuple[str, str, QueryPlan]:
@@ -230,6 +256,21 @@ def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     file already produces the stream it registers, or when it reads its own output."""
     path = Path(path)
     name, text, plan = _read(path)
+    return _deployment(path, name, text, plan, settings)
+
+
+def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:
+    """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
+    ``RegistrationError``s as ``deployment_of``."""
+    check_registry_name(name, settings)
+    try:
+        plan = compile_query(text, source_name)
+    except QueryError as error:
+        raise RegistrationError(source_name, "\n" + error.render()) from None
+    return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings)
+
+
+def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings) -> Deployment:
     registration = plan.registration
     schedule = Schedule.of(plan) if evaluation_period(plan) is not None else None
     output = _output_stream(plan)
@@ -290,7 +331,8 @@ dag = registered_query_dag(__file__)
 """The DAG file beside each registry file (see ``csparql.orchestration.dags``)."""
 
 
-def register(source: str | os.PathLike, settings: Settings, name: str | None = None, replace: bool = False) -> Path:
+def register(source: str | os.PathLike, settings: Settings, name: str | None = None, replace: bool = False,
+             by: str | None = None) -> Path:
     """Copy a query into the registry as ``<name>.rq`` with its loader, after checking it deploys; the name
     defaults to the REGISTER name, else the file's stem. ``RegistrationError`` leaves the registry unchanged."""
     source = Path(source)
@@ -298,27 +340,36 @@ def register(source: str | os.PathLike, settings: Settings, name: str | None = N
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise RegistrationError(source, f"cannot be read: {error}") from None
+    return register_text(text, settings, name=name or None, replace=replace, source_name=source.name,
+                         default_name=source.stem, by=by)
+
+
+def register_text(text: str, settings: Settings, name: str | None = None, replace: bool = False,
+                  source_name: str = "<query>", default_name: str | None = None, by: str | None = None) -> Path:
+    """Put a query text into the registry as ``<name>.rq`` with its loader, after checking it deploys, and
+    record it as a new version (``versions``) when it differs from the latest one. The name defaults to the
+    REGISTER name, else ``default_name``. ``RegistrationError`` (with the parser's line, column and caret for
+    a query that does not parse) leaves the registry unchanged."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        plan = compile_query(text, source.name)
+        plan = compile_query(text, source_name)
     except QueryError as error:
-        raise RegistrationError(source, "\n" + error.render()) from None
-    name = name or (plan.registration.name if plan.registration else source.stem)
+        raise RegistrationError(source_name, "\n" + error.render()) from None
+    name = name or (plan.registration.name if plan.registration else default_name)
+    if not name:
+        raise RegistrationError(source_name, "give the query a name: it has no REGISTER clause")
+    check_registry_name(name, settings)
     target = settings.registry / f"{name}.rq"
-    registry_name(target)
-    if target.exists() and not replace and target.read_text(encoding="utf-8") != text:
+    previous = target.read_text(encoding="utf-8") if target.exists() else None
+    if previous is not None and not replace and previous != text:
         raise RegistrationError(target, "a different query is already registered under this name: "
                                         "unregister it first, pass --replace, or choose another name with --as")
+    deployment_of_text(text, name, settings, source_name)  # e.g. another file already produces its stream
     settings.registry.mkdir(parents=True, exist_ok=True)
-    previous = target.read_text(encoding="utf-8") if target.exists() else None
+    if previous is not None and not versions(name, settings):
+        record_version(name, previous, settings, by=None)  # registered before versions were kept
+    record_version(name, text, settings, by=by)
     target.write_text(text, encoding="utf-8")
-    try:
-        deployment_of(target, settings)  # e.g. another file already produces its stream
-    except RegistrationError:
-        if previous is None:
-            target.unlink()
-        else:
-            target.write_text(previous, encoding="utf-8")
-        raise
     write_loader(target)
     return target
 
@@ -329,8 +380,9 @@ def write_loader(query: Path) -> Path:
     return loader
 
 
-def unregister(name: str, settings: Settings) -> list[Path]:
-    """Remove a query and its loader from the registry (its results stay in the warehouse)."""
+def unregister(name: str, settings: Settings, by: str | None = None) -> list[Path]:
+    """Remove a query and its loader from the registry (its results and its versions stay)."""
+    check_registry_name(name, settings)
     removed = []
     for suffix in (".rq", ".py"):
         path = settings.registry / f"{name}{suffix}"
@@ -339,7 +391,78 @@ def unregister(name: str, settings: Settings) -> list[Path]:
             removed.append(path)
     if not removed:
         raise RegistrationError(settings.registry / f"{name}.rq", "no query is registered under this name")
+    if versions(name, settings):
+        _log_event(name, settings, {"event": "unregistered", "at": time.time_ns() // 1000, "by": by})
     return removed
+
+
+HISTORY = ".history"
+"""The folder of the registry that keeps every version of every query (Airflow's DAG processor reads only
+``.py`` files, so it never parses it)."""
+
+
+@dataclass(frozen=True)
+class QueryVersion:
+    """One saved text of a registered query: its number (1, 2, …), its ``text_version`` digest, when and by
+    whom it was saved, and the file holding the text."""
+
+    number: int
+    digest: str
+    saved_at: int
+    saved_by: str | None
+    path: Path
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+def history_folder(name: str, settings: Settings) -> Path:
+    return settings.registry / HISTORY / check_registry_name(name, settings)
+
+
+def _events(name: str, settings: Settings) -> list[dict]:
+    log = history_folder(name, settings) / "log.jsonl"
+    if not log.exists():
+        return []
+    events = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by a crash: the versions before it stay readable
+    return events
+
+
+def _log_event(name: str, settings: Settings, event: dict) -> None:
+    folder = history_folder(name, settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "log.jsonl", "a", encoding="utf-8") as log:
+        log.write(json.dumps(event) + "\n")
+
+
+def versions(name: str, settings: Settings) -> list[QueryVersion]:
+    """Every saved version of a query, oldest first (also after it was unregistered)."""
+    folder = history_folder(name, settings)
+    return [
+        QueryVersion(e["version"], e["digest"], e["at"], e.get("by"), folder / f"v{e['version']}.rq")
+        for e in _events(name, settings) if e.get("event") == "saved" and (folder / f"v{e['version']}.rq").exists()
+    ]
+
+
+def record_version(name: str, text: str, settings: Settings, by: str | None = None) -> QueryVersion:
+    """Keep ``text`` as the query's next version, unless it is the latest version already."""
+    saved = versions(name, settings)
+    digest = text_version(text)
+    if saved and saved[-1].digest == digest:
+        return saved[-1]
+    number = max((e.get("version", 0) for e in _events(name, settings)), default=0) + 1
+    folder = history_folder(name, settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"v{number}.rq").write_text(text, encoding="utf-8")
+    at = time.time_ns() // 1000
+    _log_event(name, settings, {"event": "saved", "version": number, "digest": digest, "at": at, "by": by})
+    return QueryVersion(number, digest, at, by, folder / f"v{number}.rq")
 
 
 def sync_loaders(settings: Settings) -> tuple[list[Path], list[Path]]:

@@ -216,3 +216,40 @@ def test_tables_with_deletion_vectors_or_column_mapping_are_refused(tmp_path):
     plain = tmp_path / "plain"
     write_deltalake(str(plain), data)
     assert delta.open_table(plain).version() == 0
+
+
+OLD_RUNS = pa.schema([f for f in __import__("csparql.storage.schema", fromlist=["RUNS"]).RUNS if f.name != "query_version"])
+OLD_ANSWERS = pa.schema([f for f in __import__("csparql.storage.schema", fromlist=["ANSWERS"]).ANSWERS
+                         if f.name != "query_version"])
+
+
+def test_tables_written_before_query_versions_gain_the_column_and_keep_their_rows(spark, tmp_path):
+    """Schema evolution: a runs table and result tables made by an older csparql (no ``query_version``)."""
+    warehouse = warehouse_with_history(tmp_path / "old", 1)
+    plan = compile_query(PER_STREET)
+    old_at = T_END - 2 * HOUR
+    Engine(warehouse, spark).evaluate(plan, old_at, "PerStreet")
+    # Rewrite what that evaluation wrote as an older csparql would have: without the query_version column.
+    for path in (warehouse.runs, warehouse.results("PerStreet", "bindings")):
+        table = read_table(path).drop_columns(["query_version"])
+        write_deltalake(str(path), table, mode="overwrite", schema_mode="overwrite")
+        assert "query_version" not in DeltaTable(str(path)).schema().to_arrow().names
+    ask = compile_query(f"REGISTER QUERY Busy AS ASK FROM STREAM <{STREAM}> [RANGE 1h STEP 1h] WHERE {{ ?s ?p ?o }}")
+    old_answer = pa.Table.from_pylist([{"window_start": from_micros(old_at - HOUR), "window_end": from_micros(old_at),
+                                        "answer": False}], schema=OLD_ANSWERS)
+    delta.append(warehouse.results("Busy", "answers"), old_answer, OLD_ANSWERS)
+
+    engine = Engine(warehouse, spark)
+    engine.evaluate(plan, T_END - HOUR, "PerStreet", version="v-new")
+    engine.evaluate(ask, T_END - HOUR, "Busy", version="v-ask")
+
+    runs = read_table(warehouse.runs).sort_by("started_at").to_pylist()
+    assert [(r["query"], r["query_version"]) for r in runs] == [("PerStreet", None), ("PerStreet", "v-new"), ("Busy", "v-ask")]
+    bindings = read_table(warehouse.results("PerStreet", "bindings")).to_pylist()
+    versions = {(r["window_end"], r["query_version"]) for r in bindings}
+    assert versions == {(from_micros(old_at), None), (from_micros(T_END - HOUR), "v-new")}
+    stored = [(end, len(result.rows)) for _, end, result in StoredResults(warehouse, "PerStreet").windows()]
+    assert [end for end, _ in stored] == [old_at, T_END - HOUR]
+    assert stored[0][1] == stored[1][1] > 0  # the same traffic every hour
+    answers = read_table(warehouse.results("Busy", "answers")).sort_by("window_end").to_pylist()
+    assert [(a["answer"], a["query_version"]) for a in answers] == [(False, None), (True, "v-ask")]

@@ -401,6 +401,15 @@ def test_the_registry_is_inside_the_dags_folder():
         f"the DAG processor parses {dags} only: the loaders beside the registry's queries in {registry} must be there")
 
 
+def test_the_api_server_can_write_the_registry_and_mounts_everything_the_others_do():
+    """The C-SPARQL pages run in the api-server and write the registry: it must be mounted writable there."""
+    registry = variable(API_SERVER, "CSPARQL_REGISTRY")
+    writable = [v for v in service(API_SERVER)["volumes"] if isinstance(v, str) and v.split(":")[1:2] == [registry]]
+    assert writable == ["./dags/queries:" + registry], (
+        f"'{API_SERVER}' must mount ./dags/queries writable at CSPARQL_REGISTRY={registry}, found {writable}")
+    assert set(mounts(SCHEDULER)) <= set(mounts(API_SERVER)), "the api-server must mount what every Airflow service does"
+
+
 def test_csparql_is_imported_from_the_mounted_plugins_and_finds_its_spark_jobs():
     # csparql's project root is the folder holding plugins/ (spark_jobs/ is beside it) ...
     assert project_root() == REPOSITORY

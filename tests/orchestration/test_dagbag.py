@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from csparql.compiler import compile_query
-from csparql.deployment import Settings, register, sync_loaders, write_loader, RegistrationError
+from csparql.deployment import RegistrationError, Settings, register, sync_loaders, versions, write_loader
 from csparql.language.errors import QueryError
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -87,7 +87,9 @@ def test_register_refuses_a_second_producer_of_the_same_stream_and_keeps_the_reg
     assert first.name == "CarsEnteringCityCenterPerDistrict.rq" and first.with_suffix(".py").exists()
     with pytest.raises(RegistrationError, match="already produced by CarsEnteringCityCenterPerDistrict.rq"):
         register(construct, settings, name="Copy")
-    assert sorted(p.name for p in settings.registry.iterdir()) == [
+    assert sorted(p.name for p in settings.registry.iterdir() if not p.name.startswith(".")) == [
         "CarsEnteringCityCenterPerDistrict.py", "CarsEnteringCityCenterPerDistrict.rq"]
+    assert [v.number for v in versions("CarsEnteringCityCenterPerDistrict", settings)] == [1]
+    assert versions("Copy", settings) == []  # a refused registration keeps no version either
     first.unlink()
     assert sync_loaders(settings) == ([], [first.with_suffix(".py")])

@@ -102,7 +102,7 @@ def _instant(text: str, option: str) -> int | None:
 
 
 def _load(query: str):
-    """(plan, source text, name) or None after reporting the problem."""
+    """(plan, source name, version of the text) or None after reporting the problem."""
     source = _read_or_report(query)
     if source is None:
         return None
@@ -112,7 +112,9 @@ def _load(query: str):
     except QueryError as error:
         print(error.render(), file=sys.stderr)
         return None
-    return plan, source_name
+    from csparql.deployment import text_version
+
+    return plan, source_name, text_version(text.replace("\r\n", "\n"))
 
 
 def _name(plan, source_name: str, given: str | None) -> str | None:
@@ -167,14 +169,14 @@ def run_run(args: argparse.Namespace) -> int:
     at = _instant(args.at, "--at")
     if loaded is None or at is None:
         return 1
-    plan, source_name = loaded
+    plan, source_name, version = loaded
     name = _name(plan, source_name, args.name)
     if name is None:
         return 1
     from csparql.engine.formats import render
 
     try:
-        evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write)
+        evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write, version=version)
     except _engine_errors() as error:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
@@ -196,7 +198,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if start > end:
         print("csparql: --from must not be after --to", file=sys.stderr)
         return 1
-    plan, source_name = loaded
+    plan, source_name, version = loaded
     name = _name(plan, source_name, args.name)
     if name is None:
         return 1
@@ -215,7 +217,7 @@ def run_replay(args: argparse.Namespace) -> int:
     progress = tqdm(windows, desc=name, unit="window", file=sys.stderr, disable=not sys.stderr.isatty())
     try:
         for window in progress:
-            evaluation = engine.evaluate(plan, window.at, name)
+            evaluation = engine.evaluate(plan, window.at, name, version=version)
             if args.format == "json":
                 print(_window_json(evaluation), flush=True)
             elif args.format:

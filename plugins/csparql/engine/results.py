@@ -6,7 +6,8 @@ and doubles, booleans and date-times as typed values) and ``<name>_term``, the l
 N-Triples syntax. A typed column's type is fixed by the first evaluation that binds the variable; later
 values that do not fit it are null there (the ``_term`` column always has them). An ASK writes one row per
 evaluation to ``answers``; CONSTRUCT and DESCRIBE write ``triples``; ``REGISTER STREAM`` writes its triples
-to an output stream table, each with the window end as its timestamp (decision 10).
+to an output stream table, each with the window end as its timestamp (decision 10). Every result table ends
+with ``query_version``, the version of the query text that wrote the row.
 
 Each evaluation replaces its own window's rows in one commit, so evaluating a window twice leaves one copy.
 """
@@ -27,7 +28,7 @@ from csparql.terms import XSD_BOOLEAN, XSD_DATETIME
 XSD = "http://www.w3.org/2001/XMLSchema#"
 INTEGER_TYPES = {XSD + t for t in "integer int long short byte nonNegativeInteger positiveInteger nonPositiveInteger negativeInteger unsignedLong unsignedInt unsignedShort unsignedByte".split()}
 NUMERIC_TYPES = INTEGER_TYPES | {XSD + "decimal", XSD + "double", XSD + "float"}
-RESERVED = {"window_start", "window_end"}
+RESERVED = {"window_start", "window_end", "query_version"}
 
 
 def column_names(vars_: tuple[Variable, ...]) -> dict[Variable, str]:
@@ -125,6 +126,7 @@ def bindings_table(
     window_start: int | None,
     window_end: int,
     existing: pa.Schema | None,
+    version: str | None = None,
 ) -> pa.Table:
     """The rows an evaluation of a SELECT writes (see the module docstring for the columns)."""
     names = column_names(vars_)
@@ -141,20 +143,25 @@ def bindings_table(
             arrays.append(pa.array([analyst_value(t, kind) for t in terms], kind))
         fields.append(pa.field(name + "_term", pa.string()))
         arrays.append(pa.array([ntriples(t) for t in terms], pa.string()))
+    fields.append(schema.QUERY_VERSION)
+    arrays.append(pa.array([version] * len(rows), pa.string()))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def answers_table(answer: bool, window_start: int | None, window_end: int) -> pa.Table:
+def answers_table(answer: bool, window_start: int | None, window_end: int, version: str | None = None) -> pa.Table:
     return pa.Table.from_pylist(
-        [{"window_start": _instant(window_start), "window_end": _instant(window_end), "answer": answer}], schema=schema.ANSWERS
+        [{"window_start": _instant(window_start), "window_end": _instant(window_end), "answer": answer,
+          "query_version": version}],
+        schema=schema.ANSWERS,
     )
 
 
-def triples_table(triples: list, window_start: int | None, window_end: int) -> pa.Table:
+def triples_table(triples: list, window_start: int | None, window_end: int, version: str | None = None) -> pa.Table:
     start, end = _instant(window_start), _instant(window_end)
     return pa.Table.from_pylist(
         [
-            {"window_start": start, "window_end": end, "subject": ntriples(s), "predicate": ntriples(p), "object": ntriples(o)}
+            {"window_start": start, "window_end": end, "subject": ntriples(s), "predicate": ntriples(p),
+             "object": ntriples(o), "query_version": version}
             for s, p, o in triples
         ],
         schema=schema.TRIPLES,

@@ -70,8 +70,11 @@ class Engine:
         compiled = compile_plan(self.spark, plan, reader, at=window.end, statistics=self.catalog.statistics())
         return compiled, reader
 
-    def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None) -> Evaluation:
-        """Evaluate the query at instant ``at``; write its results and record the run."""
+    def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
+                 version: str | None = None) -> Evaluation:
+        """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the
+        version of the query text, ``csparql.deployment.text_version``) is recorded with the run and the
+        result rows."""
         check_query_name(name)
         window = evaluation_at(plan, at)
         started = time.time_ns() // 1000
@@ -81,25 +84,28 @@ class Engine:
         try:
             compiled, reader = self.compile(plan, window)
             result = _collect(compiled)
-            rows = self._write(plan, name, window, result) if write else 0
+            rows = self._write(plan, name, window, result, version) if write else 0
         except Exception as error:
             duration = int((time.perf_counter() - clock) * 1000)
             if write:
-                self._record(run_id, name, window, started, "failed", _describe(error), reader, 0, duration, complete)
+                self._record(run_id, name, window, started, "failed", _describe(error), reader, 0, duration, complete,
+                             version)
             raise EvaluationFailed(f"{name}: the evaluation of the window ending {_iso(window.end)} failed: {_describe(error)}") from error
         duration = int((time.perf_counter() - clock) * 1000)
         if write:
-            self._record(run_id, name, window, started, "succeeded", None, reader, rows, duration, complete)
+            self._record(run_id, name, window, started, "succeeded", None, reader, rows, duration, complete, version)
         return Evaluation(name, window, result, rows, duration, run_id, dict(reader.scans))
 
-    def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True) -> Iterator[Evaluation]:
+    def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
+               version: str | None = None) -> Iterator[Evaluation]:
         """Evaluate every scheduled evaluation with its instant in [start, end], in order."""
         for window in scheduled_evaluations(plan, start, end):
-            yield self.evaluate(plan, window.at, name, write=write)
+            yield self.evaluate(plan, window.at, name, write=write, version=version)
 
     # writing
 
-    def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult) -> int:
+    def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
+               version: str | None) -> int:
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
             # The stream is named by the REGISTER name (decision 10), whatever the run's result name.
@@ -126,19 +132,19 @@ class Engine:
             )
             existing = delta.open_table(path).schema().to_arrow()
             existing = pa.schema(existing) if existing is not None else None
-            table = rt.bindings_table(result.vars, result.rows, window.start, window.end, existing)
+            table = rt.bindings_table(result.vars, result.rows, window.start, window.end, existing, version)
             base = pa.schema(list(schema.WINDOW_COLUMNS))
             rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True)
             return table.num_rows
         if result.form == "ask":
-            table = rt.answers_table(bool(result.boolean), window.start, window.end)
-            rt.write_window(self.warehouse.results(name, "answers"), table, schema.ANSWERS, window.end)
+            table = rt.answers_table(bool(result.boolean), window.start, window.end, version)
+            rt.write_window(self.warehouse.results(name, "answers"), table, schema.ANSWERS, window.end, merge_schema=True)
             return 1
-        table = rt.triples_table(result.triples, window.start, window.end)
-        rt.write_window(self.warehouse.results(name, "triples"), table, schema.TRIPLES, window.end)
+        table = rt.triples_table(result.triples, window.start, window.end, version)
+        rt.write_window(self.warehouse.results(name, "triples"), table, schema.TRIPLES, window.end, merge_schema=True)
         return table.num_rows
 
-    def _record(self, run_id, name, window, started, status, error, reader, rows, duration, complete) -> None:
+    def _record(self, run_id, name, window, started, status, error, reader, rows, duration, complete, version) -> None:
         scans = reader.scans if reader is not None else {}
         row = {
             "run_id": run_id,
@@ -153,8 +159,10 @@ class Engine:
             "rows_written": rows,
             "duration_ms": duration,
             "complete": complete,
+            "query_version": version,
         }
-        delta.append(self.warehouse.runs, pa.Table.from_pylist([row], schema=schema.RUNS), schema.RUNS)
+        # merge: a runs table written before a column was added gains it (its older rows read null)
+        delta.append(self.warehouse.runs, pa.Table.from_pylist([row], schema=schema.RUNS), schema.RUNS, merge_schema=True)
 
 
 def _collect(compiled: CompiledEvaluation) -> QueryResult:

@@ -143,6 +143,7 @@ class EmbeddedStack:
         backfilled = self.backfill(names, files)
         self.say("")
         self.say(f"Airflow is up: {stack.url}   login: {stack.username} / {stack.password}")
+        self.say(f"  the C-SPARQL pages: {stack.url}/plugin/csparql (Browse → C-SPARQL; every DAG has a Query tab)")
         self.say(f"  {len(names)} query DAGs; {backfilled} backfills replaying the sample history; "
                  "results land in the warehouse as the runs finish")
         self.say(f"  query results with SQL:  .venv/bin/csparql sql \"SELECT query, window_end, rows_written "

@@ -112,7 +112,8 @@ class EvaluateWindowOperator(BaseOperator):
             master = SparkConnectHook(conn_id=self.settings.connection_id).get_connection_url()
         engine = Engine(self.settings.warehouse, spark_session(master))
         try:
-            evaluation = engine.evaluate(self.deployment.plan, at, self.deployment.name, complete=complete)
+            evaluation = engine.evaluate(self.deployment.plan, at, self.deployment.name, complete=complete,
+                                         version=self.deployment.version)
         except EvaluationFailed as error:
             raise AirflowException(str(error)) from None
         window = evaluation.window
@@ -120,7 +121,7 @@ class EvaluateWindowOperator(BaseOperator):
                       format_instant(window.start) if window.start is not None else "-", format_instant(window.end),
                       evaluation.rows_written, evaluation.duration_ms)
         return {"window_end": window.end, "window_start": window.start, "rows_written": evaluation.rows_written,
-                "run_id": evaluation.run_id, "complete": complete}
+                "run_id": evaluation.run_id, "complete": complete, "query_version": self.deployment.version}
 
     def _submit(self, at: int, complete: bool | None) -> dict:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook

@@ -60,6 +60,8 @@ class AirflowStack:
     password: str = "admin"
     pool_slots: int = 2
     extra_environment: dict[str, str] = field(default_factory=dict)
+    other_users: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """More logins besides the admin: user name → (SimpleAuthManager role, password), e.g. a viewer."""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     _token: str | None = None
 
@@ -86,7 +88,8 @@ class AirflowStack:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "csparql.orchestration.sqlite_settings.CONNECT_ARGS",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
+                [f"{self.username}:admin"] + [f"{name}:{role}" for name, (role, _) in self.other_users.items()]),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
             "AIRFLOW__API__HOST": "127.0.0.1",
@@ -122,7 +125,8 @@ class AirflowStack:
     def set_up(self) -> None:
         """Create the metadata database, the login and the Spark pool (idempotent)."""
         self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "passwords.json").write_text(json.dumps({self.username: self.password}), encoding="utf-8")
+        passwords = {self.username: self.password} | {name: secret for name, (_, secret) in self.other_users.items()}
+        (self.home / "passwords.json").write_text(json.dumps(passwords), encoding="utf-8")
         self.run_airflow("db", "migrate")
         with sqlite3.connect(self.home / "airflow.db") as database:  # readers no longer block the writer
             database.execute("PRAGMA journal_mode=WAL")
@@ -200,13 +204,18 @@ class AirflowStack:
     # REST API
 
     def token(self) -> str:
+        """The admin's API token (fetched once)."""
         if self._token is None:
-            body = json.dumps({"username": self.username, "password": self.password}).encode()
-            request = urllib.request.Request(f"{self.url}/auth/token", data=body,
-                                             headers={"Content-Type": "application/json"}, method="POST")
-            with urllib.request.urlopen(request, timeout=30) as response:
-                self._token = json.load(response)["access_token"]
+            self._token = self.token_for(self.username, self.password)
         return self._token
+
+    def token_for(self, username: str, password: str) -> str:
+        """A fresh API token for a login (``POST /auth/token``)."""
+        body = json.dumps({"username": username, "password": password}).encode()
+        request = urllib.request.Request(f"{self.url}/auth/token", data=body,
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)["access_token"]
 
     def api(self, method: str, path: str, body: dict | None = None, allow: tuple[int, ...] = (),
             attempts: int = 5) -> dict:

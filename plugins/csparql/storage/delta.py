@@ -168,13 +168,16 @@ def _retrying(operation: Callable[[int], None], what: str, path) -> None:
             time.sleep(random.uniform(0.02, 0.06) * 2**attempt)
 
 
-def append(path, data, schema: pa.Schema, partition_by=None, metadata: Mapping[str, str] | None = None) -> None:
-    """Append Arrow data (a table or a stream of record batches) in one commit."""
+def append(path, data, schema: pa.Schema, partition_by=None, metadata: Mapping[str, str] | None = None,
+           merge_schema: bool = False) -> None:
+    """Append Arrow data (a table or a stream of record batches) in one commit; with ``merge_schema``, columns
+    the table lacks are added to it (schema evolution: its older rows read them as null)."""
     ensure(path, schema, partition_by)
 
     def attempt(_):
         write_deltalake(
             str(path), data, mode="append", partition_by=partition_by,
+            schema_mode="merge" if merge_schema else None,
             commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
         )
 

@@ -33,7 +33,11 @@ STATIC = pa.schema(
 
 WINDOW_COLUMNS = [pa.field("window_start", TIMESTAMP), pa.field("window_end", TIMESTAMP, nullable=False)]
 
-ANSWERS = pa.schema([*WINDOW_COLUMNS, pa.field("answer", pa.bool_(), nullable=False)])
+QUERY_VERSION = pa.field("query_version", pa.string())
+"""The version of the query text that produced a result row (the last column of every result table; tables
+written before versions were recorded gain it on their next write, their older rows null)."""
+
+ANSWERS = pa.schema([*WINDOW_COLUMNS, pa.field("answer", pa.bool_(), nullable=False), QUERY_VERSION])
 
 TRIPLES = pa.schema(
     [
@@ -41,6 +45,7 @@ TRIPLES = pa.schema(
         pa.field("subject", pa.string(), nullable=False),
         pa.field("predicate", pa.string(), nullable=False),
         pa.field("object", pa.string(), nullable=False),
+        QUERY_VERSION,
     ]
 )
 """CONSTRUCT/DESCRIBE results of a registered query, terms in N-Triples syntax."""
@@ -59,9 +64,12 @@ RUNS = pa.schema(
         pa.field("rows_written", pa.int64()),
         pa.field("duration_ms", pa.int64()),
         pa.field("complete", pa.bool_()),
+        pa.field("query_version", pa.string()),
     ]
 )
-"""One row per evaluation. ``triples_read`` and ``files_read`` are JSON objects keyed by stream IRI."""
+"""One row per evaluation. ``triples_read`` and ``files_read`` are JSON objects keyed by stream IRI;
+``query_version`` is the version of the query text evaluated (``csparql.deployment.text_version``), null in
+rows written before versions were recorded (the column was added to existing tables on their next append)."""
 
 STATISTICS = pa.schema(
     [

@@ -60,7 +60,7 @@ class InvalidName(ValueError):
 
 def check_query_name(name: str) -> str:
     """The name itself when it is a valid query name (letters, digits, '_' and '-'; no path tricks)."""
-    if not QUERY_NAME.match(name or ""):
+    if not QUERY_NAME.fullmatch(name or ""):
         raise InvalidName(
             f"'{name}' is not a valid query name: use letters, digits, '_' and '-', starting with a letter or '_'"
         )

@@ -1,0 +1,85 @@
+"""The register page's check of a query text: the registry's own rules, problems with their place, and the
+optimized plan and next windows of a valid query — without Airflow, Spark or a browser."""
+
+from __future__ import annotations
+
+import pytest
+
+from csparql.deployment import Settings, register_text
+from csparql.preview import MAX_TEXT, preview
+from csparql.windows import parse_instant
+
+MINUTE = 60_000_000
+T0 = parse_instant("2010-03-22T08:00:00Z")
+STREAM = "http://streams.org/milantollgates.trdf"
+QUERY = f"""REGISTER QUERY Tollgates COMPUTED EVERY 5m AS
+PREFIX t: <http://linkedurbandata.org/traffic#>
+SELECT ?gate (COUNT(?car) AS ?cars)
+FROM STREAM <{STREAM}> [RANGE 10m STEP 5m]
+WHERE {{ ?gate t:registers ?car . }}
+GROUP BY ?gate
+"""
+PRODUCER = """REGISTER STREAM Busy AS
+CONSTRUCT { ?s <http://example.org/busy> true }
+FROM STREAM <http://example.org/in> [RANGE 10m STEP 5m]
+WHERE { ?s <http://example.org/p> ?o }
+"""
+
+
+@pytest.fixture
+def settings(tmp_path):
+    (tmp_path / "registry").mkdir()
+    return Settings.from_environment({"CSPARQL_REGISTRY": str(tmp_path / "registry"),
+                                      "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse"),
+                                      "CSPARQL_ALLOWED_LATENESS": "2m"})
+
+
+def test_a_valid_query_previews_its_plan_and_next_windows(settings):
+    outcome = preview(QUERY, settings, now=T0 + 7 * MINUTE, count=3)
+    assert outcome.ok and outcome.name == "Tollgates" and outcome.form == "select"
+    assert outcome.schedule == "every 5m" and outcome.streams == ((STREAM, "RANGE 10m STEP 5m"),)
+    assert "(group" in outcome.optimized and f"<{STREAM}>" in outcome.optimized
+    # evaluations every 5 minutes from the epoch; each waits for the watermark to pass its end plus 2m
+    assert [(r.at, r.window_start, r.window_end, r.streams) for r in outcome.next_runs] == [
+        (T0 + m * MINUTE, T0 + (m - 10) * MINUTE, T0 + m * MINUTE, {STREAM: T0 + (m + 2) * MINUTE})
+        for m in (10, 15, 20)]
+    assert not list(settings.registry.iterdir())  # nothing written
+
+
+def test_problems_carry_their_line_and_column(settings):
+    broken = QUERY.replace("?gate t:registers ?car .", "?gate t:registers .")
+    outcome = preview(broken, settings)
+    problem, = outcome.problems
+    assert (problem.line, problem.column) == (5, 27) and "unexpected '.'" in problem.message
+    assert "5 | WHERE { ?gate t:registers . }" in problem.rendered
+    semantic = preview(QUERY.replace("[RANGE 10m STEP 5m]", "[RANGE 5m STEP 10m]"), settings)
+    assert semantic.problems[0].line == 4 and "STEP" in semantic.problems[0].message
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "x.y", "1abc", "with space", ""])
+def test_names_that_are_not_dag_ids_are_refused(settings, name):
+    text = QUERY.replace("REGISTER QUERY Tollgates COMPUTED EVERY 5m AS\n", "") if name == "" else QUERY
+    outcome = preview(text, settings, name=name or None)
+    assert not outcome.ok
+    if name:
+        assert f"'{name}' cannot name a registered query" in outcome.problems[0].message
+    else:
+        assert "give the query a name" in outcome.problems[0].message
+
+
+def test_registry_rules_are_checked_too(settings):
+    register_text(PRODUCER, settings)
+    second = preview(PRODUCER, settings, name="Copy")
+    assert "already produced by Busy.rq" in second.problems[0].message
+    loop = PRODUCER.replace("Busy", "Loop").replace("<http://example.org/in>", "<urn:csparql:stream:Loop>")
+    assert "reads the stream it produces" in preview(loop, settings).problems[0].message
+
+
+def test_empty_and_oversized_texts_get_a_message(settings):
+    assert "empty" in preview("  \n", settings).problems[0].message
+    assert "at most" in preview("#" * (MAX_TEXT + 1), settings).problems[0].message
+
+
+def test_a_one_shot_query_has_no_schedule(settings):
+    outcome = preview("SELECT * WHERE { ?s ?p ?o }", settings, name="adhoc")
+    assert outcome.ok and outcome.next_runs == () and outcome.schedule is None

@@ -1,0 +1,85 @@
+"""One real Airflow serves every test of this package: api-server, scheduler, DAG processor and triggerer on
+loopback (SQLite, LocalExecutor), with the repository's plugin — the C-SPARQL pages at ``/csparql`` — and two
+logins: ``admin`` (admin role) and ``viewer`` (viewer role: may read, may not change DAGs).
+
+The warehouse holds the sample Milan tollgates stream (one hour from 2010-03-22T08:00Z, its watermark at its
+last triple) and the default static graph, landed by the engine before Airflow starts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from csparql import samples
+from csparql.deployment import Settings
+from csparql.orchestration.stack import AirflowStack, free_port
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="csparql-airflow-home-"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPOSITORY / "plugins"))
+
+MILAN = samples.STREAMS["milantollgates"]
+VIEWER = ("viewer", "viewer-password")
+SCREENSHOTS = REPOSITORY / "tests" / "artifacts" / "screenshots"
+
+
+@dataclass
+class UI:
+    root: Path
+    files: samples.SampleFiles
+    settings: Settings
+    stack: AirflowStack
+
+    @property
+    def url(self) -> str:
+        return self.stack.url
+
+    def token(self, who: str = "admin") -> str:
+        if who == "admin":
+            return self.stack.token()
+        return self.stack.token_for(*VIEWER)
+
+
+@pytest.fixture(scope="package")
+def ui(tmp_path_factory, spark) -> UI:
+    from csparql.engine.ingest import ingest_stream, load_static
+
+    root = tmp_path_factory.mktemp("ui")
+    files = samples.write_samples(root / "samples", hours=1)
+    dags = root / "dags"
+    (dags / "queries").mkdir(parents=True)
+    environment = {
+        "CSPARQL_REGISTRY": str(dags / "queries"),
+        "CSPARQL_WAREHOUSE": str(root / "warehouse"),
+        "CSPARQL_ALLOWED_LATENESS": "0s",
+        "CSPARQL_WAIT_TIMEOUT": "1d",  # scheduled runs of today's (empty) windows just wait
+        "CSPARQL_POLL_INTERVAL": "2s",
+    }
+    settings = Settings.from_environment(environment)
+    load_static(spark, settings.warehouse, None, [files.graphs[None]], replace=True)
+    ingest_stream(spark, settings.warehouse, MILAN, [files.streams[MILAN]])
+    stack = AirflowStack(home=root / "airflow", dags=dags, settings_environment=environment, port=free_port(),
+                         pool_slots=2, other_users={VIEWER[0]: ("viewer", VIEWER[1])})
+    stack.set_up()
+    stack.start()
+    try:
+        stack.wait_until_healthy()
+        yield UI(root, files, settings, stack)
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="package")
+def screenshots() -> Path:
+    """Where the browser tests leave a screenshot of each page (git-ignored, kept after the run)."""
+    if SCREENSHOTS.exists():
+        shutil.rmtree(SCREENSHOTS)
+    SCREENSHOTS.mkdir(parents=True)
+    return SCREENSHOTS

@@ -1,0 +1,205 @@
+"""The C-SPARQL pages' endpoints against the real api-server: no login gets 401 on every route, a viewer may
+read but not change the registry, cross-site changes are refused, names with path tricks are refused, and bad
+input gets a clear message while nothing changes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.routing import Route
+
+from csparql.deployment import versions
+from csparql.orchestration.ui.app import create_app
+
+TOLLGATES = """REGISTER QUERY EndpointTollgates AS
+# a comment that tries to close the page: </pre><script>document.title = "pwned"</script>
+PREFIX t: <http://linkedurbandata.org/traffic#>
+SELECT ?tollgate (COUNT(?car) AS ?passages)
+FROM STREAM <http://streams.org/milantollgates.trdf> [RANGE 10m STEP 10m]
+WHERE { ?tollgate t:registers ?car . }
+GROUP BY ?tollgate
+"""
+PATH_VALUES = {"name": "endpoint_tollgates", "number": "1", "dag_id": "some_dag"}
+
+
+def client(ui, token: str | None = None, cookie: str | None = None, origin: str | None = None) -> httpx.Client:
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if origin:
+        headers["Origin"] = origin
+    cookies = {"_token": cookie} if cookie else None
+    return httpx.Client(base_url=f"{ui.url}/csparql", headers=headers, cookies=cookies, timeout=60,
+                        follow_redirects=False)
+
+
+def registry_state(ui) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(ui.settings.registry.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def registered(ui):
+    """A query registered through the API by the admin (the viewer's refusals must leave it as it is)."""
+    with client(ui, ui.token()) as admin:
+        answer = admin.post("/queries", data={"name": "endpoint_tollgates", "text": TOLLGATES})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"ok": True, "done": "registered", "name": "endpoint_tollgates"}
+    return "endpoint_tollgates"
+
+
+def every_route() -> list[tuple[str, str]]:
+    """(method, path) of every route of the app, with sample path parameters."""
+    routes = []
+    for route in create_app().routes:
+        if not isinstance(route, Route):
+            continue
+        values = {**PATH_VALUES, "name": "csparql.css"} if route.path.startswith("/static/") else PATH_VALUES
+        path = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], route.path)
+        routes.extend((method, path) for method in sorted(route.methods) if method != "HEAD")
+    return routes
+
+
+def test_every_page_and_endpoint_answers_401_without_a_login(ui, registered):
+    routes = every_route()
+    assert len(routes) >= 18 and ("POST", "/api/check") in routes and ("GET", "/static/csparql.css") in routes
+    routes += [("GET", "/no/such/page"), ("GET", "/static/editor.js"), ("DELETE", "/queries/endpoint_tollgates")]
+    with client(ui) as anonymous, client(ui, cookie="not-a-token") as forged, client(ui, token="x.y.z") as bad:
+        for method, path in routes:
+            for who in (anonymous, forged, bad):
+                answer = who.request(method, path, data={"text": TOLLGATES} if method == "POST" else None)
+                assert answer.status_code == 401, (method, path, answer.status_code, answer.text)
+    with httpx.Client(base_url=f"{ui.url}/csparql", timeout=60) as browser:
+        page = browser.get("/", headers={"Accept": "text/html"})
+    assert page.status_code == 401 and "Log in to Airflow" in page.text and page.headers["www-authenticate"] == "Bearer"
+    assert "frame-ancestors 'self'" in page.headers["content-security-policy"]  # no framing by other sites
+
+
+def test_a_viewer_reads_every_page_but_cannot_change_the_registry(ui, registered):
+    before = registry_state(ui)
+    with client(ui, ui.token("viewer")) as viewer:
+        for path in ("/", "/register", "/streams", f"/queries/{registered}", f"/queries/{registered}/versions/1",
+                     "/dags/some_dag", f"/dags/{registered}", "/api/queries", f"/api/queries/{registered}",
+                     "/static/csparql.css"):
+            assert viewer.get(path).status_code == 200, path
+        assert viewer.post("/api/check", json={"text": TOLLGATES}).json()["ok"] is True  # checking changes nothing
+        changes = [
+            ("/queries", {"name": "viewer_query", "text": TOLLGATES.replace("EndpointTollgates", "Viewer")}),
+            (f"/queries/{registered}", {"text": TOLLGATES.replace("10m", "20m")}),
+            (f"/queries/{registered}/pause", {}),
+            (f"/queries/{registered}/unpause", {}),
+            (f"/queries/{registered}/trigger", {"window_end": "2010-03-22T08:30:00Z"}),
+            (f"/queries/{registered}/delete", {"confirm": registered, "drop_results": "yes"}),
+        ]
+        for path, form in changes:
+            answer = viewer.post(path, data=form)
+            assert answer.status_code == 403, (path, answer.text)
+            assert "needs a user allowed to edit DAGs" in answer.json()["detail"]
+        shown = viewer.get(f"/queries/{registered}", headers={"Accept": "text/html"})
+        page = shown.text
+    policy = shown.headers["content-security-policy"]
+    assert shown.headers["x-frame-options"] == "SAMEORIGIN" and "default-src 'self'" in policy and "unsafe" not in policy
+    assert 'id="edit"' not in page and 'id="trigger"' not in page and 'id="delete"' not in page
+    assert registry_state(ui) == before
+
+
+def test_changes_authenticated_by_the_cookie_must_come_from_this_site(ui, registered):
+    token = ui.token()
+    text = {"text": TOLLGATES}
+    with client(ui, cookie=token) as no_origin:
+        assert no_origin.post("/api/check", json=text).status_code == 403
+        assert no_origin.get("/api/queries").status_code == 200  # reading is fine
+    with client(ui, cookie=token, origin="http://evil.example") as foreign:
+        answer = foreign.post("/api/check", json=text)
+        assert answer.status_code == 403 and "does not come from a page of this site" in answer.json()["detail"]
+    with client(ui, cookie=token, origin=ui.url) as same_site:
+        assert same_site.post("/api/check", json=text).status_code == 200
+    with client(ui, cookie=token) as referred:
+        answer = referred.post("/api/check", json=text, headers={"Referer": f"{ui.url}/csparql/register"})
+        assert answer.status_code == 200
+
+
+def test_names_with_path_tricks_are_refused_and_change_nothing(ui, registered):
+    before = registry_state(ui)
+    with client(ui, ui.token()) as admin:
+        for name in ("../x", "../../etc/passwd", "x/y", ".history", "x.rq", "x y", "x\ny"):
+            answer = admin.post("/queries", data={"name": name, "text": TOLLGATES})
+            assert answer.status_code == 400, (name, answer.text)
+            assert "cannot name a registered query" in answer.json()["detail"]
+        for path in ("/queries/..%2Fx", "/queries/..%2F..%2Fregistry/edit", "/queries/.history/versions/1",
+                     "/queries/x.rq/delete"):
+            for method in ("GET", "POST"):
+                answer = admin.request(method, path, data={"confirm": "x"} if method == "POST" else None)
+                assert answer.status_code in (400, 404, 405), (method, path, answer.status_code)
+        html = admin.post("/queries", data={"name": "../x", "text": TOLLGATES}, headers={"Accept": "text/html"})
+    assert html.status_code == 400 and "&#39;../x&#39; cannot name a registered query" in html.text
+    assert registry_state(ui) == before
+
+
+def test_bad_input_gets_a_clear_message_and_changes_nothing(ui, registered):
+    before = registry_state(ui)
+    broken = TOLLGATES.replace("?tollgate t:registers ?car .", "?tollgate t:registers .")
+    with client(ui, ui.token()) as admin:
+        answer = admin.post("/queries", data={"name": "broken", "text": broken})
+        assert answer.status_code == 400
+        assert "line 6, column 31: unexpected '.'" in answer.json()["detail"]
+        edit = admin.post(f"/queries/{registered}", data={"text": broken})
+        assert edit.status_code == 400 and "the change was not saved: line 6, column 31" in edit.json()["detail"]
+        again = admin.post("/queries", data={"name": registered, "text": TOLLGATES})
+        assert again.status_code == 409 and "already registered" in again.json()["detail"]
+        when = admin.post(f"/queries/{registered}/trigger", data={"window_end": "yesterday"})
+        assert when.status_code == 400 and "window end: invalid instant 'yesterday'" in when.json()["detail"]
+        unconfirmed = admin.post(f"/queries/{registered}/delete", data={})
+        assert unconfirmed.status_code == 400 and "nothing was deleted" in unconfirmed.json()["detail"]
+        checked = admin.post("/api/check", content=b"not json", headers={"Content-Type": "application/json"})
+        assert checked.status_code == 400 and "send a JSON object" in checked.json()["detail"]
+        upload = admin.post("/queries", data={"name": "latin1"}, files={"upload": ("q.rq", "é".encode("latin-1"))})
+        assert upload.status_code == 400 and "is not UTF-8 text" in upload.json()["detail"]
+        missing = admin.get("/queries/no_such_query")
+        assert missing.status_code == 404 and "no query is registered as no_such_query" in missing.json()["detail"]
+    assert registry_state(ui) == before
+
+
+def test_query_text_is_escaped_everywhere_it_is_shown(ui, registered):
+    with client(ui, ui.token()) as admin:
+        pages = [admin.get(path, headers={"Accept": "text/html"}).text
+                 for path in (f"/queries/{registered}", f"/queries/{registered}/versions/1", f"/queries/{registered}/edit")]
+    for html in pages:
+        assert '<script>document.title = "pwned"</script>' not in html
+        assert "&lt;/pre&gt;&lt;script&gt;document.title" in html
+        assert "&lt;http://streams.org/milantollgates.trdf&gt;" in html
+
+
+def test_editing_records_a_new_version_and_deleting_asks_first_and_keeps_results_unless_told(ui, registered):
+    from csparql.storage import delta, schema
+
+    import pyarrow as pa
+
+    with client(ui, ui.token()) as admin:
+        for name in ("doomed", "doomed_with_results"):
+            text = TOLLGATES.replace("EndpointTollgates", name.title().replace("_", ""))
+            assert admin.post("/queries", data={"name": name, "text": text}).status_code == 200
+            assert admin.post(f"/queries/{name}", data={"text": text.replace("10m", "20m")}).json()["done"] == "saved"
+            assert [v.number for v in versions(name, ui.settings)] == [1, 2]
+            results = ui.settings.warehouse.results(name, "answers")
+            delta.append(results, pa.Table.from_pylist([], schema=schema.ANSWERS), schema.ANSWERS)
+        confirm_page = admin.get("/queries/doomed/delete", headers={"Accept": "text/html"})
+        assert confirm_page.status_code == 200 and 'name="confirm" value="doomed"' in confirm_page.text
+        assert admin.post("/queries/doomed/delete", data={"confirm": "doomed"}).json()["results_dropped"] == []
+        dropped = admin.post("/queries/doomed_with_results/delete",
+                             data={"confirm": "doomed_with_results", "drop_results": "yes"}).json()
+    assert dropped["ok"] and len(dropped["results_dropped"]) == 1
+    assert not (ui.settings.registry / "doomed.rq").exists() and not (ui.settings.registry / "doomed.py").exists()
+    assert delta.exists(ui.settings.warehouse.results("doomed", "answers"))  # kept unless told otherwise
+    assert not (ui.settings.warehouse.root / "results" / "doomed_with_results").exists()
+    assert [v.number for v in versions("doomed", ui.settings)] == [1, 2]  # the history stays
+
+
+def test_a_dag_that_is_not_a_query_says_so(ui):
+    with client(ui, ui.token()) as admin:
+        page = admin.get("/dags/ingest_something", headers={"Accept": "text/html"})
+        odd = admin.get("/dags/<script>", headers={"Accept": "text/html"})
+    assert page.status_code == 200 and "Not a C-SPARQL query" in page.text and "ingestion DAG" in page.text
+    assert odd.status_code in (400, 404) and "<script>" not in odd.text
