@@ -272,6 +272,7 @@ class AirflowStack:
         does that every 30 s)."""
         body = {"dag_id": dag_id, "from_date": start, "to_date": end, "reprocess_behavior": reprocess,
                 "max_active_runs": max_active_runs, "run_backwards": False, "dag_run_conf": {}}
+        earlier = {b["id"] for b in self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])}
         deadline = time.monotonic() + timeout
         refused_busy = False
         while time.monotonic() < deadline:
@@ -280,9 +281,10 @@ class AirflowStack:
             except NoAnswer:
                 answer = {"status": 503}  # it may have been stored, as after a 503
             if answer.get("status") == 409 and refused_busy:
-                # A 503 can come after the backfill was stored: then it is the one already running.
+                # A 503 can come after the backfill was stored: then the 409 is about ours, which is new. An
+                # older backfill of the same range (not yet marked complete) is not ours.
                 ours = [b for b in self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])
-                        if not b.get("completed_at") and _same_instant(b["from_date"], start)
+                        if b["id"] not in earlier and _same_instant(b["from_date"], start)
                         and _same_instant(b["to_date"], end)]
                 if ours:
                     return ours[0]
