@@ -30,11 +30,13 @@ def format_plan(plan: alg.QueryPlan) -> str:
         lines.append(f"(prefix ({decls})")
         depth = 1
     pad = INDENT * depth
-    lines.append(pad + "(query " + printer.form(plan.form))
+    operator = f" {plan.stream_operator.lower()}" if plan.stream_operator != alg.RSTREAM else ""
+    lines.append(pad + "(query " + printer.form(plan.form) + operator)
     if plan.registration is not None:
         r = plan.registration
         every = f" (every {format_duration(r.computed_every)})" if r.computed_every else ""
-        lines.append(pad + INDENT + f"(register {r.kind.lower()} {r.name}{every})")
+        entailment = f" (entailment {' '.join(n.lower() for n in r.entailment)})" if r.entailment else ""
+        lines.append(pad + INDENT + f"(register {r.kind.lower()} {r.name}{every}{entailment})")
     lines.append(pad + INDENT + "(dataset")
     lines.append(pad + INDENT * 2 + "(default " + " ".join(printer.source(s) for s in plan.dataset.default) + ")")
     lines.append(pad + INDENT * 2 + "(named " + " ".join(printer.source(s) for s in plan.dataset.named) + "))")
