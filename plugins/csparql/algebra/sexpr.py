@@ -51,6 +51,11 @@ def format_operator(op: alg.Operator, prefixes: dict[str, str] | None = None) ->
     return "\n".join(_SexprPrinter(prefixes or {}).operator(op, 0)) + "\n"
 
 
+def format_path(path: sx.PathExpr, prefixes: dict[str, str] | None = None) -> str:
+    """A property path, e.g. ``(path+ <http://www.geonames.org/ontology#parentFeature>)``."""
+    return _SexprPrinter(prefixes or {}).path(path)
+
+
 def format_source(source: alg.Source, prefixes: dict[str, str] | None = None) -> str:
     """A stream window or static graph, e.g. ``(window <s> (range 30m) (step 5m))`` or ``(graph default)``."""
     return _SexprPrinter(prefixes or {}).source(source)
