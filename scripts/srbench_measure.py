@@ -2,7 +2,7 @@
 entailment strategies (rewriting patterns against the hierarchies, which csparql does, against materialising
 each window's entailed graph and matching patterns on it).
 
-    .venv/bin/python scripts/srbench_measure.py --stations 60 --hours 30 --windows 4
+    .venv/bin/python scripts/srbench_measure.py --stations 60 --hours 30 --towns 3 --windows 4
 
 Each query is evaluated once to warm up (the first evaluation also computes and stores the closures of static
 graphs: reported separately), then over ``--windows`` consecutive windows of the hurricane; the median is
@@ -71,6 +71,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stations", type=int, default=60)
     parser.add_argument("--hours", type=int, default=30)
+    parser.add_argument("--towns", type=int, default=3, help="filler GeoNames towns per county (static graph size)")
     parser.add_argument("--windows", type=int, default=4)
     parser.add_argument("--queries", default="1,4,10,12", help="SRBench query numbers to time")
     parser.add_argument("--entailment", default="2,15,16,17", help="queries whose entailment strategies to compare")
@@ -81,7 +82,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         warehouse = Warehouse(Path(folder) / "warehouse")
         started = time.perf_counter()
-        workload = generate_workload(warehouse, Size(args.stations, args.hours), seed=1, spark=spark)
+        workload = generate_workload(warehouse, Size(args.stations, args.hours, 1, args.towns), seed=1, spark=spark)
         data = workload.data
         print(f"data: {len(data.stream)} stream triples, {sum(len(g) for g in data.graphs.values())} static triples, "
               f"generated and landed in {time.perf_counter() - started:.1f} s")

@@ -19,7 +19,7 @@ rdf:type, rdfs:subClassOf, rdfs:subPropertyOf and owl:sameAs):
   of its equality class (eq-rep-s, eq-rep-o; with EQ, this gives eq-sym and eq-trans too).
 
 Nothing is materialised. A pattern's constants become filters on the stored triples, computed on the driver
-from the closures (a pattern ``?x a weather:PrecipitationObservation`` reads the stored triples whose
+from the closures (held there once per evaluation when small, and kept per process by the closures' keys) (a pattern ``?x a weather:PrecipitationObservation`` reads the stored triples whose
 predicate is rdf:type or one of its sub-properties and whose object is a sub-class of PrecipitationObservation),
 so an entailed pattern reads what the plain pattern reads, plus a few more values in the same filter. Only a
 variable class, property or term is expanded, by a join with the (small, broadcast) closure. An inferred
@@ -51,6 +51,17 @@ RDFS, SAMEAS = "RDFS", "SAMEAS"
 # Sets of constants up to this size are matched with literals in a filter; larger ones by a broadcast join.
 LITERAL_SET = 64
 COLUMNS = ["s", "p", "o", "ts", "arrival", "src"]
+# What is closed: SC is rdfs:subClassOf+, SP rdfs:subPropertyOf+, EQ (owl:sameAs|^owl:sameAs)+.
+CLOSED = {
+    "SC": SUB_CLASS_OF,
+    "SP": SUB_PROPERTY_OF,
+    "EQ": sx.AlternativePath((SAME_AS, sx.InversePath(SAME_AS))),
+}
+# Closures of up to this many pairs are also held on the driver, where a pattern's constants are looked up.
+DRIVER_PAIRS = 200_000
+# Driver views are kept per process for this many closure keys (the most recent).
+DRIVER_VIEWS_KEPT = 16
+_DRIVER_VIEWS: dict[str, tuple] = {}
 
 
 class Entailment:
@@ -69,6 +80,8 @@ class Entailment:
         self.ontology: tuple[alg.StaticGraph, ...] = tuple(s for s in default if isinstance(s, alg.StaticGraph))
         self.description = "(entailment " + " ".join(r.lower() for r in self.regimes) + ")"
         self._closures: dict[str, DataFrame] = {}
+        self._keys: dict[str, object] = {}
+        self._views: dict[str, dict | None] = {}
         self._supers: dict[URIRef, set[URIRef]] | None = None
         self._below: dict[tuple, list] = {}
         self._classes: dict[tuple, list] = {}
@@ -80,29 +93,54 @@ class Entailment:
         if name not in self._closures:
             from csparql.spark.paths import _PathEvaluator
 
-            paths = {
-                "SC": sx.ModifiedPath(SUB_CLASS_OF, "+"),
-                "SP": sx.ModifiedPath(SUB_PROPERTY_OF, "+"),
-                "EQ": sx.ModifiedPath(sx.AlternativePath((SAME_AS, sx.InversePath(SAME_AS))), "+"),
-            }
             evaluator = _PathEvaluator(self.compiler, self.ontology, graph=False)
             evaluator.entailment = None  # the hierarchies are read from the statements as written
             try:
-                pairs = evaluator.eval(paths[name], None).select("a", "b")
+                pairs = evaluator.eval(sx.ModifiedPath(CLOSED[name], "+"), None).select("a", "b")
                 if name == "SP":
                     pairs = pairs.where(~F.col("a").isin([constant(iri) for iri in SCHEMA_VOCABULARY]))
                 self._closures[name] = pairs  # checkpoints, driver data or stored files: never the released links
+                self._keys[name] = evaluator._closure_key(CLOSED[name], None)
             finally:
                 evaluator.release()
         return self._closures[name]
+
+    def _on_driver(self, name: str) -> dict[tuple, set[tuple]] | None:
+        """SC, SP or EQ on the driver, by their second term (b → every a), or None when larger than
+        ``DRIVER_PAIRS``. One small job per evaluation; none at all while the process evaluates again over the
+        same versions of the ontology's graphs (the view is kept by the closure's key)."""
+        if name not in self._views:
+            frame = self._closure(name)
+            key = self._keys.get(name)
+            cached = _DRIVER_VIEWS.get(f"{name}:{key.id}") if key is not None else None
+            if cached is None:
+                rows = frame.limit(DRIVER_PAIRS + 1).collect()
+                view = None
+                if len(rows) <= DRIVER_PAIRS:
+                    view = defaultdict(set)
+                    for row in rows:
+                        view[tuple(row["b"])].add(tuple(row["a"]))
+                    view = dict(view)
+                cached = (view,)
+                if key is not None:
+                    _DRIVER_VIEWS[f"{name}:{key.id}"] = cached
+                    while len(_DRIVER_VIEWS) > DRIVER_VIEWS_KEPT:
+                        _DRIVER_VIEWS.pop(next(iter(_DRIVER_VIEWS)))
+            self._views[name] = cached[0]
+        return self._views[name]
 
     def super_properties(self) -> dict[URIRef, set[URIRef]]:
         """SP on the driver: each property's strict super-properties (property hierarchies are small)."""
         if self._supers is None:
             supers: dict[URIRef, set[URIRef]] = defaultdict(set)
             if self.rdfs:
-                for row in self._closure("SP").collect():
-                    supers[_term(row["a"])].add(_term(row["b"]))
+                view = self._on_driver("SP")
+                pairs = (
+                    ((a, b) for b, below in view.items() for a in below) if view is not None
+                    else ((tuple(row["a"]), tuple(row["b"])) for row in self._closure("SP").collect())
+                )
+                for a, b in pairs:
+                    supers[from_row(*a)].add(from_row(*b))
             self._supers = dict(supers)
         return self._supers
 
@@ -128,19 +166,27 @@ class Entailment:
         return [predicate] + sorted(self.sub_properties().get(predicate, ()))
 
     def _terms_below(self, hierarchy: str, terms: list[tuple]) -> list[tuple]:
-        """The terms at or below any of ``terms`` (term rows) by SC or SP (one small Spark job, remembered)."""
+        """The terms at or below any of ``terms`` (term rows) by SC or SP."""
         key = (hierarchy, tuple(terms))
         if key not in self._below:
-            pairs = _restrict(self.spark, self._closure(hierarchy), "b", terms)
-            found = [tuple(row["a"]) for row in pairs.select("a").distinct().collect()]
+            view = self._on_driver(hierarchy)
+            if view is not None:
+                found = sorted({a for term in terms for a in view.get(term, ())})
+            else:
+                pairs = _restrict(self.spark, self._closure(hierarchy), "b", terms)
+                found = [tuple(row["a"]) for row in pairs.select("a").distinct().collect()]
             self._below[key] = list(dict.fromkeys(terms + found))
         return self._below[key]
 
     def _equals(self, term: tuple) -> list[tuple]:
         """The equality class of a term (term rows; the term alone when it takes part in no owl:sameAs)."""
         if term not in self._classes:
-            pairs = self._closure("EQ").where(F.col("a") == _literal(term))
-            found = [tuple(row["b"]) for row in pairs.select("b").distinct().collect()]
+            view = self._on_driver("EQ")  # symmetric: b's class is every a paired with it
+            if view is not None:
+                found = sorted(view.get(term, ()))
+            else:
+                pairs = self._closure("EQ").where(F.col("a") == _literal(term))
+                found = [tuple(row["b"]) for row in pairs.select("b").distinct().collect()]
             self._classes[term] = list(dict.fromkeys([term] + found))
         return self._classes[term]
 
@@ -230,10 +276,6 @@ class Entailment:
         pairs = F.broadcast(self._closure("EQ").withColumnRenamed("a", "__a").withColumnRenamed("b", "__b"))
         joined = rows.join(pairs, rows[column] == pairs["__a"], "left")
         return joined.withColumn(column, F.coalesce(F.col("__b"), F.col(column))).select(*COLUMNS)
-
-
-def _term(struct) -> URIRef:
-    return from_row(struct["kind"], struct["value"], struct["datatype"], struct["language"])
 
 
 def _literal(term: tuple) -> Column:

@@ -265,7 +265,7 @@ class _Generator:
         return GEONAMES[f"{self.next_feature}/"]
 
     @staticmethod
-    def float(value: float, digits: int = 2) -> Literal:
+    def float_literal(value: float, digits: int = 2) -> Literal:
         return Literal(f"{value:.{digits}f}", datatype=XSD.float)
 
     # the ontology
@@ -314,8 +314,8 @@ class _Generator:
         g.append((feature, GN.featureClass, GN[klass]))
         g.append((feature, GN.featureCode, GN[code]))
         g.append((feature, GN.countryCode, Literal("US")))
-        g.append((feature, WGS84.lat, self.float(lat, 5)))
-        g.append((feature, WGS84.long, self.float(long, 5)))
+        g.append((feature, WGS84.lat, self.float_literal(lat, 5)))
+        g.append((feature, WGS84.long, self.float_literal(long, 5)))
         if population is not None:
             g.append((feature, GN.population, Literal(str(population), datatype=XSD.integer)))
         if official is not None:
@@ -432,7 +432,7 @@ class _Generator:
             s.extend((system, OM.parameter, WEATHER["_" + prop]) for prop in station.properties)
             s.append((system, OM.processLocation, point))
             s.append((rel, RDF_TYPE, OM.LocatedNearRel))
-            s.append((rel, OM.distance, self.float(self.random.uniform(0.2, 9.0), 4)))
+            s.append((rel, OM.distance, self.float_literal(self.random.uniform(0.2, 9.0), 4)))
             s.append((rel, OM.hasLocation, station.near))
             s.append((rel, OM.uom, WEATHER.miles))
             s.append((point, RDF_TYPE, WGS84.Point))
@@ -441,9 +441,9 @@ class _Generator:
                 s.append((point, WGS84.lat, Literal(STATION_0["lat"], datatype=XSD.float)))
                 s.append((point, WGS84.long, Literal(STATION_0["long"], datatype=XSD.float)))
             else:
-                s.append((point, WGS84.alt, self.float(alt, 1)))
-                s.append((point, WGS84.lat, self.float(lat, 4)))
-                s.append((point, WGS84.long, self.float(long, 4)))
+                s.append((point, WGS84.alt, self.float_literal(alt, 1)))
+                s.append((point, WGS84.lat, self.float_literal(lat, 4)))
+                s.append((point, WGS84.long, self.float_literal(long, 4)))
         return stations
 
     # DBpedia
@@ -519,10 +519,10 @@ class _Generator:
         hit = kind in ("coastal", "heritage")
         if prop == "AirTemperature":
             if kind == "mountain":
-                return self.float(r.uniform(15, 28) if hour in s.blizzard else r.uniform(35, 50))
-            return self.float(r.uniform(70, 90))
+                return self.float_literal(r.uniform(15, 28) if hour in s.blizzard else r.uniform(35, 50))
+            return self.float_literal(r.uniform(70, 90))
         if prop == "RelativeHumidity":
-            return self.float(r.uniform(40, 98))
+            return self.float_literal(r.uniform(40, 98))
         if prop in ("WindSpeed", "PeakWindSpeed", "WindGust"):
             extra = 0.0 if prop == "WindSpeed" else r.uniform(3, 12)
             if hit and hour in s.hurricane:
@@ -533,15 +533,15 @@ class _Generator:
                 base = r.uniform(45, 60)
             else:
                 base = r.uniform(4, 20)
-            return self.float(base + extra)
+            return self.float_literal(base + extra)
         if prop == "WindDirection":
-            return self.float(r.uniform(0, 359))
+            return self.float_literal(r.uniform(0, 359))
         if prop == "PrecipitationAccumulated":
-            return self.float(r.uniform(31, 40) if hour in s.heavy_rain else r.uniform(0.5, 9))
+            return self.float_literal(r.uniform(31, 40) if hour in s.heavy_rain else r.uniform(0.5, 9))
         if prop == "Visibility":
-            return self.float(r.uniform(2, 8) if hour in s.heavy_rain else r.uniform(1000, 1600))
+            return self.float_literal(r.uniform(2, 8) if hour in s.heavy_rain else r.uniform(1000, 1600))
         if prop == "SnowDepth":
-            return self.float(r.uniform(20, 60))
+            return self.float_literal(r.uniform(20, 60))
         return Literal("true", datatype=XSD.boolean)
 
     def observed(self, station: Station, prop: str, hour: int) -> bool:
