@@ -1,4 +1,5 @@
-"""Measure SRBench on csparql: per-window evaluation times of a few queries over generated data, and the two
+"""Measure SRBench on csparql: per-window evaluation times of a few queries over generated data; paths over
+static graphs with their closures kept (what csparql does) and computed in every window; and the two
 entailment strategies (rewriting patterns against the hierarchies, which csparql does, against materialising
 each window's entailed graph and matching patterns on it).
 
@@ -22,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
 
 from csparql.compiler import compile_query  # noqa: E402
+from csparql.engine import catalog  # noqa: E402
 from csparql.engine import evaluate as evaluate_module  # noqa: E402
+from csparql.engine.closures import DeltaClosureStore  # noqa: E402
 from csparql.engine.runner import Engine  # noqa: E402
 from csparql.spark.entailment import Entailment  # noqa: E402
 from csparql.spark.session import spark_session  # noqa: E402
@@ -74,6 +77,7 @@ def main() -> int:
     parser.add_argument("--towns", type=int, default=3, help="filler GeoNames towns per county (static graph size)")
     parser.add_argument("--windows", type=int, default=4)
     parser.add_argument("--queries", default="1,4,10,12", help="SRBench query numbers to time")
+    parser.add_argument("--paths", default="12,14", help="queries with paths over static graphs to time without closures kept")
     parser.add_argument("--entailment", default="2,15,16,17", help="queries whose entailment strategies to compare")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
@@ -102,6 +106,16 @@ def main() -> int:
             path = files[number]
             result = measure(engine, path, windows(path))
             print(f"{result['query']} | {result['first']:.1f} | {result['median']:.1f} | {result['rows']}")
+        print("\nquery | closures kept (s, median) | computed every window (s, median) | same rows")
+        for number in [int(n) for n in args.paths.split(",") if n]:
+            path = files[number]
+            kept = measure(engine, path, windows(path))
+            catalog.DeltaClosureStore = lambda spark, warehouse: None
+            try:
+                every = measure(engine, path, windows(path))
+            finally:
+                catalog.DeltaClosureStore = DeltaClosureStore
+            print(f"{path.stem} | {kept['median']:.1f} | {every['median']:.1f} | {kept['rows'] == every['rows']}")
         print("\nquery | rewriting (s, median) | materialising (s, median) | same rows")
         for number in [int(n) for n in args.entailment.split(",") if n]:
             path = files[number]

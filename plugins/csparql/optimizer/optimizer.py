@@ -1,7 +1,8 @@
 """The optimizer: an ordered list of pure rules, each ``rule(plan, statistics) -> plan``.
 
 The order matters: sources are assigned before the D-Graph split can look at them; adjacent BGPs are merged
-so the split sees whole groups; filters are pushed down onto the split parts; joins are ordered last.
+so the split sees whole groups; BGPs are split into their connected parts; filters are pushed down onto the
+split parts; joins are ordered last.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from csparql.optimizer.assign_sources import assign_sources
 from csparql.optimizer.merge_bgps import merge_bgps
 from csparql.optimizer.order_joins import order_joins
 from csparql.optimizer.pushdown_filters import pushdown_filters
+from csparql.optimizer.split_components import split_components
 from csparql.optimizer.split_stream_static import split_stream_static
 from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
 
@@ -18,6 +20,7 @@ RULES = (
     assign_sources,
     merge_bgps,
     split_stream_static,
+    split_components,
     pushdown_filters,
     order_joins,
 )
