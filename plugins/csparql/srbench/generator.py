@@ -222,6 +222,16 @@ STATES = {  # GeoNames id, name, official name, a bounding box (lat, long) for p
 KIND_STATE = {"coastal": "Florida", "heritage": "Florida", "city": "Louisiana", "suburb": "Texas",
               "rural": "Texas", "mountain": "Nevada"}
 SHORE_CODES = (("L", "L.CST"), ("T", "T.BCH"), ("T", "T.SHOR"))
+# Names of the places stations are near, per kind (a number is added once a list is used up). None of them
+# holds "Florida", which Q13 looks for in the names of the shores' ancestors.
+PLACE_NAMES = {
+    "coastal": ("Crandon", "Key Biscayne", "Hollywood", "Naples", "Sanibel", "Pensacola"),
+    "city": ("New Orleans", "Baton Rouge", "Lafayette", "Shreveport", "Lake Charles", "Monroe"),
+    "suburb": ("Houston", "Galveston", "Beaumont", "Corpus Christi", "Port Arthur", "Victoria"),
+    "mountain": ("Wheeler", "Boundary", "Charleston", "Jefferson", "Arc Dome", "Ruby Dome"),
+    "heritage": ("Everglades", "Dry Tortugas", "Biscayne", "Canaveral", "Ocala", "Apalachicola"),
+    "rural": ("Sweetwater", "Marfa", "Alpine", "Ozona", "Sonora", "Junction"),
+}
 UNITED_STATES = 6252001
 
 
@@ -370,7 +380,8 @@ class _Generator:
     def write_place(self, kind: str, group: int) -> dict:
         state_name = KIND_STATE[kind]
         state = self.states[state_name]
-        label = f"{kind.capitalize()} {group + 1}"
+        names = PLACE_NAMES[kind]
+        label = names[group % len(names)] + (f" {group // len(names) + 1}" if group >= len(names) else "")
         county = self.county(state_name, label)
         up = {"parentADM1": state, "parentADM2": county, "parentCountry": self.country()}
         lat, long = self.place_in(state_name)
@@ -382,25 +393,25 @@ class _Generator:
             self.gn(near, f"{label} {name}", klass, code, county, lat, long, ancestors=up)
         elif kind == "city":
             population = self.random.randint(20_000, 400_000)
-            self.gn(near, f"{label} City", "P", "P.PPLA2", county, lat, long, population=population,
+            self.gn(near, label, "P", "P.PPLA2", county, lat, long, population=population,
                     official=f"City of {label}", ancestors=up)
             airport = self.feature()
             self.gn(airport, f"{label} International Airport", "S", "S.AIRP", near, lat + 0.05, long + 0.05,
                     ancestors=up)
         elif kind == "suburb":
             city = self.feature()
-            self.gn(city, f"{label} City", "P", "P.PPL", county, lat, long,
+            self.gn(city, label, "P", "P.PPL", county, lat, long,
                     population=self.random.randint(16_000, 900_000), ancestors=up)
             self.gn(near, f"{label} Heights", "P", "P.PPLX", city, lat + 0.02, long - 0.02,
                     population=self.random.randint(1_000, 9_000), ancestors=up)
         elif kind == "mountain":
             self.gn(near, f"{label} Peak", "T", "T.MT", county, lat, long, ancestors=up)
         elif kind == "heritage":
-            self.gn(near, f"{label} Park", "S", "S.HSTS", county, lat, long, ancestors=up)
+            self.gn(near, f"{label} National Park", "S", "S.HSTS", county, lat, long, ancestors=up)
         else:
             self.gn(near, f"{label} Village", "P", "P.PPL", county, lat, long,
                     population=self.random.randint(300, 4_000), ancestors=up)
-        place["lat"], place["long"] = lat, long
+        place["lat"], place["long"], place["label"] = lat, long, label
         return place
 
     # sensors
@@ -492,12 +503,12 @@ class _Generator:
         d.append((CATEGORY.Parks_in_Florida, SKOS.broader, CATEGORY.Parks_in_the_United_States))
         heritage = [p for p in places if p["kind"] == "heritage"]
         for number, place in enumerate(heritage):
-            site = DBPEDIA[f"Heritage_Site_{number + 1}"]
+            site = DBPEDIA[f"{place['label']} National Park".replace(" ", "_")]
             category = (in_us, by_country, top)[number % 3]
             d.append((site, RDF_TYPE, DBPEDIA_ONTOLOGY.Place))
             d.append((site, DCTERMS.subject, category))
             d.append((site, DCTERMS.subject, CATEGORY.Parks_in_Florida))
-            d.append((site, FOAF.name, Literal(f"Heritage Site {number + 1}")))
+            d.append((site, FOAF.name, Literal(f"{place['label']} National Park")))
             if number % 2 == 0:  # through a third resource that both link to (symmetry and transitivity)
                 middle = WIKIDATA[f"Q{9_000_000 + number}"]
                 d.append((site, OWL_SAMEAS, middle))
@@ -506,7 +517,7 @@ class _Generator:
                 self.geonames.append((place["near"], OWL_SAMEAS, site))
         # a site near a station that is no World Heritage Site
         for number, place in enumerate(p for p in places if p["kind"] == "coastal"):
-            museum = DBPEDIA[f"Coastal_Museum_{number + 1}"]
+            museum = DBPEDIA[f"{place['label']} Maritime Museum".replace(" ", "_")]
             d.append((museum, DCTERMS.subject, CATEGORY.Museums_in_Florida))
             d.append((museum, OWL_SAMEAS, place["near"]))
 
