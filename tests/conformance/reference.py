@@ -110,8 +110,10 @@ class Case:
     streams: dict = field(default_factory=dict)
     graphs: dict = field(default_factory=dict)
     at: int | None = None
-    # An entailment made explicit: the default graph's triples (pyoxigraph terms) in, their closure out.
+    # An entailment made explicit: the default graph's triples (pyoxigraph terms) in, their closure out; and
+    # the same for each named graph (stream windows and static graphs), when given.
     entail: object = None
+    entail_named: object = None
 
 
 # --- terms ---------------------------------------------------------------------------------------------------
@@ -214,7 +216,8 @@ def build_dataset(query: sx.Query, case: Case) -> Dataset:
                 stamps[key] = max(stamps.get(key, tau), tau)
             windows[clause.iri] = stamps
             graph = to_ox(clause.iri)
-            quads.extend(ox.Quad(s, p, o, graph) for s, p, o in stamps)
+            named_triples = case.entail_named(set(stamps)) if case.entail_named is not None else stamps
+            quads.extend(ox.Quad(s, p, o, graph) for s, p, o in named_triples)
             named.append(graph)
         if not clause.named and clause.iri not in default_streams:
             default_streams.append(clause.iri)
@@ -236,7 +239,10 @@ def build_dataset(query: sx.Query, case: Case) -> Dataset:
         graph = to_ox(iri)
         if graph in named:
             continue
-        quads.extend(ox.Quad(*(to_ox(t) for t in triple), graph) for triple in case.graphs.get(iri, []))
+        named_triples = {tuple(to_ox(t) for t in triple) for triple in case.graphs.get(iri, [])}
+        if case.entail_named is not None:
+            named_triples = case.entail_named(named_triples)
+        quads.extend(ox.Quad(s, p, o, graph) for s, p, o in named_triples)
         named.append(graph)
     store.extend(quads)
     return Dataset(store, named, windows, default_streams)

@@ -86,6 +86,22 @@ CASES = {
 }
 
 
+GRAPH_CASES = {
+    "rdfs-in-graph-of-the-window": ("RDFS", "SELECT ?s ?c WHERE { GRAPH <%s> { ?s a ?c } }" % STREAM),
+    "rdfs-in-graph-variable": ("RDFS", "SELECT ?g ?s ?o WHERE { GRAPH ?g { ?s ex:p ?o } }"),
+    "sameas-in-graph-variable": ("SAMEAS", "SELECT ?g ?s ?o WHERE { GRAPH ?g { ?s ex:p ?o } }"),
+}
+
+
+def named_query(regimes: str, body: str) -> str:
+    """The stream as a named graph only, the ontology in the default graph, the data as a named graph."""
+    select, where = body.split(" WHERE ", 1)
+    return (
+        f"REGISTER QUERY EntailedGraphs ENTAILMENT {regimes} AS\n{PREFIXES}{select}\n"
+        f"FROM NAMED STREAM <{STREAM}> [RANGE 10s STEP 10s]\nFROM <{ONTOLOGY}>\nFROM NAMED <{DATA}>\nWHERE {where}"
+    )
+
+
 @pytest.fixture(scope="module")
 def reader(spark):
     return MemorySourceReader(
@@ -107,6 +123,29 @@ def test_entailed_results_equal_forward_chaining_then_pyoxigraph(name, spark, re
     assert plan.entailment == tuple(r.strip().upper() for r in regimes.split(",") if r.strip())
     found = from_engine(evaluate_plan(spark, plan, reader, at=AT))
     truth = independent(text, plan.entailment)
+    problems = compare(found, truth)
+    assert not problems, f"{text}\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH_CASES))
+def test_patterns_in_named_graphs_are_entailed_with_the_ontology_of_the_default_graph(name, spark, reader):
+    """Each named graph (a window, a static graph) is entailed on its own: its triples, and what they entail
+    with the ontology (the static graphs of the default graph)."""
+    regimes, body = GRAPH_CASES[name]
+    text = named_query(regimes, body)
+    plan = compile_query(text)
+    found = from_engine(evaluate_plan(spark, plan, reader, at=AT))
+    ontology = {tuple(reference.to_ox(t) for t in triple) for triple in ONTOLOGY_TRIPLES}
+    closed_ontology = entailment.close(ontology, plan.entailment)
+
+    def named(triples):
+        closed = entailment.close(set(triples) | ontology, plan.entailment)
+        return {t for t in closed if t in triples or t not in closed_ontology}
+
+    case = reference.Case("graphs", text, {STREAM: STREAM_TRIPLES}, {ONTOLOGY: ONTOLOGY_TRIPLES, DATA: DATA_TRIPLES}, AT,
+                          entail=lambda triples: entailment.close(triples, plan.entailment), entail_named=named)
+    truth = reference.evaluate(case)
+    assert truth.rows
     problems = compare(found, truth)
     assert not problems, f"{text}\n" + "\n".join(problems)
 
