@@ -90,6 +90,12 @@ class Schedule:
                 return evaluation
             instant += self.period
 
+    def previous_evaluation(self, evaluation: EvaluationWindow) -> EvaluationWindow:
+        """The evaluation before ``evaluation`` in this schedule: the one at the latest instant of the schedule
+        earlier than ``evaluation``'s window end. Its window ends earlier (the one that ISTREAM and DSTREAM
+        compare with), whichever instant ``evaluation`` was made at."""
+        return self.evaluation_at((evaluation.end - 1) // self.period * self.period)
+
     def latest_evaluation(self, at: int) -> EvaluationWindow:
         """The evaluation at the latest instant ``<= at``."""
         return self.evaluation_at(at - at % self.period)
@@ -132,6 +138,11 @@ def evaluation_period(plan: QueryPlan) -> int | None:
 def evaluation_at(plan: QueryPlan, at: int) -> EvaluationWindow:
     """The windows an evaluation at instant ``at`` reads, and the bounds that identify it."""
     return Schedule(evaluation_period(plan) or 1, tuple((str(s.iri), s.window) for s in plan.streams)).evaluation_at(at)
+
+
+def previous_evaluation(plan: QueryPlan, evaluation: EvaluationWindow) -> EvaluationWindow:
+    """The evaluation before ``evaluation`` in the query's schedule (``Schedule.previous_evaluation``)."""
+    return Schedule(evaluation_period(plan) or 1, tuple((str(s.iri), s.window) for s in plan.streams)).previous_evaluation(evaluation)
 
 
 def scheduled_evaluations(plan: QueryPlan, start: int, end: int) -> list[EvaluationWindow]:

@@ -284,11 +284,13 @@ class Slice(Operator):
 
 @dataclass(frozen=True)
 class Registration:
-    """How a query is registered (000 §3.3): QUERY or STREAM, its name, and its period in microseconds."""
+    """How a query is registered (000 §3.3): QUERY or STREAM, its name, its period in microseconds, and the
+    entailment regimes it switches on (a csparql extension; none by default, as in SPARQL)."""
 
     kind: str
     name: str
     computed_every: int | None = None
+    entailment: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,11 @@ class AskResult:
 
 ResultForm = SelectResult | ConstructResult | DescribeResult | AskResult
 
+# Window-to-stream operators (a csparql extension, spelled as SPARQLStream does, 004 Annex A): what each
+# evaluation emits. RSTREAM: its whole result. ISTREAM: the solutions it has that the previous evaluation of the
+# query's schedule did not have; DSTREAM: those the previous evaluation had and it has not (multiset differences).
+RSTREAM, ISTREAM, DSTREAM = "RSTREAM", "ISTREAM", "DSTREAM"
+
 
 @dataclass(frozen=True)
 class QueryPlan:
@@ -332,10 +339,16 @@ class QueryPlan:
     registration: Registration | None = None
     prefixes: tuple[tuple[str, str], ...] = ()
     base: str | None = None
+    stream_operator: str = RSTREAM
 
     @property
     def streams(self) -> tuple[StreamWindow, ...]:
         return self.dataset.streams
+
+    @property
+    def entailment(self) -> tuple[str, ...]:
+        """The entailment regimes the query is evaluated under (empty: simple entailment, as in SPARQL)."""
+        return self.registration.entailment if self.registration is not None else ()
 
     @property
     def is_continuous(self) -> bool:

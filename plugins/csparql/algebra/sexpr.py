@@ -30,11 +30,13 @@ def format_plan(plan: alg.QueryPlan) -> str:
         lines.append(f"(prefix ({decls})")
         depth = 1
     pad = INDENT * depth
-    lines.append(pad + "(query " + printer.form(plan.form))
+    operator = f" {plan.stream_operator.lower()}" if plan.stream_operator != alg.RSTREAM else ""
+    lines.append(pad + "(query " + printer.form(plan.form) + operator)
     if plan.registration is not None:
         r = plan.registration
         every = f" (every {format_duration(r.computed_every)})" if r.computed_every else ""
-        lines.append(pad + INDENT + f"(register {r.kind.lower()} {r.name}{every})")
+        entailment = f" (entailment {' '.join(n.lower() for n in r.entailment)})" if r.entailment else ""
+        lines.append(pad + INDENT + f"(register {r.kind.lower()} {r.name}{every}{entailment})")
     lines.append(pad + INDENT + "(dataset")
     lines.append(pad + INDENT * 2 + "(default " + " ".join(printer.source(s) for s in plan.dataset.default) + ")")
     lines.append(pad + INDENT * 2 + "(named " + " ".join(printer.source(s) for s in plan.dataset.named) + "))")
@@ -47,6 +49,11 @@ def format_plan(plan: alg.QueryPlan) -> str:
 def format_operator(op: alg.Operator, prefixes: dict[str, str] | None = None) -> str:
     """A pattern as an indented S-expression."""
     return "\n".join(_SexprPrinter(prefixes or {}).operator(op, 0)) + "\n"
+
+
+def format_path(path: sx.PathExpr, prefixes: dict[str, str] | None = None) -> str:
+    """A property path, e.g. ``(path+ <http://www.geonames.org/ontology#parentFeature>)``."""
+    return _SexprPrinter(prefixes or {}).path(path)
 
 
 def format_source(source: alg.Source, prefixes: dict[str, str] | None = None) -> str:

@@ -115,8 +115,11 @@ class _Translator:
         registration = None
         if query.registration is not None:
             r = query.registration
-            registration = alg.Registration(r.kind, r.name, r.computed_every.micros if r.computed_every else None)
+            registration = alg.Registration(
+                r.kind, r.name, r.computed_every.micros if r.computed_every else None, tuple(r.entailment)
+            )
         form, pattern = self.query_pattern(query, top_level=True)
+        operator = query.form.stream_operator if isinstance(query.form, sx.SelectForm) else None
         return alg.QueryPlan(
             form=form,
             pattern=pattern,
@@ -124,6 +127,7 @@ class _Translator:
             registration=registration,
             prefixes=query.prologue.prefixes,
             base=query.prologue.base,
+            stream_operator=operator or alg.RSTREAM,
         )
 
     def query_pattern(self, query: sx.Query, top_level: bool = False) -> tuple[alg.ResultForm, alg.Operator]:

@@ -102,5 +102,8 @@ def run_explain(args: argparse.Namespace) -> int:
     sys.stdout.write(format_plan(plan))
     known = len(statistics.predicate_counts)
     print(f"\n# optimized (statistics of {known} source(s) from {warehouse.root})" if known else "\n# optimized (no statistics: the sources each pattern can read are not narrowed)")
+    if plan.entailment:
+        print(f"# under ENTAILMENT {', '.join(plan.entailment)} each pattern is matched against the entailed graph when it is "
+              "compiled for Spark, and a property also counts its sub-properties' triples (docs/entailment.md)")
     sys.stdout.write(format_plan(optimize(plan, statistics)))
     return 0

@@ -22,6 +22,7 @@ from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 from rdflib import URIRef
 
 from csparql.algebra import operators as alg
+from csparql.engine.closures import DeltaClosureStore
 from csparql.optimizer import SourceStatistics
 from csparql.spark.sources import empty_triples
 from csparql.spark.terms import TERM_STRUCT
@@ -120,6 +121,26 @@ class DeltaSourceReader:
         self.bounds = bounds
         self.scans: dict[URIRef, Scan] = {}
         self._frames: dict = {}
+        self._static_tables: dict = {}
+        self.closures = DeltaClosureStore(spark, catalog.warehouse)
+
+    def static_version(self, source: alg.StaticGraph) -> str:
+        """The Delta version of a static graph's table as this evaluation reads it ("absent" when there is none):
+        closures of static graphs are kept per version (``csparql.spark.closures``)."""
+        version, _ = self._static_table(source)
+        return "absent" if version is None else str(version)
+
+    def _static_table(self, source: alg.StaticGraph) -> tuple[int | None, list[str]]:
+        """The version of a static graph's table and its live files, read once per evaluation so that every
+        use of the graph (its triples, its version) sees the same version."""
+        if source.iri not in self._static_tables:
+            path = self.catalog.warehouse.static(None if source.iri is None else str(source.iri))
+            if not delta.exists(path):
+                self._static_tables[source.iri] = (None, [])
+            else:
+                table = delta.open_table(path)
+                self._static_tables[source.iri] = (table.version(), [f.uri for f in delta.live_files(table, path)])
+        return self._static_tables[source.iri]
 
     def named_graphs(self) -> list[URIRef]:
         return self.catalog.named_graphs()
@@ -136,10 +157,7 @@ class DeltaSourceReader:
         return self._frames[key]
 
     def _static(self, source: alg.StaticGraph) -> DataFrame:
-        path = self.catalog.warehouse.static(None if source.iri is None else str(source.iri))
-        if not delta.exists(path):
-            return empty_triples(self.spark)
-        uris = [f.uri for f in delta.live_files(delta.open_table(path), path)]
+        _, uris = self._static_table(source)
         if not uris:
             return empty_triples(self.spark)
         frame = self.spark.read.schema(STATIC_FILE_SCHEMA).parquet(*uris)

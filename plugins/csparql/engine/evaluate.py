@@ -7,6 +7,7 @@ results, and keeps the Spark DataFrame for writers that stream results into Delt
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -17,6 +18,7 @@ from rdflib.term import Identifier
 from csparql.algebra import operators as alg
 from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
 from csparql.spark.compiler import SparkCompiler, construct_triples, describe_triples
+from csparql.spark.entailment import Entailment
 from csparql.spark.sources import SourceReader
 from csparql.storage.terms import from_dict
 
@@ -70,11 +72,29 @@ def compile_plan(
     at: int | None = None,
     statistics: SourceStatistics = NO_STATISTICS,
     optimized: bool = False,
+    previous: tuple[SourceReader, int] | None = None,
 ) -> CompiledEvaluation:
-    """The Spark plan of a query for one evaluation (``at`` is the window end t_f, which NOW() returns)."""
+    """The Spark plan of a query for one evaluation (``at`` is the window end t_f, which NOW() returns).
+
+    Under entailment the optimizer sees statistics in which properties count their sub-properties' triples,
+    and the compiler matches patterns against the entailed graph (``csparql.spark.entailment``).
+
+    A query with ``ISTREAM`` or ``DSTREAM`` needs ``previous``: the reader of the previous evaluation's
+    windows and its instant. Both evaluations are compiled into one plan and the result is their multiset
+    difference, so a window's result never depends on what was evaluated before it, or in which order."""
+    if plan.stream_operator != alg.RSTREAM:
+        if previous is None:
+            raise ValueError(f"{plan.stream_operator} needs the previous evaluation's windows")
+        current = compile_plan(spark, dataclasses.replace(plan, stream_operator=alg.RSTREAM), reader, at, statistics, optimized)
+        before = compile_plan(spark, dataclasses.replace(plan, stream_operator=alg.RSTREAM), previous[0], previous[1], statistics, optimized)
+        return window_to_stream(current, before, plan.stream_operator)
+    entailment = None
+    if plan.entailment:
+        entailment = Entailment(SparkCompiler(spark, reader, plan, now=at, statistics=statistics), plan.entailment)
+        statistics = entailment.statistics(statistics)
     if not optimized:
         plan = optimize(plan, statistics)
-    compiler = SparkCompiler(spark, reader, plan, now=at)
+    compiler = SparkCompiler(spark, reader, plan, now=at, statistics=statistics, entailment=entailment)
     solutions = compiler.compile()
     form = plan.form
     if isinstance(form, alg.SelectResult):
@@ -89,12 +109,27 @@ def compile_plan(
     return CompiledEvaluation(plan, "describe", describe_triples(compiler, solutions, form.terms), {})
 
 
+def window_to_stream(current: CompiledEvaluation, previous: CompiledEvaluation, operator: str) -> CompiledEvaluation:
+    """ISTREAM: the solutions of ``current`` that ``previous`` does not have; DSTREAM: those of ``previous``
+    that ``current`` does not have. Multiset differences (a solution twice now and once before is emitted once
+    by ISTREAM), over the projected variables; the result has no order."""
+    if current.form != "select":
+        raise ValueError(f"{operator} applies to SELECT queries, not to {current.form.upper()}")
+    vars_ = current.plan.form.vars
+    names = [current.columns[var] for var in vars_]
+    now = current.df.select(*[F.col(current.columns[var]).alias(name) for var, name in zip(vars_, names)])
+    before = previous.df.select(*[F.col(previous.columns[var]).alias(name) for var, name in zip(vars_, names)])
+    df = now.exceptAll(before) if operator == alg.ISTREAM else before.exceptAll(now)
+    return CompiledEvaluation(dataclasses.replace(current.plan, stream_operator=operator), "select", df, current.columns)
+
+
 def evaluate_plan(
     spark: SparkSession,
     plan: alg.QueryPlan,
     reader: SourceReader,
     at: int | None = None,
     statistics: SourceStatistics = NO_STATISTICS,
+    previous: tuple[SourceReader, int] | None = None,
 ) -> QueryResult:
-    """Evaluate a plan once and collect its results."""
-    return compile_plan(spark, plan, reader, at, statistics).result()
+    """Evaluate a plan once and collect its results (``previous`` as for ``compile_plan``)."""
+    return compile_plan(spark, plan, reader, at, statistics, previous=previous).result()

@@ -21,7 +21,7 @@ from csparql.algebra import operators as alg
 from csparql.engine import results as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
-from csparql.schedule import EvaluationWindow, evaluation_at, scheduled_evaluations
+from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.terms import from_dict
@@ -65,9 +65,21 @@ class Engine:
     # evaluating
 
     def compile(self, plan: alg.QueryPlan, window: EvaluationWindow) -> tuple[CompiledEvaluation, DeltaSourceReader]:
-        """The Spark plan of one evaluation, over exactly the files of its windows."""
+        """The Spark plan of one evaluation, over exactly the files of its windows (and, for ISTREAM and
+        DSTREAM, of the previous evaluation's windows too: its scans count in the returned reader's)."""
         reader = DeltaSourceReader(self.spark, self.catalog, window.streams)
-        compiled = compile_plan(self.spark, plan, reader, at=window.end, statistics=self.catalog.statistics())
+        statistics = self.catalog.statistics()
+        previous = None
+        if plan.stream_operator != alg.RSTREAM:
+            before = previous_evaluation(plan, window)
+            previous = (DeltaSourceReader(self.spark, self.catalog, before.streams), before.end)
+        compiled = compile_plan(self.spark, plan, reader, at=window.end, statistics=statistics, previous=previous)
+        if previous is not None:
+            for iri, scan in previous[0].scans.items():
+                total = reader.scans.setdefault(iri, Scan())
+                total.files += scan.files
+                total.rows += scan.rows
+                total.file_uris.extend(scan.file_uris)
         return compiled, reader
 
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,

@@ -7,7 +7,9 @@
 - a stream has one window per query (the same IRI with two different windows is refused; written twice
   with the same window it is one stream);
 - AGGREGATE clauses (000 §3.4): the new variable occurs neither in WHERE nor in another clause; SUM, AVG,
-  MIN and MAX take an argument; the argument and the group variables are bound by WHERE.
+  MIN and MAX take an argument; the argument and the group variables are bound by WHERE;
+- csparql's extensions (docs/language.md): ``ENTAILMENT`` names known regimes, each once; a window-to-stream
+  operator (``ISTREAM``, ``DSTREAM``, ``RSTREAM``) stands only in the top-level SELECT of a continuous query.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from csparql.language.errors import Diagnostic
 from csparql.language.printer import format_window
 
 AGGREGATE_CLAUSE_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+# The entailment regimes a registration may switch on (docs/entailment.md), with what each infers.
+ENTAILMENT_REGIMES = {
+    "RDFS": "rdfs5, rdfs7, rdfs9 and rdfs11: the sub-property and sub-class hierarchies",
+    "SAMEAS": "owl:sameAs: symmetry, transitivity and substitution in subject and object position",
+}
 
 
 def mentioned_variables(node) -> set[Variable]:
@@ -45,7 +52,67 @@ def check(query: sx.Query, bound_in_where: Iterable[Variable]) -> list[Diagnosti
     problems += _registration(query)
     problems += _windows(query)
     problems += _aggregate_clauses(query, set(bound_in_where))
+    problems += _entailment(query)
+    problems += _stream_operators(query)
     return problems
+
+
+def _entailment(query: sx.Query) -> list[Diagnostic]:
+    registration = query.registration
+    if registration is None:
+        return []
+    problems = []
+    known = " and ".join(f"{name} ({what})" for name, what in ENTAILMENT_REGIMES.items())
+    spans = registration.entailment_spans or ()
+    for index, name in enumerate(registration.entailment):
+        span = spans[index] if index < len(spans) else registration.span
+        if name not in ENTAILMENT_REGIMES:
+            problems.append(Diagnostic(f"unknown entailment regime {name}; csparql knows {known}", span))
+        elif name in registration.entailment[:index]:
+            problems.append(Diagnostic(f"the entailment regime {name} is named twice", span))
+    return problems
+
+
+def _stream_operators(query: sx.Query) -> list[Diagnostic]:
+    """ISTREAM/DSTREAM/RSTREAM only in the top-level SELECT, and ISTREAM/DSTREAM only where there is a
+    previous evaluation to compare with (a registered query or one that reads a stream)."""
+    problems = []
+    form = query.form
+    if isinstance(form, sx.SelectForm) and form.stream_operator in ("ISTREAM", "DSTREAM"):
+        if query.registration is None and not query.streams:
+            problems.append(
+                Diagnostic(
+                    f"{form.stream_operator} compares the results of each evaluation with those of the previous "
+                    "one, but this query reads no stream and is not registered, so it is evaluated only once",
+                    form.stream_operator_span,
+                )
+            )
+    for sub in _sub_selects(query.where):
+        if isinstance(sub.form, sx.SelectForm) and sub.form.stream_operator is not None:
+            problems.append(
+                Diagnostic(
+                    f"{sub.form.stream_operator} turns the results of a whole query into a stream: it belongs in "
+                    "the query's own SELECT, not in a sub-select",
+                    sub.form.stream_operator_span,
+                )
+            )
+    return problems
+
+
+def _sub_selects(node) -> list[sx.Query]:
+    """Every query nested in a syntax node (sub-selects, and sub-selects inside them)."""
+    found: list[sx.Query] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, sx.SubSelect):
+            found.append(current.query)
+            stack.append(current.query.where)
+        elif isinstance(current, (tuple, list)):
+            stack.extend(current)
+        elif dataclasses.is_dataclass(current) and not isinstance(current, type):
+            stack.extend(getattr(current, f.name) for f in dataclasses.fields(current))
+    return found
 
 
 def _registration(query: sx.Query) -> list[Diagnostic]:

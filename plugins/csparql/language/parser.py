@@ -95,6 +95,7 @@ _TERMINAL_WORDS = {
     "LANGTAG": "a language tag",
     "TIME_UNIT": "a time unit (ms, s, m, h, d)",
     "QUERY_NAME": "a query name",
+    "ENTAILMENT_REGIME": "an entailment regime (RDFS, SAMEAS)",
     "BUILTIN_UNARY": "a function call",
     "BUILTIN_BINARY": "a function call",
     "BUILTIN_NULLARY": "a function call",
@@ -280,12 +281,23 @@ class _TreeBuilder:
     def registration(self, tree: Tree) -> sx.Registration:
         kind_tree = tree.children[1]
         name = next(c for c in tree.children if _is_token(c, "QUERY_NAME"))
-        every = next((c for c in tree.children if _tree(c, "computed_every")), None)
+        options = [c for c in tree.children if _tree(c, "computed_every") or _tree(c, "entailment")]
+        for index, option in enumerate(options):
+            if any(earlier.data == option.data for earlier in options[:index]):
+                clause = "COMPUTED EVERY" if option.data == "computed_every" else "ENTAILMENT"
+                raise QuerySemanticError(
+                    Diagnostic(f"{clause} is given twice: a registration takes it at most once", Span.of_meta(option.meta))
+                )
+        every = next((c for c in options if c.data == "computed_every"), None)
+        entailment = next((c for c in options if c.data == "entailment"), None)
+        regimes = [c for c in entailment.children if _is_token(c, "ENTAILMENT_REGIME")] if entailment is not None else []
         return sx.Registration(
             kind=str(kind_tree.children[0]).upper(),
             name=str(name),
             computed_every=self.duration(every.children[-1]) if every is not None else None,
+            entailment=tuple(str(r).upper() for r in regimes),
             span=Span.of_meta(tree.meta),
+            entailment_spans=tuple(Span.of_token(r) for r in regimes),
         )
 
     def duration(self, tree: Tree) -> sx.Duration:
@@ -368,8 +380,11 @@ class _TreeBuilder:
         modifier = None
         items: list[sx.SelectItem] | None = []
         braced = False
+        operator = None
         for child in tree.children[1:]:
-            if _tree(child, "select_modifier"):
+            if _tree(child, "stream_operator"):
+                operator = child.children[0]
+            elif _tree(child, "select_modifier"):
                 modifier = str(child.children[0]).upper()
             elif _tree(child, "select_all"):
                 items = None
@@ -393,7 +408,9 @@ class _TreeBuilder:
             modifier=modifier,
             items=tuple(items) if items is not None else None,
             braced=braced,
+            stream_operator=str(operator).upper() if operator is not None else None,
             span=Span.of_token(tree.children[0]),
+            stream_operator_span=Span.of_token(operator) if operator is not None else None,
         )
 
     def dataset(self, tree: Tree) -> sx.DatasetClause:

@@ -60,7 +60,8 @@ class _Printer:
         if query.registration is not None:
             r = query.registration
             every = f" COMPUTED EVERY {format_duration(r.computed_every)}" if r.computed_every else ""
-            lines.append(f"REGISTER {r.kind} {r.name}{every} AS")
+            entailment = f" ENTAILMENT {', '.join(r.entailment)}" if r.entailment else ""
+            lines.append(f"REGISTER {r.kind} {r.name}{every}{entailment} AS")
         if query.prologue.base is not None:
             lines.append(f"BASE <{query.prologue.base}>")
         for prefix, namespace in query.prologue.prefixes:
@@ -92,7 +93,8 @@ class _Printer:
 
     def form(self, form: sx.QueryForm, depth: int) -> str:
         if isinstance(form, sx.SelectForm):
-            head = "SELECT" + (f" {form.modifier}" if form.modifier else "")
+            head = "SELECT" + (f" {form.stream_operator}" if form.stream_operator else "")
+            head += f" {form.modifier}" if form.modifier else ""
             if form.items is None:
                 return head + " *"
             return head + " " + " ".join(self.select_item(i) for i in form.items)

@@ -38,12 +38,16 @@ class Duration:
 
 @dataclass(frozen=True)
 class Registration:
-    """``REGISTER QUERY|STREAM name [COMPUTED EVERY d] AS`` (000 §3.3)."""
+    """``REGISTER QUERY|STREAM name [COMPUTED EVERY d] [ENTAILMENT r, …] AS`` (000 §3.3; ENTAILMENT is a
+    csparql extension). ``entailment`` holds the regime names as written, upper-cased; they are checked by
+    ``csparql.language.checks``."""
 
     kind: str  # "QUERY" or "STREAM"
     name: str
     computed_every: Duration | None = None
+    entailment: tuple[str, ...] = ()
     span: Span | None = _span()
+    entailment_spans: tuple[Span | None, ...] = _span()
 
 
 @dataclass(frozen=True)
@@ -310,12 +314,16 @@ class SelectItem:
 
 @dataclass(frozen=True)
 class SelectForm:
-    """``SELECT [DISTINCT|REDUCED] items`` (items None for ``*``); ``braced`` records ``SELECT { ?a ?b }``."""
+    """``SELECT [ISTREAM|DSTREAM|RSTREAM] [DISTINCT|REDUCED] items`` (items None for ``*``); ``braced`` records
+    ``SELECT { ?a ?b }``; ``stream_operator`` is the window-to-stream operator as written (None when absent,
+    which means RSTREAM)."""
 
     modifier: str | None
     items: tuple[SelectItem, ...] | None
     braced: bool = False
+    stream_operator: str | None = None
     span: Span | None = _span()
+    stream_operator_span: Span | None = _span()
 
 
 @dataclass(frozen=True)

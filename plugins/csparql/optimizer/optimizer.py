@@ -1,8 +1,9 @@
 """The optimizer: an ordered list of pure rules, each ``rule(plan, statistics) -> plan``.
 
 The order matters: sources are assigned before the D-Graph split can look at them; adjacent BGPs are merged
-so the split sees whole groups; filters are pushed down onto the split parts; joins are ordered; AGGREGATE clauses whose extra solutions a
-DISTINCT projection drops become GROUP BYs.
+so the split sees whole groups; BGPs are split into their connected parts; filters are pushed down onto the
+split parts; joins are ordered; AGGREGATE clauses whose extra solutions a DISTINCT projection drops become
+GROUP BYs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from csparql.optimizer.merge_bgps import merge_bgps
 from csparql.optimizer.order_joins import order_joins
 from csparql.optimizer.pushdown_filters import pushdown_filters
 from csparql.optimizer.reduce_aggregates import reduce_aggregates
+from csparql.optimizer.split_components import split_components
 from csparql.optimizer.split_stream_static import split_stream_static
 from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
 
@@ -20,6 +22,7 @@ RULES = (
     assign_sources,
     merge_bgps,
     split_stream_static,
+    split_components,
     pushdown_filters,
     order_joins,
     reduce_aggregates,

@@ -23,6 +23,7 @@ from csparql.algebra import operators as alg
 from csparql.algebra.variables import certain
 from csparql.algebra.walk import walk
 from csparql.language import expressions as ex
+from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
 from csparql.spark import values as v
 from csparql.spark.expressions import ExpressionCompiler, Scope
 from csparql.spark.sources import SourceReader, empty_triples
@@ -52,11 +53,24 @@ class Solutions:
 class SparkCompiler:
     """Compiles the pattern of an optimised ``QueryPlan`` over the sources a ``SourceReader`` provides."""
 
-    def __init__(self, spark: SparkSession, reader: SourceReader, plan: alg.QueryPlan, now: int | None = None):
+    def __init__(
+        self,
+        spark: SparkSession,
+        reader: SourceReader,
+        plan: alg.QueryPlan,
+        now: int | None = None,
+        statistics: SourceStatistics = NO_STATISTICS,
+        entailment=None,
+    ):
+        """``statistics`` are those the plan was optimised with (paths read only the sources that can hold
+        their links); ``entailment`` (a ``csparql.spark.entailment.Entailment``) makes patterns match the
+        entailed graph."""
         self.spark = spark
         self.reader = reader
         self.plan = plan
         self.now = now
+        self.statistics = statistics
+        self.entailment = entailment
         self.names: dict[Variable, str] = {}
         self.counter = itertools.count()
         self._solution_id = "__sid"
@@ -123,6 +137,8 @@ class SparkCompiler:
     def _pattern(self, triple: alg.TriplePattern, sources: tuple[alg.Source, ...], graph: bool) -> Solutions:
         """The distinct matches of one triple pattern (an RDF graph is a set), with provenance if needed."""
         frame = self._source_frame(sources, graph)
+        if self.entailment is not None:
+            frame = self.entailment.match(frame, triple)
         positions = {"s": triple.subject, "p": triple.predicate, "o": triple.object}
         bound: dict[Variable, str] = {}
         condition = F.lit(True)
@@ -140,7 +156,8 @@ class SparkCompiler:
             keys.append(F.col("src").alias(GRAPH_COLUMN))
         streams = [s for s in self._expand(sources) if isinstance(s, alg.StreamWindow)]
         stamps: dict[Variable, list[tuple[str, str | None]]] = {}
-        single_static = len(self._expand(sources)) == 1 and not streams
+        # A single static graph is a set of triples; inferences may repeat a triple.
+        single_static = len(self._expand(sources)) == 1 and not streams and self.entailment is None
         if self.uses_timestamps and streams:
             aggregates = []
             stamp_columns = []

@@ -28,6 +28,12 @@ small), anti-joins against what was reached, and distincts, each round materiali
 whose count is the emptiness test; checkpoints also cut the lineage, so a closure's plan is a union of
 checkpointed pieces, never a tower of joins. Link relations read inside a loop are persisted for the
 duration of the evaluation and unpersisted at its end (the result depends only on checkpoints or driver data).
+
+Each link reads only the sources that can hold its predicate (the optimizer's statistics), so a closure over
+links that only static graphs hold is a closure of static data: it is computed once per version of those
+graphs and kept in the reader's ``ClosureStore`` (``csparql.spark.closures``), whole when its start nodes come
+from the data (it is then restricted to them), or from the query's constants when they are its start. Under
+entailment (``csparql.spark.entailment``) links read the entailed graph.
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ from pyspark.sql.types import ByteType, StringType, StructField, StructType
 from rdflib import URIRef, Variable
 
 from csparql.algebra import operators as alg
+from csparql.algebra.sexpr import format_path
 from csparql.language import syntax as sx
+from csparql.spark.closures import ClosureKey
 from csparql.spark.terms import TERM_STRUCT, constant
 from csparql.storage.terms import term_row
 
@@ -147,10 +155,12 @@ def _literal(term: Term) -> Column:
 
 
 class _Nodes:
-    """Start nodes known on the driver: distinct (term, graph label or None) tuples."""
+    """Start nodes known on the driver: distinct (term, graph label or None) tuples; ``constant`` when they are
+    the query's own constants (not found in the data)."""
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, constant: bool = False):
         self.nodes: list[tuple[Term, str | None]] = list(dict.fromkeys(nodes))
+        self.constant = constant
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -168,6 +178,7 @@ class _PathEvaluator:
         self.sources = sources
         self.graph = graph
         self.expanded = compiler._expand(sources)
+        self.entailment = compiler.entailment
         self.keys = ["g"] if graph else []
         self.columns = ["a", "b", *self.keys]
         fields = [StructField("a", TERM_STRUCT, False), StructField("b", TERM_STRUCT, False)]
@@ -179,13 +190,28 @@ class _PathEvaluator:
 
     # frames
 
+    def _frame(self, sources, predicate: URIRef | None = None) -> DataFrame:
+        """The triples of some of the pattern's sources (entailed ones too, under entailment), with predicate
+        ``predicate`` when given: s, p, o (and g, the source, in graph mode); not yet distinct."""
+        frame = self.compiler._source_frame(tuple(sources), self.graph)
+        if self.entailment is not None:
+            frame = self.entailment.triples(frame, predicate=predicate)
+        elif predicate is not None:
+            frame = frame.where(F.col("p") == constant(predicate))
+        columns = [F.col("s"), F.col("p"), F.col("o")] + ([F.col("src").alias("g")] if self.graph else [])
+        return frame.select(*columns)
+
     def triples(self) -> DataFrame:
         """The triples the pattern reads: s, p, o (and g, the source, in graph mode); not yet distinct."""
         if self._triples is None:
-            frame = self.compiler._source_frame(self.sources, self.graph)
-            columns = [F.col("s"), F.col("p"), F.col("o")] + ([F.col("src").alias("g")] if self.graph else [])
-            self._triples = frame.select(*columns)
+            self._triples = self._frame(self.expanded)
         return self._triples
+
+    def link_sources(self, iri: URIRef) -> list[alg.Source]:
+        """The sources that can hold triples with predicate ``iri`` (by the optimizer's statistics, which
+        count sub-properties under entailment)."""
+        statistics = self.compiler.statistics
+        return [source for source in self.expanded if statistics.can_match(source, iri)]
 
     def _pairs(self, frame: DataFrame, inverted: bool) -> DataFrame:
         a, b = ("o", "s") if inverted else ("s", "o")
@@ -195,9 +221,10 @@ class _PathEvaluator:
         """The pairs of the triples with predicate ``iri`` (swapped when inverted); persisted inside loops."""
         key = ("link", iri, inverted)
         if key not in self._links:
-            pairs = self._pairs(self.triples().where(F.col("p") == constant(iri)), inverted)
-            single_static = len(self.expanded) == 1 and isinstance(self.expanded[0], alg.StaticGraph)
-            # A single static graph is a set of triples already; several sources may share triples.
+            sources = self.link_sources(iri)
+            pairs = self._pairs(self._frame(sources, iri), inverted)
+            single_static = len(sources) == 1 and isinstance(sources[0], alg.StaticGraph) and self.entailment is None
+            # A single static graph is a set of triples already; several sources (or inferences) may share triples.
             self._links[key] = pairs if single_static else pairs.distinct()
         return self._remember(key)
 
@@ -229,7 +256,7 @@ class _PathEvaluator:
     def constant_seeds(self, term) -> _Nodes:
         """A constant as the only start node (in every graph the pattern reads, in graph mode)."""
         labels = [str(source.iri) for source in self.expanded] if self.graph else [None]
-        return _Nodes((term_row(term), label) for label in labels)
+        return _Nodes(((term_row(term), label) for label in labels), constant=True)
 
     def frame(self, pairs: list[Pair]) -> DataFrame:
         """A frame of pairs held on the driver."""
@@ -321,33 +348,90 @@ class _PathEvaluator:
     # closures
 
     def _closure(self, inner: sx.PathExpr, seeds, zero: bool) -> DataFrame:
-        """``inner*`` (zero) or ``inner+``: distinct pairs, by semi-naive iteration to the fixpoint."""
+        """``inner*`` (zero) or ``inner+``: distinct pairs, by semi-naive iteration to the fixpoint, or from the
+        closure store when ``inner+`` is a closure of static graphs."""
         self._loop_depth += 1
         try:
-            first = self.eval(inner, seeds).select(*self.columns)
-            rows = self._collect(first)
-            local_zero = zero and isinstance(seeds, _Nodes)
-            if rows is not None:
-                extra = [(node, node, label) for node, label in seeds.nodes] if local_zero else []
-                result = self._local_closure(inner, rows, extra)
+            constant_start = isinstance(seeds, _Nodes) and seeds.constant
+            key = self._closure_key(inner, seeds if constant_start else None)
+            if key is None:
+                result = self._plus(inner, seeds)
             else:
-                frontier, size = self._materialise(first.distinct())
-                pieces = [frontier]
-                if local_zero:
-                    pieces.append(self._zero(seeds).join(frontier, on=self.columns, how="left_anti"))
-                result = self._spark_closure(inner, frontier, size, pieces, size + (len(seeds) if local_zero else 0))
-            if zero and not local_zero:
+                result = self._stored(key, lambda: self._plus(inner, seeds if constant_start else None))
+                if not constant_start:
+                    result = self._seeded(result, seeds)
+            if zero:
                 # The zero-length pairs not reached otherwise (a node reached from itself is there already).
                 result = result.unionByName(self._zero(seeds).join(result, on=self.columns, how="left_anti"))
             return result
         finally:
             self._loop_depth -= 1
 
-    def _local_closure(self, inner: sx.PathExpr, first: list[Pair], extra: list[Pair]) -> DataFrame:
+    def _plus(self, inner: sx.PathExpr, seeds) -> DataFrame:
+        """``inner+`` from the seeds (every start when None): its distinct pairs."""
+        first = self.eval(inner, seeds).select(*self.columns)
+        rows = self._collect(first)
+        if rows is not None:
+            return self._local_closure(inner, rows)
+        frontier, size = self._materialise(first.distinct())
+        return self._spark_closure(inner, frontier, size, [frontier], size)
+
+    # closures of static graphs
+
+    def _read_sources(self, path: sx.PathExpr) -> set[alg.Source] | None:
+        """The sources a path's links read (None: every source, for negated sets and zero-length parts)."""
+        match path:
+            case URIRef():
+                return set(self.link_sources(path))
+            case sx.InversePath(inner):
+                return self._read_sources(inner)
+            case sx.SequencePath(parts) | sx.AlternativePath(parts):
+                found: set[alg.Source] = set()
+                for part in parts:
+                    sources = self._read_sources(part)
+                    if sources is None:
+                        return None
+                    found |= sources
+                return found
+            case sx.ModifiedPath(inner, "+"):
+                return self._read_sources(inner)
+        return None
+
+    def _closure_key(self, inner: sx.PathExpr, seeds: _Nodes | None) -> ClosureKey | None:
+        """The key of ``inner+`` (from constant seeds, if given) when it reads static graphs only and the reader
+        keeps closures; None otherwise."""
+        reader = self.compiler.reader
+        if getattr(reader, "closures", None) is None or not hasattr(reader, "static_version"):
+            return None
+        sources = self._read_sources(inner)
+        if not sources or not all(isinstance(source, alg.StaticGraph) for source in sources):
+            return None
+        graphs = set(sources)
+        description = f"(closure (path+ {format_path(inner)})" + (" (per-graph)" if self.graph else "")
+        if self.entailment is not None:
+            description += " " + self.entailment.description
+            graphs |= set(self.entailment.ontology)
+        if seeds is not None:
+            description += " (from " + " ".join(sorted(repr(node) for node in seeds.nodes)) + ")"
+        versions = tuple(
+            (_label(source), reader.static_version(source)) for source in sorted(graphs, key=_label)
+        )
+        return ClosureKey(description + ")", versions)
+
+    def _stored(self, key: ClosureKey, compute) -> DataFrame:
+        store = self.compiler.reader.closures
+        pairs = store.fetch(key)
+        if pairs is None:
+            computed = compute()
+            if not self.graph:
+                computed = computed.withColumn("g", F.lit(None).cast(StringType()))
+            pairs = store.store(key, computed.select("a", "b", "g"))
+        return pairs.select(*self.columns)
+
+    def _local_closure(self, inner: sx.PathExpr, first: list[Pair]) -> DataFrame:
         """The closure from its first step, with the reached pairs on the driver; each round is one Spark job
-        (the steps from the frontier's ends). ``extra`` are reached pairs never to extend (zero-length ones)."""
+        (the steps from the frontier's ends)."""
         reached: dict[Pair, None] = dict.fromkeys(first)
-        reached.update(dict.fromkeys(extra))
         frontier = first
         while frontier:
             ends = _Nodes((b, label) for _, b, label in frontier)
@@ -420,3 +504,7 @@ class _PathEvaluator:
         for frame in self._persisted:
             frame.unpersist(blocking=False)
         self._persisted.clear()
+
+
+def _label(source: alg.StaticGraph) -> str:
+    return "default" if source.iri is None else str(source.iri)

@@ -12,6 +12,7 @@ project's ``delta_tables/`` folder. Under it::
     _csparql/runs              one row per evaluation
     _csparql/statistics        per source and predicate, how many triples were loaded
     _csparql/watermarks        per stream, how far its triples are known to have landed
+    _csparql/closures          closures of static graphs, per version of the graphs (paths, entailment)
 
 A slug is readable and unique: the IRI without its scheme, with unsafe characters replaced, and a short hash.
 Every table also records its IRI in its Delta metadata (``csparql.iri``), so the mapping can be read back.
@@ -108,6 +109,10 @@ class Warehouse:
     @property
     def watermarks(self) -> Path:
         return self.root / "_csparql" / "watermarks"
+
+    @property
+    def closures(self) -> Path:
+        return self.root / "_csparql" / "closures"
 
     def stream_folders(self) -> list[Path]:
         return sorted(p for p in (self.root / "streams").glob("*") if (p / "_delta_log").is_dir())
