@@ -281,3 +281,29 @@ def build(spark, kind: str, root: Path, size: int, history: int, seed: int) -> D
             raise RuntimeError(f"{path}: {report.rejected} generated line(s) were rejected: {report.first_rejects[:3]}")
         dataset.ingests.append(Ingested(iri, report.landed, path.stat().st_size, seconds))
     return dataset
+
+
+SRBENCH_HOURS = 30
+"""Hours of SRBench observations: the scenario the tests check the queries on (``tests/srbench``)."""
+
+
+def build_srbench(spark, root: Path, stations: int, rate: int, seed: int) -> tuple[Dataset, object]:
+    """SRBench data (004 §4) of ``stations`` weather stations sampling every property ``rate`` times an hour
+    over ``SRBENCH_HOURS`` hours, landed in a new warehouse under ``root`` through the product's own ingest
+    and load paths (``csparql.srbench.generate_workload``; not an ingest figure: that call also generates the
+    data and loads the static graphs). Returns the data set (its ``size``: stream
+    triples per hour, its ``history``: the hours) and the generated ``SRBenchData``."""
+    from csparql.srbench import Size, generate_workload
+    from csparql.srbench.vocabulary import OBSERVATIONS
+
+    folder = root / f"srbench-s{stations}-r{rate}"
+    warehouse = Warehouse(folder / "warehouse")
+    loaded = generate_workload(warehouse, Size(stations=stations, hours=SRBENCH_HOURS, rate=rate), seed,
+                               folder=folder / "input", spark=spark)
+    rejected = sum(report.rejected for report in loaded.reports)
+    if rejected:
+        raise RuntimeError(f"SRBench data: {rejected} generated line(s) were rejected")
+    triples = len(loaded.data.stream)
+    dataset = Dataset("srbench", triples // SRBENCH_HOURS, SRBENCH_HOURS, 60 * MINUTE, warehouse, seed=seed,
+                      generated={str(OBSERVATIONS): triples})
+    return dataset, loaded.data

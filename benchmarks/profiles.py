@@ -42,6 +42,10 @@ class Profile:
     # sliding sweep: the topic count's RANGE 3m with STEP = 3m / ratio
     ratio_window: int = 100_000
     ratios: tuple[int, ...] = (1, 2, 6, 18, 30)
+    # SRBench (004): these queries over data of each number of stations, sampled `srbench_rate` times an hour
+    srbench_queries: tuple[int, ...] = (1, 4, 10, 12)
+    srbench_stations: tuple[int, ...] = (12, 60)
+    srbench_rate: int = 6
     # end to end through Airflow
     airflow: bool = True
     airflow_periods: tuple[str, ...] = ("60s", "30s", "20s", "10s")
@@ -108,6 +112,8 @@ QUICK = Profile(
     histories=(1, 4),
     ratio_window=2_000,
     ratios=(1, 18),
+    srbench_stations=(12,),
+    srbench_rate=1,
     airflow_periods=("15s",),
     airflow_observe_seconds=45,
     airflow_modes_together=True,

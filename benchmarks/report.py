@@ -70,7 +70,9 @@ def _fmt_s(value: float | None) -> str:
 
 
 def _fmt_x(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}×" if value < 10 else f"{value:.0f}×"
+    if value is None:
+        return "–"
+    return f"{value:.2g}×" if value < 0.1 else f"{value:.2f}×" if value < 10 else f"{value:.0f}×"
 
 
 def _fmt_mb(value: int | None) -> str:
@@ -337,6 +339,7 @@ def markdown(result: dict) -> str:
                 step = (m or {}).get("step_seconds", step)
                 cells += [_cell(m), _fmt_s((m or {}).get("seconds_per_stream_minute"))]
             lines.append(f"| {value} | {step} s | " + " | ".join(cells) + " |")
+    lines += _srbench_lines(result)
     lines += ["", "## Memory: cars per district (04), peak per window", "",
               "Peak RSS of the processes a system runs in (the Spark systems: Python driver + JVM; the others: the "
               "Python process, whose RSS includes what earlier systems left allocated — the increase during the "
@@ -376,6 +379,31 @@ def markdown(result: dict) -> str:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in result["notes"]]
     lines += ["", "Plots: " + ", ".join(f"`{p}`" for p in PLOTS) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _srbench_lines(result: dict) -> list[str]:
+    """The SRBench table: each measured query at each data size, the engine against the SPARQL stores."""
+    measured = [m for m in result["measurements"] if m["sweep"] == "srbench"]
+    if not measured:
+        return []
+    systems = ["csparql_warm", "pyoxigraph", "rdflib"]
+    parameters = result["parameters"]
+    lines = ["", "## SRBench (004): queries over weather-station streams, time per window", "",
+             f"SRBench data of {', '.join(map(str, parameters['srbench_stations']))} stations, every property "
+             f"sampled {parameters['srbench_rate']}× an hour; each query at a window with answers. The stores "
+             "evaluate the query's SPARQL 1.1 form over the exported window and the query's FROM graphs.", "",
+             "| query | stations | window (triples) | " + " | ".join(LABELS[s] for s in systems)
+             + " | pyoxigraph ÷ warm | rdflib ÷ warm | answer rows |", "|---|---:|---:|" + "---:|" * (len(systems) + 3)]
+    points = sorted({(m["workload"], m["stations"]) for m in measured})
+    for workload, stations in points:
+        row = {m["system"]: m for m in measured if m["workload"] == workload and m["stations"] == stations}
+        warm = seconds(row.get("csparql_warm"))
+        first = next(iter(row.values()))
+        extra = [_fmt_x(ratio(seconds(row.get("pyoxigraph")), warm)), _fmt_x(ratio(seconds(row.get("rdflib")), warm)),
+                 str((row.get("csparql_warm") or {}).get("answer_rows", "–"))]
+        lines.append(f"| {workload} | {stations} | {first.get('window_triples', 0):,} | "
+                     + " | ".join(_cell(row.get(s)) for s in systems) + " | " + " | ".join(extra) + " |")
+    return lines
 
 
 def _airflow_lines(airflow: dict) -> list[str]:

@@ -12,7 +12,15 @@ import pytest
 from benchmarks import data, report
 from benchmarks.measure import extrapolate, fit_power, linear_slope, median, ratio
 from benchmarks.profiles import FULL, QUICK
-from benchmarks.workloads import answer_of_rows, answer_of_triples, canonical_value
+from benchmarks.workloads import (
+    SRBENCH_QUERIES,
+    agree,
+    answer_of_rows,
+    answer_of_triples,
+    canonical_value,
+    srbench,
+    srbench_sparql,
+)
 from csparql.windows import parse_instant
 
 # --- statistics -------------------------------------------------------------------------------------------
@@ -151,6 +159,28 @@ def _result(measurements, ingest_rate=200_000.0):
 
 def _target(result, name):
     return next(t for t in report.targets(result) if t["id"] == name)
+
+
+def test_answers_agree_within_a_tolerance_only_on_numbers_and_only_when_asked():
+    reference = Counter({("<s1>", "40.52667"): 1, ("<s2>", "72.98"): 2})
+    close = Counter({("<s1>", "40.5266685"): 1, ("<s2>", "72.9800034"): 2})
+    assert not agree(close, reference)
+    assert agree(close, reference, 1e-5)
+    assert not agree(Counter({("<s1>", "40.6"): 1, ("<s2>", "72.98"): 2}), reference, 1e-5)  # too far
+    assert not agree(Counter({("<s1>", "40.52667"): 1, ("<s2>", "72.98"): 1}), reference, 1e-5)  # one row short
+    assert not agree(Counter({("<s3>", "40.52667"): 1, ("<s2>", "72.98"): 2}), reference, 1e-5)  # not a number
+    assert not agree(Counter({("<s2>", "40.52667"): 1, ("<s1>", "72.98"): 2}), reference, 1e-5)  # rows swapped
+
+
+def test_srbench_queries_in_sparql_lose_only_their_registration_and_from_clauses():
+    cquery = ("REGISTER QUERY Q COMPUTED EVERY 1h AS\nPREFIX ex: <http://example.org/>\nSELECT ?s\n"
+              "FROM STREAM <http://s> [RANGE 1h STEP 1h]\nFROM <http://g>\nWHERE { ?s ex:p ?o }\n")
+    assert srbench_sparql(cquery) == "PREFIX ex: <http://example.org/>\nSELECT ?s\nWHERE { ?s ex:p ?o }\n"
+    for number in SRBENCH_QUERIES:
+        workload = srbench(number)
+        lines = [line.lstrip().upper() for line in workload.sparql.splitlines()]
+        assert not any(line.startswith(("REGISTER", "FROM")) for line in lines)
+        assert workload.cquery.startswith("REGISTER QUERY SRBench_Q")
 
 
 def test_compiled_overhead_target_is_judged_only_at_the_sizes_it_names():

@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks import report
 from benchmarks.profiles import QUICK, SYSTEMS
+from benchmarks.run import SRBENCH_SYSTEMS
 from benchmarks.cli import ROOT
 
 
@@ -83,6 +84,20 @@ def test_every_answer_agrees_with_the_reference(run):
     # whose query the workload sweep checks against pyoxigraph
     assert {m["reference"] for m in checked if m["sweep"] in ("window", "workload")} == {"pyoxigraph"}
     assert {m["reference"] for m in checked if m["sweep"] in ("history", "ratio")} == {"duckdb"}
+    assert {m["reference"] for m in checked if m["sweep"] == "srbench"} == {"pyoxigraph"}
+
+
+def test_every_srbench_query_has_its_figures(run):
+    result = run["result"]
+    measured = [m for m in result["measurements"] if m["sweep"] == "srbench"]
+    for number in QUICK.srbench_queries:
+        for stations in QUICK.srbench_stations:
+            for system in SRBENCH_SYSTEMS:
+                m = next((m for m in measured if m["workload"] == f"srbench_q{number:02d}"
+                          and m["stations"] == stations and m["system"] == system), None)
+                assert m is not None and m["status"] == "ok" and _figure(m), (number, stations, system)
+                assert m["window_triples"] > 0 and m["answer_rows"] > 0, (number, m["window_triples"])
+    assert "## SRBench" in (run["out"] / "table.md").read_text(encoding="utf-8")
 
 
 def test_the_airflow_figures_are_there_for_both_modes(run):
