@@ -114,3 +114,29 @@ def test_a_refused_query_changes_nothing(settings):
     with pytest.raises(RegistrationError, match=r"query:2:\d+: error"):
         register_text(QUERY.replace("?s ?p ?o", "?s ?p"), settings, name="Counter", replace=True, source_name="query")
     assert {p: p.read_bytes() for p in settings.registry.rglob("*") if p.is_file()} == before
+
+
+def _save_concurrently(registry: str, warehouse: str, text: str, barrier) -> None:
+    settings = Settings.from_environment({"CSPARQL_REGISTRY": registry, "CSPARQL_WAREHOUSE": warehouse})
+    barrier.wait()
+    register_text(text, settings, replace=True, by="p")
+
+
+def test_overlapping_saves_each_get_their_own_version_and_none_is_lost(settings):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    texts = [QUERY.replace("10m", f"{10 + i}m") for i in range(8)]
+    barrier = context.Barrier(len(texts))
+    processes = [context.Process(target=_save_concurrently,
+                                 args=(str(settings.registry), str(settings.warehouse.root), text, barrier))
+                 for text in texts]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert [p.exitcode for p in processes] == [0] * len(texts)
+    saved = versions("Counter", settings)
+    assert [v.number for v in saved] == list(range(1, len(texts) + 1))
+    assert sorted(v.text for v in saved) == sorted(texts)  # every save kept, each under its own number
+    assert (settings.registry / "Counter.rq").read_text() == saved[-1].text  # the registry holds the last one

@@ -10,11 +10,15 @@ stack, docker-compose and the tests configure the same code the same way.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,23 +364,50 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
         raise RegistrationError(source_name, "give the query a name: it has no REGISTER clause")
     check_registry_name(name, settings)
     target = settings.registry / f"{name}.rq"
-    previous = target.read_text(encoding="utf-8") if target.exists() else None
-    if previous is not None and not replace and previous != text:
-        raise RegistrationError(target, "a different query is already registered under this name: "
-                                        "unregister it first, pass --replace, or choose another name with --as")
-    deployment_of_text(text, name, settings, source_name)  # e.g. another file already produces its stream
-    settings.registry.mkdir(parents=True, exist_ok=True)
-    if previous is not None and not versions(name, settings):
-        record_version(name, previous, settings, by=None)  # registered before versions were kept
-    record_version(name, text, settings, by=by)
-    target.write_text(text, encoding="utf-8")
-    write_loader(target)
+    with registry_lock(settings):
+        previous = target.read_text(encoding="utf-8") if target.exists() else None
+        if previous is not None and not replace and previous != text:
+            raise RegistrationError(target, "a different query is already registered under this name: "
+                                            "unregister it first, pass --replace, or choose another name with --as")
+        deployment_of_text(text, name, settings, source_name)  # e.g. another file already produces its stream
+        if previous is not None and not versions(name, settings):
+            record_version(name, previous, settings, by=None)  # registered before versions were kept
+        record_version(name, text, settings, by=by)
+        _write_atomically(target, text)
+        write_loader(target)
     return target
+
+
+@contextlib.contextmanager
+def registry_lock(settings: Settings) -> Iterator[None]:
+    """Hold the registry's lock (an exclusive ``flock`` on ``<registry>/.lock``, across processes and threads):
+    registrations, replacements and removals that overlap — two saves in the UI, the CLI at the same time —
+    happen one after the other, so each gets its own version number and none is lost."""
+    settings.registry.mkdir(parents=True, exist_ok=True)
+    with open(settings.registry / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace ``path``'s content in one step, so that a reader (Airflow's DAG processor) never sees half of it."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def write_loader(query: Path) -> Path:
     loader = query.with_suffix(".py")
-    loader.write_text(LOADER.format(query=query.name), encoding="utf-8")
+    _write_atomically(loader, LOADER.format(query=query.name))
     return loader
 
 
@@ -384,15 +415,16 @@ def unregister(name: str, settings: Settings, by: str | None = None) -> list[Pat
     """Remove a query and its loader from the registry (its results and its versions stay)."""
     check_registry_name(name, settings)
     removed = []
-    for suffix in (".rq", ".py"):
-        path = settings.registry / f"{name}{suffix}"
-        if path.exists():
-            path.unlink()
-            removed.append(path)
-    if not removed:
-        raise RegistrationError(settings.registry / f"{name}.rq", "no query is registered under this name")
-    if versions(name, settings):
-        _log_event(name, settings, {"event": "unregistered", "at": time.time_ns() // 1000, "by": by})
+    with registry_lock(settings):
+        for suffix in (".rq", ".py"):
+            path = settings.registry / f"{name}{suffix}"
+            if path.exists():
+                path.unlink()
+                removed.append(path)
+        if not removed:
+            raise RegistrationError(settings.registry / f"{name}.rq", "no query is registered under this name")
+        if versions(name, settings):
+            _log_event(name, settings, {"event": "unregistered", "at": time.time_ns() // 1000, "by": by})
     return removed
 
 
@@ -451,7 +483,8 @@ def versions(name: str, settings: Settings) -> list[QueryVersion]:
 
 
 def record_version(name: str, text: str, settings: Settings, by: str | None = None) -> QueryVersion:
-    """Keep ``text`` as the query's next version, unless it is the latest version already."""
+    """Keep ``text`` as the query's next version, unless it is the latest version already. The caller holds
+    ``registry_lock`` (``register_text`` does)."""
     saved = versions(name, settings)
     digest = text_version(text)
     if saved and saved[-1].digest == digest:
