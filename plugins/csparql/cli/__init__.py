@@ -14,7 +14,7 @@ import importlib
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Each module registers its subcommands; heavy imports (Spark, Delta) stay inside the commands' functions.
-COMMAND_MODULES = ("language", "ingest", "engine", "orchestration", "srbench")
+COMMAND_MODULES = ("language", "ingest", "engine", "orchestration", "srbench", "maintenance")
 
 
 def build_parser() -> argparse.ArgumentParser:

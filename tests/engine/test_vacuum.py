@@ -1,0 +1,84 @@
+"""``csparql vacuum`` over a warehouse of real Delta tables (written with delta-rs, no Spark needed): removed
+and orphaned files go, the live version stays whole, recent files stay, and bad retentions are refused."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from csparql.cli import main
+from csparql.storage.maintenance import delta_tables, vacuum
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    """A result table overwritten once (its first file removed), a stream table, and an orphaned file."""
+    root = tmp_path / "warehouse"
+    results = root / "results" / "q" / "bindings"
+    write_deltalake(str(results), pa.table({"x": [1, 2, 3]}))
+    write_deltalake(str(results), pa.table({"x": [4, 5]}), mode="overwrite")
+    write_deltalake(str(root / "streams" / "s"), pa.table({"y": ["a"]}))
+    (root / "streams" / "s" / "part-orphan.parquet").write_bytes(b"left by a write that failed midway")
+    (root / "landing").mkdir()
+    (root / "landing" / "input.nq").write_text("not a table\n")
+    return root
+
+
+def files_on_disk(table) -> set[str]:
+    return {p.relative_to(table).as_posix() for p in table.rglob("*.parquet")}
+
+
+def test_every_delta_table_is_found_and_nothing_else(warehouse):
+    assert delta_tables(warehouse) == [warehouse / "results" / "q" / "bindings", warehouse / "streams" / "s"]
+
+
+def test_a_dry_run_lists_removed_and_orphaned_files_and_deletes_nothing(warehouse):
+    results = warehouse / "results" / "q" / "bindings"
+    before = files_on_disk(results) | files_on_disk(warehouse / "streams" / "s")
+    done = {t.table.name: t for t in vacuum(warehouse, 0, dry_run=True)}
+    live = set(DeltaTable(str(results)).file_uris())
+    assert len(done["bindings"].files) == 1 and not any(f in u for u in live for f in done["bindings"].files)
+    assert done["s"].files == ("part-orphan.parquet",) and done["s"].bytes > 0
+    assert files_on_disk(results) | files_on_disk(warehouse / "streams" / "s") == before
+
+
+def test_vacuum_deletes_them_and_the_live_versions_read_the_same(warehouse):
+    results = warehouse / "results" / "q" / "bindings"
+    vacuum(warehouse, 0)
+    assert len(files_on_disk(results)) == 1 and files_on_disk(warehouse / "streams" / "s") == {
+        next(iter(files_on_disk(warehouse / "streams" / "s")))}
+    assert not (warehouse / "streams" / "s" / "part-orphan.parquet").exists()
+    assert DeltaTable(str(results)).to_pyarrow_table().column("x").to_pylist() == [4, 5]
+    assert DeltaTable(str(warehouse / "streams" / "s")).to_pyarrow_table().column("y").to_pylist() == ["a"]
+    assert (warehouse / "landing" / "input.nq").exists()
+
+
+def test_files_removed_within_the_retention_stay(warehouse):
+    assert all(not t.files for t in vacuum(warehouse, 168))
+    assert len(files_on_disk(warehouse / "results" / "q" / "bindings")) == 2
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_the_command_reports_per_table_and_refuses_unsafe_retentions(warehouse, capsys):
+    base = ["vacuum", "--warehouse", str(warehouse)]
+    code, _, err = run_cli(capsys, *base, "--retain", "0h")
+    assert code == 2 and "under 1h" in err and "--force" in err
+    code, _, err = run_cli(capsys, *base, "--retain", "90m")
+    assert code == 2 and "whole hours" in err
+    code, _, err = run_cli(capsys, *base, "--retain", "soon")
+    assert code == 2 and "--retain 'soon'" in err
+    assert (warehouse / "streams" / "s" / "part-orphan.parquet").exists()  # nothing deleted by a refusal
+    code, out, _ = run_cli(capsys, *base, "--retain", "0h", "--force", "--dry-run")
+    assert code == 0 and "streams/s: would delete 1 file(s)" in out and "would delete 2 file(s)" in out
+    code, out, _ = run_cli(capsys, *base, "--retain", "0h", "--force")
+    assert code == 0 and "2 table(s)" in out and "deleted 2 file(s)" in out
+    assert not (warehouse / "streams" / "s" / "part-orphan.parquet").exists()
+    code, _, err = run_cli(capsys, "vacuum", "--warehouse", str(warehouse / "missing"))
+    assert code == 1 and "no warehouse" in err
