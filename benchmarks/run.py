@@ -103,7 +103,7 @@ class BenchmarkRun:
 
     def __init__(self, profile: Profile, out: Path, keep_data: bool = False):
         self.profile = profile
-        self.out = Path(out)
+        self.out = Path(out).resolve()  # spark-submit runs in a point's folder: every path must be absolute
         self.keep_data = keep_data
         self.work = self.out / "work"
         self.records: list[Record] = []
