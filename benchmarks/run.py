@@ -281,7 +281,7 @@ class BenchmarkRun:
                                                     self.profile.srbench_rate, self.profile.seed)
             for number in self.profile.srbench_queries:
                 workload = workloads.srbench(number)
-                at = generated.instant(workloads.SRBENCH_HOURS[number])
+                at = generated.instant(workloads.SRBENCH_WINDOW_HOUR[number])
                 name = f"srbench-{workload.name}-s{stations}"
                 point = Point("srbench", workload, dataset, at, self.work / "points" / name,
                               {"stations": stations, "rate": self.profile.srbench_rate})
