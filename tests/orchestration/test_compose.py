@@ -574,3 +574,10 @@ def test_docker_compose_accepts_the_file():
     done = subprocess.run([*compose_command(), "-f", str(COMPOSE_FILE), "config", "-q"], cwd=REPOSITORY,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"`docker compose config -q` refuses docker-compose.yaml:\n{done.stderr}"
+
+
+def test_the_scheduler_examines_enough_runs_that_waiting_windows_do_not_starve_backfills():
+    from csparql.orchestration.stack import DAGRUNS_PER_LOOP
+
+    examined = int(variable(SCHEDULER, "AIRFLOW__SCHEDULER__MAX_DAGRUNS_PER_LOOP_TO_SCHEDULE"))
+    assert examined == DAGRUNS_PER_LOOP, "the embedded stack and docker-compose should schedule alike"

@@ -26,6 +26,10 @@ START_DATE = pendulum.datetime(2000, 1, 1, tz="UTC")
 DAG is unpaused (no catch-up); history is replayed with backfills."""
 
 
+MAX_ACTIVE_RUNS = 4
+"""Runs of one query DAG at a time (scheduled ones mostly wait, deferred, for their window to be complete)."""
+
+
 def stream_asset(registered_as: str) -> Asset:
     """The Airflow Asset of the stream ``REGISTER STREAM registered_as`` produces."""
     return Asset(name=f"csparql_stream_{registered_as}", uri=f"csparql://streams/{registered_as}")
@@ -52,7 +56,7 @@ def query_dag(deployment: Deployment, settings: Settings) -> DAG:
         schedule=WindowTimetable(deployment.schedule) if deployment.schedule else None,
         start_date=START_DATE,
         catchup=False,
-        max_active_runs=4,
+        max_active_runs=MAX_ACTIVE_RUNS,
         tags=["csparql", f"register-{kind}" if deployment.plan.registration else kind],
         doc_md=f"**{deployment.description}**\n\nRegistry file `{deployment.path}`\n\n```sparql\n{deployment.text}\n```",
         default_args={"retries": settings.retries, "retry_delay": timedelta(seconds=30)},

@@ -34,6 +34,13 @@ COMPONENTS = {
 }
 
 
+DAGRUNS_PER_LOOP = 512
+"""Running DAG runs the scheduler examines per loop (Airflow's default is 20). It examines the runs that are
+not backfills first, and every query DAG keeps up to ``MAX_ACTIVE_RUNS`` scheduled runs waiting, deferred, for
+their windows: with the default, more than five queries starve every backfill. Keep it above the number of
+queries × ``MAX_ACTIVE_RUNS`` plus the backfill runs in flight (docker-compose sets the same)."""
+
+
 class StackError(RuntimeError):
     """The stack could not be set up or did not become healthy; the message says which component and why."""
 
@@ -98,6 +105,7 @@ class AirflowStack:
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__SCHEDULER__MAX_DAGRUNS_PER_LOOP_TO_SCHEDULE": str(DAGRUNS_PER_LOOP),
             "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "PATH": bin_folder + os.pathsep + env.get("PATH", ""),
