@@ -151,6 +151,9 @@ class EmbeddedStack:
         self.say("Ctrl-C stops the stack.")
         reported = -1
         while not stopping.wait(10):
+            for name, code in stack.restart_exited():
+                self.say(f"  the Airflow {name} exited with code {code}; started it again "
+                         f"(its log: {self.home / 'logs' / (name + '.log')})")
             done = self.succeeded_runs()
             if done != reported:
                 self.say(f"  {done} window evaluation(s) written so far")

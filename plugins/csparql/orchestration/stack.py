@@ -145,20 +145,33 @@ class AirflowStack:
 
     def start(self) -> None:
         """Start every component in its own process group, logging to ``home/logs/<component>.log``."""
+        for name in COMPONENTS:
+            self._start_component(name)
+
+    def _start_component(self, name: str) -> None:
         logs = self.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        env = self.environment()
-        for name, arguments in COMPONENTS.items():
-            log = open(logs / f"{name}.log", "ab")
+        with open(logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
-                [self.airflow, *arguments], env=env, stdout=log, stderr=subprocess.STDOUT,
+                [self.airflow, *COMPONENTS[name]], env=self.environment(), stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
-            log.close()
         # Airflow's components overwrite their command line and environment (setproctitle): record their
         # process groups so that what is left of a stack can be found.
         (self.home / "components.json").write_text(
-            json.dumps({name: process.pid for name, process in self.processes.items()}), encoding="utf-8")
+            json.dumps({n: process.pid for n, process in self.processes.items()}), encoding="utf-8")
+
+    def restart_exited(self) -> list[tuple[str, int]]:
+        """Start again every component that has exited (as a process manager would: Airflow's scheduler exits
+        on an unexpected database error and expects to be restarted); returns each one's name and exit code."""
+        restarted = []
+        for name, process in list(self.processes.items()):
+            code = process.poll()
+            if code is not None:
+                _kill_group(process.pid)  # what the component had started: its task runners, its workers
+                self._start_component(name)
+                restarted.append((name, code))
+        return restarted
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.home / "logs" / f"{name}.log"
@@ -347,3 +360,11 @@ class AirflowStack:
 
 def _same_instant(a: str, b: str) -> bool:
     return parse_instant(a) == parse_instant(b)
+
+
+def _kill_group(group: int) -> None:
+    """SIGKILL to what is left of a process group (none of it may be running any more)."""
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,53 @@
+"""The embedded stack starts again an Airflow component that exits (the scheduler exits on an unexpected
+database error and relies on a process manager to restart it), and only that one. The components here are a
+stand-in script for the ``airflow`` command: what is tested is the supervision, not Airflow."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from csparql.orchestration.stack import COMPONENTS, AirflowStack
+
+FAKE_AIRFLOW = """#!/bin/sh
+echo "$1" >> "$CSPARQL_TEST_CALLS"
+[ "$1" = scheduler ] && [ ! -e "$CSPARQL_TEST_CALLS.recovered" ] && exit 3
+exec sleep 120
+"""
+
+
+@pytest.fixture
+def stack(tmp_path, monkeypatch):
+    script = tmp_path / "airflow"
+    script.write_text(FAKE_AIRFLOW)
+    script.chmod(0o755)
+    monkeypatch.setattr(AirflowStack, "airflow", property(lambda self: str(script)))
+    monkeypatch.setenv("CSPARQL_TEST_CALLS", str(tmp_path / "calls"))
+    started = AirflowStack(home=tmp_path / "home", dags=tmp_path / "dags", settings_environment={})
+    started.start()
+    yield started
+    started.stop(grace=5)
+
+
+def calls(tmp_path) -> list[str]:
+    return (tmp_path / "calls").read_text().split()
+
+
+def test_an_exited_component_is_started_again_and_the_others_are_left_alone(stack, tmp_path):
+    deadline = time.monotonic() + 30
+    while stack.processes["scheduler"].poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    first = {name: process.pid for name, process in stack.processes.items()}
+    (tmp_path / "calls.recovered").touch()  # the next scheduler stays up
+    assert stack.restart_exited() == [("scheduler", 3)]
+    assert sorted(calls(tmp_path)) == sorted([*COMPONENTS, "scheduler"])
+    assert stack.processes["scheduler"].pid != first["scheduler"]
+    assert all(stack.processes[name].pid == pid for name, pid in first.items() if name != "scheduler")
+    assert stack.restart_exited() == []  # all running now
+
+
+def test_stopping_leaves_no_component_running(stack):
+    processes = list(stack.processes.values())
+    stack.stop(grace=5)
+    assert all(process.poll() is not None for process in processes)
