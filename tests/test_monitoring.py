@@ -216,3 +216,17 @@ def test_a_window_being_evaluated_again_shows_as_running_and_new_windows_appear_
     assert views[1].window_start == T0 + 10 * MINUTE and views[1].evaluation is None
     assert views[2].evaluation is done and views[2].dag_run.run_id == "again"
     assert views[3].dag_run.run_id == "retry-of-failed"
+
+
+def test_the_page_signature_changes_when_a_committed_windows_airflow_run_finishes():
+    # The evaluation commits its results, then the scheduler marks the run done: the page rendered in
+    # between shows the window complete without its run; it must see that it is out of date once the run is done.
+    done = WindowRun(T0 + 5 * MINUTE, T0 + 15 * MINUTE, "complete", T0 + HOUR, {}, {}, 4, 120, None, "v1", "r1")
+    finishing = AirflowRun("manual-1", "running", T0 + 15 * MINUTE, "manual", T0 + HOUR - 30,
+                           {"await_window": "success", "evaluate_window": "success"})
+    before = monitoring.window_views([done], [finishing])
+    assert before[0].state == "complete" and before[0].dag_run is None
+    after = monitoring.window_views([done], [AirflowRun("manual-1", "success", T0 + 15 * MINUTE, "manual",
+                                                        T0 + HOUR - 30)])
+    assert after[0].dag_run.run_id == "manual-1"
+    assert monitoring.page_signature("active", False, before) != monitoring.page_signature("active", False, after)

@@ -471,6 +471,15 @@ class WindowView:
     dag_run: AirflowRun | None
 
 
+def page_signature(dag_label: str, paused: bool | None, views: list[WindowView]) -> str:
+    """What a query page shows that changes as runs progress: the DAG's state, and each window's state, its
+    latest evaluation and the Airflow run it links to. The page's script compares it with
+    ``GET /api/queries/NAME`` and reloads when they differ."""
+    return f"dag={dag_label};paused={paused};" + ";".join(
+        f"{v.window_end}={v.state}:{v.evaluation.run_id if v.evaluation else ''}:"
+        f"{v.dag_run.run_id if v.dag_run else ''}" for v in views)
+
+
 def window_views(windows: list[WindowRun], runs: list[AirflowRun], limit: int = 50,
                  schedule: Schedule | None = None) -> list[WindowView]:
     """The windows of a query, newest first: each evaluated window with its latest evaluation, ``running``

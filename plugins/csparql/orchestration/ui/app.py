@@ -619,10 +619,10 @@ def monitor(request: Request, settings: Settings, name: str) -> dict:
     rows_chart = charts.time_chart([(w.window_end, w.rows_written or 0) for w in evaluated],
                                    title="Rows written", unit="rows", chart_id="chart-rows", bars=True)
     counts = {state: sum(1 for v in views if v.state == state) for state in monitoring.STATES}
-    in_progress = not dag.exists or any(v.state == "running" for v in views)
-    # what the page's script compares with GET /api/queries/NAME to know that the page is out of date
-    signature = f"dag={dag.label};paused={dag.is_paused};" + ";".join(
-        f"{v.window_end}={v.state}:{v.evaluation.run_id if v.evaluation else ''}" for v in views)
+    # an Airflow run still in progress after its window's results were committed (the scheduler marks it done
+    # a moment later) keeps the page refreshing, so that its run and log links appear
+    in_progress = not dag.exists or any(v.state == "running" for v in views) or any(r.in_progress for r in runs)
+    signature = monitoring.page_signature(dag.label, dag.is_paused, views)
     return {
         "name": name, "text": text, "deployment": deployment, "error": error, "versions": saved,
         "version_numbers": numbers, "current_version": numbers.get(text_version(text)), "digest": text_version(text),
