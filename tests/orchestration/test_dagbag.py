@@ -78,6 +78,14 @@ def test_every_stream_the_queries_read_gets_an_ingestion_dag(bag):
     assert all(bag.dags[d].get_task("ingest_landed_files").stream for d in ingest)
 
 
+def test_every_task_is_retried_so_that_a_transient_airflow_error_does_not_fail_its_run(bag):
+    # an ingest whose files landed can still fail when the api-server times out (SQLite under load); its retry
+    # finds nothing waiting and succeeds
+    tasks = [bag.dags[d].get_task("ingest_landed_files") for d in bag.dag_ids if d.startswith("ingest_")]
+    tasks += [bag.dags["q04_cars_per_district"].get_task(t) for t in ("await_window", "evaluate_window")]
+    assert {(t.retries, t.retry_delay.total_seconds()) for t in tasks} == {(Settings.retries, 30.0)}
+
+
 def test_register_refuses_a_second_producer_of_the_same_stream_and_keeps_the_registry(tmp_path, monkeypatch):
     monkeypatch.setenv("CSPARQL_REGISTRY", str(tmp_path / "registry"))
     monkeypatch.setenv("CSPARQL_WAREHOUSE", str(tmp_path / "warehouse"))

@@ -62,7 +62,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -279,8 +279,10 @@ def ingest_stream(
     timestamp: str | None = None,
     format: str | None = None,
     rejects: str | os.PathLike | None = None,
+    commit_metadata: Mapping[str, str] | None = None,
 ) -> IngestReport:
-    """Land stream files in the stream's table in one commit (see the module docstring)."""
+    """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
+    is recorded with the commit, beside what the ingest records itself."""
     iri, inputs, default_micros, targets = check_stream_request(iri, files, timestamp, format, rejects)
     path = warehouse.stream(iri)
     table = delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {IRI_PROPERTY: iri, KIND_PROPERTY: "stream"})
@@ -292,7 +294,7 @@ def ingest_stream(
     report = IngestReport(iri, path, files=len(inputs))
     job.run(report, commit=lambda files: delta.commit_files(
         path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
-        metadata=job.commit_metadata("ingest", iri),
+        metadata={**job.commit_metadata("ingest", iri), **(commit_metadata or {})},
     ))
     if report.version is not None:
         _record(report, Catalog(warehouse), iri, "stream", replaces=False)

@@ -29,6 +29,15 @@ DAG is unpaused (no catch-up); history is replayed with backfills."""
 MAX_ACTIVE_RUNS = 4
 """Runs of one query DAG at a time (scheduled ones mostly wait, deferred, for their window to be complete)."""
 
+RETRY_DELAY = timedelta(seconds=30)
+
+
+def task_defaults(settings: Settings) -> dict:
+    """The default arguments of every csparql task: ``settings.retries`` retries, ``RETRY_DELAY`` apart. Both
+    kinds of task may run again safely: an evaluation replaces its window's results, and an ingest lands only
+    the files still waiting (a file moves to ``done/`` right after its commit)."""
+    return {"retries": settings.retries, "retry_delay": RETRY_DELAY}
+
 
 def stream_asset(registered_as: str) -> Asset:
     """The Airflow Asset of the stream ``REGISTER STREAM registered_as`` produces."""
@@ -59,7 +68,7 @@ def query_dag(deployment: Deployment, settings: Settings) -> DAG:
         max_active_runs=MAX_ACTIVE_RUNS,
         tags=["csparql", f"register-{kind}" if deployment.plan.registration else kind],
         doc_md=f"**{deployment.description}**\n\nRegistry file `{deployment.path}`\n\n```sparql\n{deployment.text}\n```",
-        default_args={"retries": settings.retries, "retry_delay": timedelta(seconds=30)},
+        default_args=task_defaults(settings),
     ) as dag:
         wait = AwaitWindowOperator(
             task_id="await_window", deployment=deployment, settings=settings, inlets=producer_assets,
@@ -89,6 +98,7 @@ def stream_ingestion_dags(settings: Settings | None = None) -> dict[str, DAG]:
             start_date=START_DATE,
             catchup=False,
             max_active_runs=1,
+            default_args=task_defaults(settings),
             tags=["csparql", "ingest"],
             doc_md=f"Drop N-Triples, Turtle, TriG or N-Quads files into `{folder}`; each run lands them into "
                    f"`<{stream}>`, moves them to `done/` (or `rejected/` with the reason) and advances the "

@@ -6,7 +6,6 @@ nothing here is serialized but the trigger). Errors users can act on fail the ta
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from datetime import timedelta
@@ -159,10 +158,11 @@ class EvaluateWindowOperator(BaseOperator):
 
 
 class IngestLandedFilesOperator(BaseOperator):
-    """Lands every file waiting in a stream's landing folder, one file per commit: a file that lands moves to
-    ``done/``, a file refused as a whole moves to ``rejected/`` with a ``.reason`` beside it; lines refused
-    inside a landed file are written to ``rejected/<file>.rejects.tsv``. Ingest advances the stream's
-    watermark. Starts Spark only when there is something to land."""
+    """Lands every file waiting in a stream's landing folder, each in its own commit and exactly once, even
+    after a run that stopped between a commit and moving its file (``csparql.engine.landing``): a file that
+    lands moves to ``done/``, a file refused as a whole moves to ``rejected/`` with a ``.reason`` beside it;
+    lines refused inside a landed file are written to ``rejected/<file>.rejects.tsv``. Ingest advances the
+    stream's watermark. Starts Spark only when there is something to land."""
 
     ui_color = "#e9f7ec"
 
@@ -172,35 +172,11 @@ class IngestLandedFilesOperator(BaseOperator):
         self.landing = Path(landing)
         self.settings = settings
 
-    def waiting_files(self) -> list[Path]:
-        if not self.landing.is_dir():
-            return []
-        return sorted(p for p in self.landing.iterdir() if p.is_file() and not p.name.startswith("."))
-
     def execute(self, context):
-        files = self.waiting_files()
-        if not files:
-            self.log.info("nothing waiting in %s", self.landing)
-            return {"landed": 0, "files": 0, "rejected": 0}
-        from csparql.engine.ingest import InputError, ingest_stream
+        from csparql.engine.landing import land_waiting_files
         from csparql.spark.session import spark_session
 
-        spark = spark_session()
-        done, rejected = self.landing / "done", self.landing / "rejected"
-        done.mkdir(exist_ok=True)
-        rejected.mkdir(exist_ok=True)
-        landed = refused = 0
-        for path in files:
-            try:
-                report = ingest_stream(spark, self.settings.warehouse, self.stream, [path],
-                                       rejects=rejected / f"{path.name}.rejects.tsv")
-            except InputError as error:
-                refused += 1
-                (rejected / f"{path.name}.reason").write_text(f"{error}\n", encoding="utf-8")
-                shutil.move(path, rejected / path.name)
-                self.log.warning("%s refused: %s", path.name, error)
-                continue
-            landed += report.landed
-            shutil.move(path, done / path.name)
-            self.log.info("%s: %d triple(s) landed, %d line(s) refused", path.name, report.landed, report.rejected)
-        return {"landed": landed, "files": len(files), "rejected": refused}
+        summary = land_waiting_files(spark_session, self.settings.warehouse, self.stream, self.landing)
+        if not summary.files:
+            self.log.info("nothing waiting in %s", self.landing)
+        return summary.to_dict()

@@ -1,0 +1,153 @@
+"""Landing folders: the files dropped for a stream, each landed exactly once.
+
+A stream's landing folder holds the files waiting to be ingested (names starting with ``.`` are left alone, so
+a writer can fill ``.name`` and rename it when complete). ``land_waiting_files`` lands them in name order,
+one commit per file, and then moves each to ``done/``; a file refused as a whole moves to ``rejected/`` with
+a ``.reason`` beside it, and the lines refused inside a landed file go to ``rejected/<file>.rejects.tsv``.
+
+Exactly once
+    The commit and the move are two steps, and a process can die between them (a killed task, a lost
+    machine); landing that file again would store its triples twice. So before landing a file, the run
+    writes an intent record, ``.landing.json`` (the file's name, its SHA-256 and the table's version), and
+    it deletes the record once the file has moved. The commit carries the same name and digest in its
+    metadata. ``finish_interrupted_landing``, which every run calls first, reads a record left behind: when a
+    commit after the recorded version carries that file's name and digest, the file has landed and only
+    moves to ``done/`` (and the stream's watermark advances to the table's latest timestamp, as the
+    interrupted ingest would have done; only the per-predicate statistics the optimizer orders joins by miss
+    that file's triples); otherwise it stays waiting and lands like any other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from csparql.engine.ingest import InputError, ingest_stream
+from csparql.storage import delta
+from csparql.storage.warehouse import Warehouse
+from csparql.storage.watermarks import advance_watermark
+
+INTENT = ".landing.json"
+LANDED_FILE = "csparql.landed_file"
+LANDED_SHA256 = "csparql.landed_sha256"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LandingSummary:
+    """What one pass over a landing folder did."""
+
+    landed: int = 0  # triples committed
+    files: int = 0  # files that were waiting
+    rejected: int = 0  # files refused as a whole
+    recovered: list[str] = field(default_factory=list)  # files an interrupted run had landed but not moved
+
+    def to_dict(self) -> dict:
+        return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered}
+
+
+def waiting_files(folder: Path) -> list[Path]:
+    """The files waiting in a landing folder, in name order (hidden files excluded)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def sha256_of(path: Path) -> str:
+    with open(path, "rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path) -> list[str]:
+    """Completes the landing an earlier run left half done (see the module docstring); returns the names of
+    the files it moved to ``done/`` because they had landed already. Needs no Spark."""
+    intent_path = folder / INTENT
+    if not intent_path.exists():
+        return []
+    try:
+        intent = json.loads(intent_path.read_text(encoding="utf-8"))
+        name, digest, version = intent["file"], intent["sha256"], int(intent["version"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        log.warning("%s is unreadable (%s); ignoring it", intent_path, error)
+        intent_path.unlink(missing_ok=True)
+        return []
+    recovered = []
+    path = folder / name
+    table = warehouse.stream(stream)
+    if path.is_file() and sha256_of(path) == digest and _committed(table, name, digest, version):
+        latest = [f.max_ts for f in delta.live_files(delta.open_table(table), table) if f.max_ts is not None]
+        if latest:  # the interrupted run may not have advanced the watermark
+            advance_watermark(warehouse, stream, max(latest), "ingest")
+        _move(path, folder / "done")
+        recovered.append(name)
+        log.warning("%s had landed before the run landing it stopped; moved to done/ without landing it again",
+                    name)
+    intent_path.unlink(missing_ok=True)
+    return recovered
+
+
+def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Warehouse, stream: str,
+                       folder: Path) -> LandingSummary:
+    """Lands every file waiting in ``folder`` into ``stream``, each in its own commit and exactly once (see
+    the module docstring). ``start_spark`` is called only when a file is waiting."""
+    summary = LandingSummary(recovered=finish_interrupted_landing(warehouse, stream, folder))
+    files = waiting_files(folder)
+    summary.files = len(files)
+    if not files:
+        return summary
+    session = start_spark()
+    done, rejected = folder / "done", folder / "rejected"
+    rejected.mkdir(exist_ok=True)
+    table = warehouse.stream(stream)
+    for path in files:
+        digest = sha256_of(path)
+        version = delta.open_table(table).version() if delta.exists(table) else -1
+        _write_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version}))
+        rejects = rejected / f"{path.name}.rejects.tsv"
+        try:
+            report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
+                                   commit_metadata={LANDED_FILE: path.name, LANDED_SHA256: digest})
+        except InputError as error:
+            summary.rejected += 1
+            (rejected / f"{path.name}.reason").write_text(f"{error}\n", encoding="utf-8")
+            _move(path, rejected)
+            log.warning("%s refused: %s", path.name, error)
+        else:
+            summary.landed += report.landed
+            if not report.rejected:
+                rejects.unlink(missing_ok=True)  # written even when empty
+            _move(path, done)
+            log.info("%s: %d triple(s) landed, %d line(s) refused", path.name, report.landed, report.rejected)
+        (folder / INTENT).unlink()
+    return summary
+
+
+def _committed(table: Path, name: str, digest: str, version: int) -> bool:
+    """Whether a commit of ``table`` after ``version`` landed the file ``name`` with this digest."""
+    if not delta.exists(table):
+        return False
+    current = delta.open_table(table)
+    newer = current.version() - version
+    if newer <= 0:
+        return False
+    return any(c.get(LANDED_FILE) == name and c.get(LANDED_SHA256) == digest for c in current.history(newer))
+
+
+def _move(path: Path, folder: Path) -> None:
+    folder.mkdir(exist_ok=True)
+    shutil.move(path, folder / path.name)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)

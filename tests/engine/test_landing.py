@@ -1,0 +1,143 @@
+"""Landing folders: every waiting file lands once, even when the run landing it stops between its commit and
+moving the file to done/ (the process killed there is simulated by an exception no code path catches)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from csparql.engine import ingest as ingest_module
+from csparql.engine import landing
+from csparql.engine.landing import INTENT, land_waiting_files
+from csparql.storage import delta
+from csparql.storage.warehouse import Warehouse
+from csparql.storage.watermarks import watermark
+
+STREAM = "http://streams.org/landing-test"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+START_MS = 1269252000000  # 2010-03-22T10:00:00Z
+
+
+class Killed(BaseException):
+    """The process dying at this point: nothing catches it, no cleanup after it runs."""
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> Warehouse:
+    return Warehouse(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    path = tmp_path / "landing"
+    path.mkdir()
+    return path
+
+
+def drop(folder: Path, name: str, first: int, count: int) -> Path:
+    """A timestamped N-Quads file of ``count`` triples, one a second from START_MS + ``first`` s."""
+    path = folder / name
+    path.write_text("".join(f'<http://e/car{i}> <http://e/passes> <http://e/gate{i % 3}> '
+                            f'"{START_MS + i * 1000}"^^<{XSD}integer> .\n' for i in range(first, first + count)),
+                    encoding="utf-8")
+    return path
+
+
+def stored(warehouse: Warehouse) -> tuple[int, int]:
+    """The stream table's (version, triples)."""
+    path = warehouse.stream(STREAM)
+    table = delta.open_table(path)
+    return table.version(), sum(f.records for f in delta.live_files(table, path))
+
+
+def files_in(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
+
+
+def test_waiting_files_land_once_each_and_move_to_done(spark, warehouse, folder):
+    drop(folder, "a.nq", 0, 5)
+    drop(folder, "b.nq", 5, 4)
+    (folder / "plain.ttl").write_text("<http://e/s> <http://e/p> <http://e/o> .\n", encoding="utf-8")
+    drop(folder, ".partial.nq", 100, 3)  # still being written: left alone
+
+    summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+
+    assert summary.to_dict() == {"landed": 9, "files": 3, "rejected": 1, "recovered": []}
+    assert stored(warehouse)[1] == 9
+    assert files_in(folder / "done") == {"a.nq", "b.nq"}
+    assert files_in(folder / "rejected") == {"plain.ttl", "plain.ttl.reason"}  # no line of a or b refused
+    assert "pass --timestamp" in (folder / "rejected" / "plain.ttl.reason").read_text(encoding="utf-8")
+    assert files_in(folder) == {".partial.nq"}  # no intent record left behind
+    assert watermark(warehouse, STREAM) == (START_MS + 8 * 1000) * 1000
+
+
+def test_a_file_committed_before_its_run_stopped_is_moved_not_landed_again(spark, warehouse, folder, monkeypatch):
+    drop(folder, "a.nq", 0, 5)
+    land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+    drop(folder, "b.nq", 5, 4)
+
+    def killed_after_the_commit(*args, **kwargs):
+        raise Killed()
+
+    with monkeypatch.context() as patch:  # b's commit happens, then the process dies before the watermark
+        patch.setattr(ingest_module, "advance_watermark", killed_after_the_commit)
+        with pytest.raises(Killed):
+            land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+    after_the_kill = stored(warehouse)
+    assert after_the_kill[1] == 9 and (folder / "b.nq").exists() and (folder / INTENT).exists()
+    assert watermark(warehouse, STREAM) == (START_MS + 4 * 1000) * 1000
+
+    def no_spark():
+        raise AssertionError("nothing is waiting: Spark must not start")
+
+    summary = land_waiting_files(no_spark, warehouse, STREAM, folder)
+
+    assert summary.recovered == ["b.nq"] and summary.landed == 0
+    assert stored(warehouse) == after_the_kill  # no second commit: b's triples are stored once
+    assert files_in(folder / "done") == {"a.nq", "b.nq"} and not (folder / INTENT).exists()
+    assert watermark(warehouse, STREAM) == (START_MS + 8 * 1000) * 1000
+
+
+def test_a_file_not_committed_when_its_run_stopped_lands_on_the_next_run(spark, warehouse, folder, monkeypatch):
+    drop(folder, "a.nq", 0, 5)
+    land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+    drop(folder, "b.nq", 5, 4)
+
+    def killed_before_the_commit(*args, **kwargs):
+        raise Killed()
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest_module.delta, "commit_files", killed_before_the_commit)
+        with pytest.raises(Killed):
+            land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+    assert stored(warehouse)[1] == 5 and (folder / INTENT).exists()
+
+    summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+
+    assert (summary.recovered, summary.landed) == ([], 4)
+    assert stored(warehouse)[1] == 9
+    assert files_in(folder / "done") == {"a.nq", "b.nq"} and not (folder / INTENT).exists()
+
+
+def test_a_file_dropped_again_under_a_landed_name_lands_again(spark, warehouse, folder):
+    """Producers reuse names: only an interrupted run's intent record makes a waiting file count as landed."""
+    drop(folder, "batch.nq", 0, 5)
+    land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+    drop(folder, "batch.nq", 5, 4)
+
+    summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+
+    assert (summary.recovered, summary.landed) == ([], 4)
+    assert stored(warehouse)[1] == 9
+
+
+def test_an_unreadable_intent_record_is_dropped_and_the_file_lands(spark, warehouse, folder):
+    drop(folder, "a.nq", 0, 5)
+    (folder / INTENT).write_text("{not json", encoding="utf-8")
+
+    summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+
+    assert (summary.recovered, summary.landed) == ([], 5)
+    assert not (folder / INTENT).exists()
+    assert landing.waiting_files(folder) == []
