@@ -72,18 +72,25 @@ def test_waiting_files_land_once_each_and_move_to_done(spark, warehouse, folder)
     assert watermark(warehouse, STREAM) == (START_MS + 8 * 1000) * 1000
 
 
-def test_a_file_committed_before_its_run_stopped_is_moved_not_landed_again(spark, warehouse, folder, monkeypatch):
+def land_a_then_kill_while_landing_b(spark, warehouse, folder, monkeypatch, module, function: str) -> None:
+    """Lands a.nq (5 triples), drops b.nq (4 triples) and runs again, the process dying when b's ingest calls
+    ``module.function``."""
     drop(folder, "a.nq", 0, 5)
     land_waiting_files(lambda: spark, warehouse, STREAM, folder)
     drop(folder, "b.nq", 5, 4)
 
-    def killed_after_the_commit(*args, **kwargs):
+    def killed(*args, **kwargs):
         raise Killed()
 
-    with monkeypatch.context() as patch:  # b's commit happens, then the process dies before the watermark
-        patch.setattr(ingest_module, "advance_watermark", killed_after_the_commit)
+    with monkeypatch.context() as patch:
+        patch.setattr(module, function, killed)
         with pytest.raises(Killed):
             land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+
+
+def test_a_file_committed_before_its_run_stopped_is_moved_not_landed_again(spark, warehouse, folder, monkeypatch):
+    # b's commit happens, then the process dies before advancing the watermark and moving b
+    land_a_then_kill_while_landing_b(spark, warehouse, folder, monkeypatch, ingest_module, "advance_watermark")
     after_the_kill = stored(warehouse)
     assert after_the_kill[1] == 9 and (folder / "b.nq").exists() and (folder / INTENT).exists()
     assert watermark(warehouse, STREAM) == (START_MS + 4 * 1000) * 1000
@@ -100,17 +107,7 @@ def test_a_file_committed_before_its_run_stopped_is_moved_not_landed_again(spark
 
 
 def test_a_file_not_committed_when_its_run_stopped_lands_on_the_next_run(spark, warehouse, folder, monkeypatch):
-    drop(folder, "a.nq", 0, 5)
-    land_waiting_files(lambda: spark, warehouse, STREAM, folder)
-    drop(folder, "b.nq", 5, 4)
-
-    def killed_before_the_commit(*args, **kwargs):
-        raise Killed()
-
-    with monkeypatch.context() as patch:
-        patch.setattr(ingest_module.delta, "commit_files", killed_before_the_commit)
-        with pytest.raises(Killed):
-            land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+    land_a_then_kill_while_landing_b(spark, warehouse, folder, monkeypatch, ingest_module.delta, "commit_files")
     assert stored(warehouse)[1] == 5 and (folder / INTENT).exists()
 
     summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
