@@ -112,6 +112,47 @@ def test_without_catch_up_the_first_run_is_the_latest_closed_window():
     assert following.run_after == info.run_after.add(minutes=5)
 
 
+def next_without_catch_up(timetable, last_end: pendulum.DateTime, now: pendulum.DateTime, monkeypatch):
+    monkeypatch.setattr(pendulum, "now", lambda tz=None: now)
+    last = timetable.infer_manual_data_interval(run_after=last_end)
+    return timetable.next_dagrun_info(
+        last_automated_data_interval=last,
+        restriction=TimeRestriction(pendulum.datetime(2000, 1, 1, tz="UTC"), None, False))
+
+
+@pytest.mark.parametrize("late_minutes", [0, 4, 12, 19])
+def test_without_catch_up_a_window_reached_late_still_runs(late_minutes, monkeypatch):
+    """A busy or restarted scheduler, or a DAG at its max_active_runs, creates the next run after its window
+    closed; within four periods nothing is lost."""
+    from csparql.orchestration.timetable import LATE_WINDOWS_KEPT
+
+    assert LATE_WINDOWS_KEPT == 4
+    timetable = timetable_of(CASES["RANGE 30m STEP 5m"][0])
+    now = minute(35).add(minutes=late_minutes, seconds=30)
+    info = next_without_catch_up(timetable, minute(30), now, monkeypatch)
+    assert (info.run_after, info.data_interval.start, info.data_interval.end) == (minute(35), minute(5), minute(35))
+
+
+@pytest.mark.parametrize(("now", "first_kept"), [(minute(60).add(seconds=1), 45), (minute(24 * 60), 24 * 60 - 15)])
+def test_without_catch_up_windows_missed_for_longer_are_skipped(now, first_kept, monkeypatch):
+    timetable = timetable_of(CASES["RANGE 30m STEP 5m"][0])
+    info = next_without_catch_up(timetable, minute(30), now, monkeypatch)
+    assert (info.run_after, info.data_interval.end) == (minute(first_kept), minute(first_kept))
+
+
+def test_without_catch_up_late_windows_are_distinct_windows(monkeypatch):
+    """COMPUTED EVERY 1m over STEP 5m: the latest four instants are minutes, and a late run evaluates the
+    window closed at the oldest of them that sees a window after the previous run's."""
+    timetable = timetable_of(CASES["COMPUTED EVERY 1m, shorter than STEP 5m"][0])
+    info = next_without_catch_up(timetable, minute(30), minute(38).add(seconds=10), monkeypatch)
+    assert (info.run_after, info.data_interval.end) == (minute(35), minute(35))
+    info = next_without_catch_up(timetable, minute(30), minute(50).add(seconds=10), monkeypatch)
+    assert (info.run_after, info.data_interval.end) == (minute(47), minute(45))
+    following = timetable.next_dagrun_info(last_automated_data_interval=info.data_interval,
+                                           restriction=TimeRestriction(minute(0), None, False))
+    assert (following.run_after, following.data_interval.end) == (minute(50), minute(50))
+
+
 def test_a_manual_run_evaluates_the_latest_window_closed_at_its_time():
     timetable = timetable_of(CASES["RANGE 30m STEP 5m"][0])
     interval = timetable.infer_manual_data_interval(run_after=minute(7).add(seconds=30))

@@ -5,6 +5,7 @@ and never on the wall clock: a run's ``run_after`` is its instant t, its data in
 it evaluates, ``(t_f − RANGE, t_f]`` (the longest window's; Airflow sets the logical date to the interval's
 start). Instants that would see the same window as the previous run are skipped. ``start_date``/``end_date``
 and a backfill's range bound the instants, inclusively, exactly as ``csparql replay --from --to`` does.
+Without catch-up, windows missed for more than ``LATE_WINDOWS_KEPT`` periods are skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +17,14 @@ from airflow.timetables.base import DagRunInfo, DataInterval, TimeRestriction, T
 
 from csparql.schedule import EvaluationWindow, Schedule
 from csparql.windows import format_duration, from_micros, to_micros
+
+
+LATE_WINDOWS_KEPT = 4
+"""Without catch-up, a window the scheduler reaches late (busy, restarted, or the DAG at its max_active_runs)
+still runs when its instant is among the schedule's latest ``LATE_WINDOWS_KEPT`` instants (the latest window
+and the three before it, when each period has its own window); windows missed for longer (a DAG paused for a
+while, a scheduler down for long) are skipped, and a backfill replays them. A DAG's first run is the latest
+closed window."""
 
 
 def _micros(moment) -> int:
@@ -73,8 +82,12 @@ class WindowTimetable(Timetable):
             evaluation = self.schedule.latest_evaluation(now)
         if not restriction.catchup:
             latest = self.schedule.latest_evaluation(now)
-            if latest.at > evaluation.at:
-                evaluation = latest  # missed windows are skipped; a backfill replays them
+            oldest_kept = latest
+            if last_automated_data_interval is not None:
+                oldest_kept = self.schedule.next_evaluation(
+                    last_end, latest.at - (LATE_WINDOWS_KEPT - 1) * self.schedule.period)
+            if oldest_kept.at > evaluation.at:
+                evaluation = oldest_kept  # older missed windows are skipped; a backfill replays them
         if earliest is not None and evaluation.at < earliest:
             evaluation = self.schedule.next_evaluation(None, earliest)
         if restriction.latest is not None and evaluation.at > _micros(restriction.latest):
