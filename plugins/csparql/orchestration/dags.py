@@ -34,8 +34,8 @@ RETRY_DELAY = timedelta(seconds=30)
 
 def task_defaults(settings: Settings) -> dict:
     """The default arguments of every csparql task: ``settings.retries`` retries, ``RETRY_DELAY`` apart. Both
-    kinds of task may run again safely: an evaluation replaces its window's results, and an ingest lands only
-    the files still waiting (a file moves to ``done/`` right after its commit)."""
+    kinds of task may run again safely: an evaluation replaces its window's results, and an ingest lands each
+    waiting file exactly once (``csparql.engine.landing``)."""
     return {"retries": settings.retries, "retry_delay": RETRY_DELAY}
 
 
