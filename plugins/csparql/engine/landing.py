@@ -52,6 +52,7 @@ class LandingSummary:
     recovered: list[str] = field(default_factory=list)  # files an interrupted run had landed but not moved
 
     def to_dict(self) -> dict:
+        """The summary as the ingestion task returns it (its XCom)."""
         return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered}
 
 
@@ -63,6 +64,7 @@ def waiting_files(folder: Path) -> list[Path]:
 
 
 def sha256_of(path: Path) -> str:
+    """The file's SHA-256, in hex."""
     with open(path, "rb") as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
