@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from csparql.algebra.operators import QueryPlan
 from csparql.compiler import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
+from csparql.storage.files import write_text_atomically
 from csparql.storage.warehouse import Warehouse, output_stream_iri, project_root, slug
 from csparql.windows import format_duration, parse_duration
 
@@ -373,7 +373,7 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
         if previous is not None and not versions(name, settings):
             record_version(name, previous, settings, by=None)  # registered before versions were kept
         record_version(name, text, settings, by=by)
-        _write_atomically(target, text)
+        write_text_atomically(target, text)
         write_loader(target)
     return target
 
@@ -392,22 +392,9 @@ def registry_lock(settings: Settings) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace ``path``'s content in one step, so that a reader (Airflow's DAG processor) never sees half of it."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
 def write_loader(query: Path) -> Path:
     loader = query.with_suffix(".py")
-    _write_atomically(loader, LOADER.format(query=query.name))
+    write_text_atomically(loader, LOADER.format(query=query.name))
     return loader
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pyspark.sql import SparkSession
 
 from csparql.engine.ingest import InputError, ingest_stream
 from csparql.storage import delta
+from csparql.storage.files import write_text_atomically
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import advance_watermark
 
@@ -113,7 +113,7 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
     for path in files:
         digest = sha256_of(path)
         version = delta.open_table(table).version() if delta.exists(table) else -1
-        _write_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version}))
+        write_text_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version}))
         rejects = rejected / f"{path.name}.rejects.tsv"
         try:
             report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
@@ -147,9 +147,3 @@ def _committed(table: Path, name: str, digest: str, version: int) -> bool:
 def _move(path: Path, folder: Path) -> None:
     folder.mkdir(exist_ok=True)
     shutil.move(path, folder / path.name)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".tmp")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
