@@ -67,11 +67,11 @@ def register(commands) -> None:
     sql = commands.add_parser(
         "sql",
         help="run SQL over the result, stream and run tables (no Spark)",
-        description="Run a SQL query with delta-rs's query engine over the warehouse's tables. Table names "
+        description="Run a SQL query with DataFusion over the warehouse's Delta tables. Table names "
         "are in lower case: each query's results by its name (name, name_answers, name_triples), runs, "
         "statistics, each stream as stream_<name> and each static graph as static_<name> (see --tables). "
-        "Read-only: SELECT, WITH, VALUES, SHOW, DESCRIBE and EXPLAIN run; statements that write or read "
-        "other files (COPY, INSERT, CREATE, DROP, SET, ...) are refused.",
+        "Read-only: SELECT, WITH, VALUES, SHOW, DESCRIBE and EXPLAIN (of a query) run; DataFusion refuses "
+        "statements that write, read other files or change the session (COPY, INSERT, CREATE, DROP, SET, ...).",
     )
     sql.add_argument("statement", nargs="?", metavar="SQL", help="the SQL query")
     sql.add_argument("--tables", action="store_true", help="list the table names available to SQL")

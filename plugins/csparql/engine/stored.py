@@ -4,8 +4,9 @@ Results are read from the live files of the result tables' current versions (del
 with terms rebuilt from their lossless N-Triples columns, so they print exactly as the evaluation returned
 them.
 
-SQL (delta-rs's DataFusion) is read-only: :func:`read_only_sql` runs queries over the warehouse's tables and
-refuses every statement that would write, read files outside the warehouse, or change the session.
+SQL (DataFusion, with the tables registered through delta-rs) is read-only: :func:`read_only_sql` runs queries
+over the warehouse's tables, and DataFusion itself refuses every statement that would write, read files outside
+the warehouse, or change the session.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def sql_tables(warehouse: Warehouse) -> dict[str, Path]:
     tables: dict[str, Path] = {}
     for folder in warehouse.result_folders():
         query, kind = folder.parent.name, folder.name
-        # delta-rs's SQL engine knows registered tables by lower-case names only.
+        # DataFusion folds unquoted names to lower case: tables are known by lower-case names only.
         tables[(query if kind == "bindings" else f"{query}_{kind}").lower()] = folder
     if delta.exists(warehouse.runs):
         tables["runs"] = warehouse.runs
@@ -115,16 +116,12 @@ class SqlRefused(SqlError):
     """A statement the read-only SQL surface does not run: DDL, DML, COPY, external tables, session settings."""
 
 
-# The operators DataFusion's logical plans of queries start with (``<kind> Join`` aside); anything else at the
-# top of a plan (CopyTo, Dml, CreateExternalTable, DropTable, SetVariable, Prepare, ...) is refused.
-_QUERY_PLAN_TOPS = frozenset({
-    "Projection", "Filter", "WindowAggr", "Aggregate", "Sort", "Limit", "Union", "Distinct", "DistinctOn",
-    "SubqueryAlias", "Subquery", "TableScan", "EmptyRelation", "Values", "Unnest", "RecursiveQuery",
-    "Repartition", "DescribeTable",
-})
-# What a refused plan's top operator is, in the words of the SQL that makes it, and what it would do.
+# DataFusion's own refusal of a statement its SQLOptions disallow: the kind and DataFusion's name for it.
+_REFUSAL = re.compile(r"Error during planning: (DDL|DML|Statement) not supported: (\S.*)")
+# What a refused statement is, by DataFusion's name for it, in the words of the SQL that makes it, and what it
+# would do. DML other than COPY is named by its operation ("Insert Into", "MergeInto", ...).
 _REFUSED_STATEMENTS = {
-    "CopyTo": "COPY writes files",
+    "COPY": "COPY writes files",
     "CreateExternalTable": "CREATE EXTERNAL TABLE reads files outside the warehouse's tables",
     "CreateMemoryTable": "CREATE TABLE changes the catalog",
     "CreateView": "CREATE VIEW changes the catalog",
@@ -144,75 +141,91 @@ _REFUSED_STATEMENTS = {
     "TransactionStart": "a transaction is not a query",
     "TransactionEnd": "COMMIT and ROLLBACK are not queries",
 }
-# The check plans the statement under this prefix. DataFusion reads ANALYZE (or an "(ANALYZE)" option list)
-# only right after EXPLAIN, so no statement can turn the check into a run; the line of its own keeps the
-# statement's columns in error messages.
-_CHECK_PREFIX = "EXPLAIN VERBOSE\n"
-# DataFusion's error when the statement under the check's prefix is itself a plain EXPLAIN (not ANALYZE).
-_PLAIN_EXPLAIN = "Nested EXPLAINs are not supported"
+# What a statement of each kind does, for a name the table above does not know.
+_WHAT_EACH_KIND_DOES = {"DDL": "changes the catalog", "DML": "changes a table", "Statement": "is not a query"}
+_READ_ONLY = "the SQL surface is read-only: only queries (SELECT, WITH, VALUES, EXPLAIN, SHOW, DESCRIBE) run"
 
 
 def read_only_sql(warehouse: Warehouse, statement: str) -> pa.Table:
     """The result of one read-only SQL statement over the warehouse's tables, by their :func:`sql_tables` names.
 
-    Queries run: SELECT, WITH, VALUES, SHOW (TABLES, COLUMNS, settings), DESCRIBE, EXPLAIN, and EXPLAIN
-    ANALYZE of a query. Every other statement raises :class:`SqlRefused` before anything runs: COPY, INSERT,
-    UPDATE, DELETE, MERGE, TRUNCATE, CREATE (tables, external tables, views, schemas), DROP, SET, PREPARE,
-    transactions. A statement DataFusion cannot plan or run (a syntax error, an unknown table, more than one
-    statement) raises :class:`SqlError` with DataFusion's first line. Only the registered tables, information
-    schema and in-memory table functions (``generate_series``, ``range``) can be read: DataFusion's
-    file-path tables are off.
+    Queries run: SELECT, WITH, VALUES, SHOW (TABLES, COLUMNS, settings), DESCRIBE, EXPLAIN and EXPLAIN
+    ANALYZE of a query. Every other statement, EXPLAIN of one included, raises :class:`SqlRefused` before
+    anything runs: COPY, INSERT, UPDATE, DELETE, MERGE, TRUNCATE, CREATE (tables, external tables, views,
+    schemas, functions), DROP, SET, PREPARE, transactions. A statement DataFusion cannot plan or run (a syntax
+    error, an unknown table, a statement it does not support, more than one statement) raises
+    :class:`SqlError` with DataFusion's line. Only the registered tables, the information schema and in-memory
+    table functions (``generate_series``, ``range``) can be read: DataFusion's file-path tables are off.
 
-    The statement is classified by DataFusion itself, not by matching its text: it is first planned under
-    ``EXPLAIN VERBOSE`` (which plans and never runs it, and leaves no room for an ANALYZE), and it runs
-    only if its logical plan is a query's. A plain EXPLAIN, which DataFusion refuses to nest, shows a plan
-    without running anything, so it runs as given.
+    The SQL engine is DataFusion (the ``datafusion`` package), reading the tables through delta-rs's table
+    provider; DataFusion itself enforces read-only: its SQLOptions allow no DDL, DML or other statements, and
+    it checks the whole logical plan against them before running any of it. A table's Delta log is read only
+    when the statement names the table (or lists tables, as SHOW TABLES does).
     """
-    from deltalake import DeltaTable, QueryBuilder
+    from datafusion import SessionConfig, SessionContext, SQLOptions
 
     # information_schema makes SHOW TABLES, SHOW COLUMNS and SHOW <setting> work (read-only views)
-    builder = QueryBuilder({"datafusion.catalog.information_schema": "true"})
-    for name, path in sorted(sql_tables(warehouse).items()):
-        try:
-            builder = builder.register(name, DeltaTable(str(path)))
-        except Exception as error:  # delta-rs reports unreadable tables with exceptions of several types
-            raise SqlError(f"cannot read the table {name} ({path}): {_first_line(error)}") from None
+    context = SessionContext(SessionConfig().with_information_schema(True))
+    tables = _WarehouseSchema(sql_tables(warehouse))
+    context.catalog().register_schema("public", tables)
+    queries_only = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
     try:
-        plans = pa.table(builder.execute(_CHECK_PREFIX + statement).read_all())
-    except Exception as error:  # delta-rs reports SQL errors as exceptions of several types
+        return context.sql_with_options(statement, queries_only).to_arrow_table()
+    except Exception as error:  # DataFusion reports SQL errors as exceptions of several types
+        if tables.unreadable:
+            raise tables.unreadable from None
         message = _first_line(error)
-        if _PLAIN_EXPLAIN not in message:
-            # the check's prefix is a line of its own: errors point at the user's lines once shifted back
-            raise SqlError(re.sub(r"Line: (\d+)", lambda m: f"Line: {int(m.group(1)) - 1}", message)) from None
-    else:
-        initial = [row["plan"] for row in plans.to_pylist() if row["plan_type"] == "initial_logical_plan"]
-        _refuse_unless_query(initial[0] if initial else "")
-    try:
-        return pa.table(builder.execute(statement).read_all())
-    except Exception as error:  # as above
-        raise SqlError(_first_line(error)) from None
+        refused = _REFUSAL.fullmatch(message)
+        if refused:
+            raise SqlRefused(f"refused: {_what_is_refused(*refused.groups())}; {_READ_ONLY}") from None
+        raise SqlError(message) from None
 
 
-def _refuse_unless_query(plan: str) -> None:
-    """Raise :class:`SqlRefused` unless ``plan`` (DataFusion's indented logical plan) is a query's, or EXPLAIN
-    ANALYZE of a query's (ANALYZE runs what it explains)."""
-    lines = [line.strip() for line in plan.splitlines()]
-    analyzed = bool(lines) and lines[0] == "Analyze"
-    while lines and lines[0] == "Analyze":
-        lines.pop(0)
-    top = lines[0] if lines else ""
-    operator = top.split(":", 1)[0]
-    if operator in _QUERY_PLAN_TOPS or operator.endswith(" Join"):
-        return
-    if operator == "Dml":  # Dml: op=[Insert Into] table=[...], op=[MergeInto] ...
-        op = re.search(r"op=\[([^\]]*)\]", top)
-        words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", op.group(1)).upper() if op else "DML"
-        what = f"{words} changes a table"
-    else:
-        what = _REFUSED_STATEMENTS.get(operator, f"{operator or 'this statement'} is not a query")
-    prefix = "EXPLAIN ANALYZE runs its statement, and " if analyzed else ""
-    raise SqlRefused(f"the warehouse is read-only to SQL: {prefix}{what}; only queries run (SELECT, WITH, "
-                     "VALUES, SHOW, DESCRIBE, EXPLAIN)")
+class _WarehouseSchema:
+    """The warehouse's tables as DataFusion's ``public`` schema, by their :func:`sql_tables` names, each opened
+    with delta-rs when a statement first names it. It has no way to add or drop a table.
+
+    DataFusion calls these methods by name (datafusion 55 reads ``table_names`` as an attribute)."""
+
+    def __init__(self, paths: dict[str, Path]) -> None:
+        self._paths = paths
+        self._opened: dict[str, object] = {}
+        self.unreadable: SqlError | None = None  # the table that could not be opened, if one could not
+
+    @property
+    def table_names(self) -> list[str]:
+        return sorted(self._paths)
+
+    def owner_name(self) -> None:
+        return None
+
+    def table_exist(self, name: str) -> bool:
+        return name in self._paths
+
+    def table(self, name: str) -> object | None:
+        """The DataFusion table ``name`` reads (delta-rs's provider of its current version), or None if no table
+        has that name."""
+        if name not in self._paths:
+            return None
+        if name not in self._opened:
+            from datafusion.catalog import Table
+            from deltalake import DeltaTable
+
+            path = self._paths[name]
+            try:
+                self._opened[name] = Table(DeltaTable(str(path)))
+            except Exception as error:  # delta-rs reports unreadable tables with exceptions of several types
+                self.unreadable = SqlError(f"cannot read the table {name} ({path}): {_first_line(error)}")
+                raise self.unreadable from None
+        return self._opened[name]
+
+
+def _what_is_refused(kind: str, name: str) -> str:
+    """What the statement DataFusion refused as ``kind`` (DDL, DML, Statement) under ``name`` is and does."""
+    if name in _REFUSED_STATEMENTS:
+        return _REFUSED_STATEMENTS[name]
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).upper()
+    return f"{words} {_WHAT_EACH_KIND_DOES[kind]}"
 
 
 def _first_line(error: BaseException) -> str:
