@@ -67,11 +67,13 @@ def register(commands) -> None:
     sql = commands.add_parser(
         "sql",
         help="run SQL over the result, stream and run tables (no Spark)",
-        description="Run a SQL query with delta-rs's query engine over the warehouse's tables. Table names "
+        description="Run a SQL query with DataFusion over the warehouse's Delta tables. Table names "
         "are in lower case: each query's results by its name (name, name_answers, name_triples), runs, "
-        "statistics, each stream as stream_<name> and each static graph as static_<name> (see --tables).",
+        "statistics, each stream as stream_<name> and each static graph as static_<name> (see --tables). "
+        "Read-only: SELECT, WITH, VALUES, SHOW, DESCRIBE and EXPLAIN (of a query) run; DataFusion refuses "
+        "statements that write, read other files or change the session (COPY, INSERT, CREATE, DROP, SET, ...).",
     )
-    sql.add_argument("statement", nargs="?", metavar="SQL", help="the SQL statement")
+    sql.add_argument("statement", nargs="?", metavar="SQL", help="the SQL query")
     sql.add_argument("--tables", action="store_true", help="list the table names available to SQL")
     sql.add_argument("--format", choices=("table", "csv", "tsv", "json"), default="table", help="output format")
     _common(sql, spark=False)
@@ -265,29 +267,21 @@ def run_results(args: argparse.Namespace) -> int:
 
 
 def run_sql(args: argparse.Namespace) -> int:
-    from csparql.engine.stored import sql_tables
+    from csparql.engine.stored import SqlError, read_only_sql, sql_tables
     from csparql.storage.warehouse import Warehouse
 
     warehouse = Warehouse.locate(args.warehouse)
-    tables = sql_tables(warehouse)
     if args.tables or not args.statement:
+        tables = sql_tables(warehouse)
         if not tables:
             print(f"no tables in {warehouse.root}", file=sys.stderr)
         for name, path in sorted(tables.items()):
             print(f"{name}\t{path}")
         return 0 if args.tables else 2
-    from deltalake import DeltaTable, QueryBuilder
-
-    builder = QueryBuilder()
-    for name, path in tables.items():
-        builder = builder.register(name, DeltaTable(str(path)))
     try:
-        import pyarrow as pa
-
-        table = pa.table(builder.execute(args.statement).read_all())
-    except Exception as error:  # delta-rs reports SQL errors as exceptions of several types
-        message = str(error).strip().split("\n")[0]
-        print(f"csparql sql: {message}", file=sys.stderr)
+        table = read_only_sql(warehouse, args.statement)
+    except SqlError as error:
+        print(f"csparql sql: {error}", file=sys.stderr)
         return 1
     _print_table(table, args.format)
     return 0
