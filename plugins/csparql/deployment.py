@@ -28,7 +28,15 @@ from csparql.compiler import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
 from csparql.storage.files import write_text_atomically
-from csparql.storage.warehouse import Warehouse, output_stream_iri, project_root, slug
+from csparql.storage.warehouse import (
+    Warehouse,
+    collision_message,
+    name_collision,
+    output_stream_iri,
+    project_root,
+    reserved_name_problem,
+    slug,
+)
 from csparql.windows import format_duration, parse_duration
 
 SPARK_MODES = ("local", "standalone", "connect")
@@ -256,22 +264,56 @@ def _output_stream(plan: QueryPlan) -> str | None:
 
 def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     """The deployment of one registry file; ``RegistrationError`` when it cannot be read or is not a valid
-    query (the parser's message, with line, column and caret, follows the file name), when another registry
-    file already produces the stream it registers, or when it reads its own output."""
+    query (the parser's message, with line, column and caret, follows the file name), when its name would
+    make SQL confuse its results with a warehouse table or with those of a registry file before it in name
+    order (``check_name_is_free``), when another registry file already produces the stream it registers, or
+    when it reads its own output."""
     path = Path(path)
     name, text, plan = _read(path)
+    before = [other for other in registry_files(settings) if other.name < path.name]
+    _check_name(path, name, before, [], settings)
     return _deployment(path, name, text, plan, settings)
 
 
 def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:
     """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
-    ``RegistrationError``s as ``deployment_of``."""
-    check_registry_name(name, settings)
+    ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query or
+    with the stored results of another query is refused too (``check_name_is_free``)."""
+    check_name_is_free(name, settings)
     try:
         plan = compile_query(text, source_name)
     except QueryError as error:
         raise RegistrationError(source_name, "\n" + error.render()) from None
     return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings)
+
+
+def check_name_is_free(name: str, settings: Settings) -> str:
+    """``name`` itself when a query may be registered under it: a valid name (``check_registry_name``) whose
+    SQL result tables are neither the warehouse's own tables nor, compared in lower case, those of another
+    registered query or of another query's stored results (``csparql.storage.warehouse.name_collision``).
+    The same spelling is the same query (an edit), never a collision. ``RegistrationError`` naming the
+    table or query it collides with otherwise."""
+    check_registry_name(name, settings)
+    _check_name(settings.registry / f"{name}.rq", name, registry_files(settings),
+                settings.warehouse.result_names(), settings)
+    return name
+
+
+def _check_name(path: Path, name: str, registered: list[Path], stored: list[str], settings: Settings) -> None:
+    problem = reserved_name_problem(name)
+    if problem is None:
+        collision = name_collision(name, [p.stem for p in registered if DAG_ID.fullmatch(p.stem)])
+        if collision is not None:
+            other, table = collision
+            problem = collision_message(name, other, table, f"the registered query {other} ({other}.rq)")
+    if problem is None:
+        collision = name_collision(name, stored)
+        if collision is not None:
+            other, table = collision
+            problem = collision_message(name, other, table, f"the stored results of the query {other} "
+                                                             f"({settings.warehouse.root / 'results' / other})")
+    if problem is not None:
+        raise RegistrationError(path, problem)
 
 
 def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings) -> Deployment:
@@ -362,14 +404,14 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
     name = name or (plan.registration.name if plan.registration else default_name)
     if not name:
         raise RegistrationError(source_name, "give the query a name: it has no REGISTER clause")
-    check_registry_name(name, settings)
+    check_registry_name(name, settings)  # before the lock: a name with path tricks touches no folder
     target = settings.registry / f"{name}.rq"
     with registry_lock(settings):
         previous = target.read_text(encoding="utf-8") if target.exists() else None
         if previous is not None and not replace and previous != text:
             raise RegistrationError(target, "a different query is already registered under this name: "
                                             "unregister it first, pass --replace, or choose another name with --as")
-        deployment_of_text(text, name, settings, source_name)  # e.g. another file already produces its stream
+        deployment_of_text(text, name, settings, source_name)  # e.g. its name collides, or its stream has a producer
         if previous is not None and not versions(name, settings):
             record_version(name, previous, settings, by=None)  # registered before versions were kept
         record_version(name, text, settings, by=by)
