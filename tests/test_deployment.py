@@ -45,6 +45,15 @@ def test_settings_refuse_unusable_values_naming_the_variable():
         Settings.from_environment({"CSPARQL_WAIT_TIMEOUT": "soon"})
 
 
+def test_the_maximum_future_skew_is_an_hour_unless_the_environment_says_otherwise():
+    assert Settings.from_environment({}).max_future_skew == 60 * MINUTE
+    assert Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "2d"}).max_future_skew == 48 * 60 * MINUTE
+    with pytest.raises(ValueError, match="CSPARQL_MAX_FUTURE_SKEW='-1h': must not be negative"):
+        Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "-1h"})
+    with pytest.raises(ValueError, match="CSPARQL_MAX_FUTURE_SKEW='later'"):
+        Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "later"})
+
+
 def test_registry_names_must_be_dag_ids_and_table_names(settings):
     with pytest.raises(RegistrationError, match="'02-cars' cannot name a registered query"):
         registry_name(settings.registry / "02-cars.rq")

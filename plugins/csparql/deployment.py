@@ -45,6 +45,12 @@ SPARK_MODES = ("local", "standalone", "connect")
 connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_connect_default``)."""
 
 DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_FUTURE_SKEW = 3_600_000_000
+"""How far past the ingest's wall clock a triple's timestamp may lie (µs), unless ``CSPARQL_MAX_FUTURE_SKEW``
+(or ``csparql ingest --max-future-skew``) says otherwise: one hour covers clocks that drift and files written
+a little ahead, while a timestamp beyond it (a wrong clock, a typo, 9999-12-31) is rejected like a malformed
+line instead of moving its stream's watermark, which never goes back, past windows that have not happened."""
+MAX_FUTURE_SKEW_VARIABLE = "CSPARQL_MAX_FUTURE_SKEW"
 
 
 class RegistrationError(Exception):
@@ -69,6 +75,7 @@ class Settings:
     allowed_lateness: int = 60_000_000
     wait_timeout: int = 600_000_000
     poll_interval: int = 10_000_000
+    max_future_skew: int = MAX_FUTURE_SKEW
     retries: int = 2
 
     ENVIRONMENT = {
@@ -81,6 +88,7 @@ class Settings:
         "allowed_lateness": "CSPARQL_ALLOWED_LATENESS",
         "wait_timeout": "CSPARQL_WAIT_TIMEOUT",
         "poll_interval": "CSPARQL_POLL_INTERVAL",
+        "max_future_skew": MAX_FUTURE_SKEW_VARIABLE,
     }
 
     @classmethod
@@ -97,16 +105,7 @@ class Settings:
             raise ValueError(f"{names['spark']}={spark!r}: use one of {', '.join(SPARK_MODES)}")
 
         def duration(key: str, default: int) -> int:
-            text = env.get(names[key])
-            if not text:
-                return default
-            try:
-                value = parse_duration(text)
-            except ValueError as error:
-                raise ValueError(f"{names[key]}={text!r}: {error}") from None
-            if value < 0:
-                raise ValueError(f"{names[key]}={text!r}: must not be negative")
-            return value
+            return duration_setting(names[key], default, env)
 
         return cls(
             registry=registry,
@@ -118,6 +117,7 @@ class Settings:
             allowed_lateness=duration("allowed_lateness", cls.allowed_lateness),
             wait_timeout=duration("wait_timeout", cls.wait_timeout),
             poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
+            max_future_skew=duration("max_future_skew", cls.max_future_skew),
         )
 
     def landing_folder(self, stream: str) -> Path:
@@ -130,6 +130,27 @@ class Settings:
         if self.spark == "local":
             return None
         return self.spark_conn_id or ("spark_default" if self.spark == "standalone" else "spark_connect_default")
+
+
+def duration_setting(variable: str, default: int, environ: dict[str, str] | None = None) -> int:
+    """The duration (µs) the environment variable ``variable`` gives, ``default`` when it is unset or empty;
+    ``ValueError`` naming the variable for a value that is not a duration or is negative."""
+    env = os.environ if environ is None else environ
+    text = env.get(variable)
+    if not text:
+        return default
+    try:
+        value = parse_duration(text)
+    except ValueError as error:
+        raise ValueError(f"{variable}={text!r}: {error}") from None
+    if value < 0:
+        raise ValueError(f"{variable}={text!r}: must not be negative")
+    return value
+
+
+def max_future_skew_setting(environ: dict[str, str] | None = None) -> int:
+    """``$CSPARQL_MAX_FUTURE_SKEW`` in µs, else ``MAX_FUTURE_SKEW``; ``ValueError`` naming the variable."""
+    return duration_setting(MAX_FUTURE_SKEW_VARIABLE, MAX_FUTURE_SKEW, environ)
 
 
 @dataclass(frozen=True)
