@@ -230,6 +230,22 @@ def test_bad_input_gets_a_clear_message_and_changes_nothing(ui, registered):
     assert registry_state(ui) == before
 
 
+def test_names_sql_would_confuse_with_another_query_or_a_warehouse_table_are_refused(ui, registered):
+    before = registry_state(ui)
+    with client(ui, ui.token()) as admin:
+        for name, message in (
+            (registered.upper(), f"'{registered.upper()}' collides with the registered query {registered}"),
+            (f"{registered}_answers", f"collides with the registered query {registered}"),
+            ("Runs", "'Runs' cannot name a query: its results would be the SQL table runs"),
+            ("stream_tollgates", "'stream_tollgates' cannot name a query"),
+        ):
+            answer = admin.post("/queries", data={"name": name, "text": TOLLGATES})
+            assert answer.status_code == 400 and message in answer.json()["detail"], (name, answer.text)
+            checked = admin.post("/api/check", json={"text": TOLLGATES, "name": name}).json()
+            assert checked["ok"] is False and message in checked["problems"][0]["message"]
+    assert registry_state(ui) == before
+
+
 def test_query_text_is_escaped_everywhere_it_is_shown(ui, registered):
     with client(ui, ui.token()) as admin:
         pages = [admin.get(path, headers={"Accept": "text/html"}).text

@@ -26,7 +26,7 @@ from csparql.engine.evaluate import QueryResult
 from csparql.engine.results import column_names, parse_ntriples_term
 from csparql.storage import delta
 from csparql.storage.statistics import read_table
-from csparql.storage.warehouse import Warehouse, check_query_name
+from csparql.storage.warehouse import Warehouse, check_query_name, sql_table_name
 
 
 def _micros(value: datetime | None) -> int | None:
@@ -87,24 +87,29 @@ class StoredResults:
 
 
 def sql_tables(warehouse: Warehouse) -> dict[str, Path]:
-    """The name SQL knows each table by: results by query name, runs, statistics, streams and static graphs."""
+    """The name SQL knows each table by (DataFusion folds unquoted names to lower case, so tables are known by
+    lower-case names only): runs, statistics, each query's results by its name (``sql_table_name``), streams
+    and static graphs. Names are checked when a query is named (``reserved_name_problem``,
+    ``name_collision``); a table whose name is taken all the same (results written before those checks) gets
+    ``_`` appended, so none is hidden."""
     tables: dict[str, Path] = {}
-    for folder in warehouse.result_folders():
-        query, kind = folder.parent.name, folder.name
-        # DataFusion folds unquoted names to lower case: tables are known by lower-case names only.
-        tables[(query if kind == "bindings" else f"{query}_{kind}").lower()] = folder
     if delta.exists(warehouse.runs):
         tables["runs"] = warehouse.runs
     if delta.exists(warehouse.statistics):
         tables["statistics"] = warehouse.statistics
+
+    def add(name: str, folder: Path) -> None:
+        while name in tables:
+            name += "_"
+        tables[name] = folder
+
+    for folder in warehouse.result_folders():
+        add(sql_table_name(folder.parent.name, folder.name), folder)
     for kind, folders in (("stream", warehouse.stream_folders()), ("static", warehouse.static_folders())):
         for folder in folders:
             iri = delta.properties(folder).get(IRI_PROPERTY, folder.name)
             readable = re.sub(r"[^A-Za-z0-9]+", "_", iri.split("://", 1)[-1]).strip("_").lower() or "default"
-            name = f"{kind}_{readable}"
-            while name in tables:
-                name += "_"
-            tables[name] = folder
+            add(f"{kind}_{readable}", folder)
     return tables
 
 

@@ -2,9 +2,11 @@
 
 A watermark W for a stream promises that triples with τ ≤ W have landed, up to the allowed lateness the
 deployment grants (``csparql.deployment.Settings.allowed_lateness``). It is the greatest value recorded for the
-stream in ``_csparql/watermarks``; recording never lowers it. Ingest advances it to the greatest τ it landed; an
-evaluation of a ``REGISTER STREAM`` query advances its output stream to the window's end; an operator may
-advance a quiet stream by hand (``csparql watermark``). The Airflow layer waits on it before evaluating.
+stream in ``_csparql/watermarks``; recording never lowers it. Ingest advances it to the greatest τ it landed,
+which is never later than the ingest's clock plus the maximum future skew (``csparql.engine.ingest`` rejects
+later triples); an evaluation of a ``REGISTER STREAM`` query advances its output stream to the window's end; an
+operator may advance a quiet stream by hand (``csparql watermark``, which asks for ``--allow-future`` beyond
+that bound). The Airflow layer waits on it before evaluating.
 """
 
 from __future__ import annotations
