@@ -28,6 +28,7 @@ from csparql.compiler import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
 from csparql.storage.files import write_text_atomically
+from csparql.storage.watermarks import MAX_FUTURE_SKEW
 from csparql.storage.warehouse import (
     Warehouse,
     collision_message,
@@ -45,11 +46,6 @@ SPARK_MODES = ("local", "standalone", "connect")
 connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_connect_default``)."""
 
 DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_FUTURE_SKEW = 3_600_000_000
-"""How far past the ingest's wall clock a triple's timestamp may lie (µs), unless ``CSPARQL_MAX_FUTURE_SKEW``
-(or ``csparql ingest --max-future-skew``) says otherwise: one hour covers clocks that drift and files written
-a little ahead, while a timestamp beyond it (a wrong clock, a typo, 9999-12-31) is rejected like a malformed
-line instead of moving its stream's watermark, which never goes back, past windows that have not happened."""
 MAX_FUTURE_SKEW_VARIABLE = "CSPARQL_MAX_FUTURE_SKEW"
 
 

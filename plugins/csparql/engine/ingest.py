@@ -33,7 +33,7 @@ Timestamps in the future
     A stream's watermark is the greatest timestamp landed, and it never goes back, so one triple dated
     9999-12-31 would make every later window of its stream look complete. An ingest therefore accepts
     timestamps up to its ``FutureLimit``: the driver's wall clock when the ingest starts plus
-    ``max_future_skew`` (default ``csparql.deployment.MAX_FUTURE_SKEW``, one hour; ``CSPARQL_MAX_FUTURE_SKEW``
+    ``max_future_skew`` (default ``csparql.storage.watermarks.MAX_FUTURE_SKEW``, one hour; ``CSPARQL_MAX_FUTURE_SKEW``
     and ``--max-future-skew`` set it). The executors check it as they parse each timestamp: a later one
     rejects its line, with a reason naming the timestamp and the bound, and the good lines land. A
     ``--timestamp`` past the bound refuses the whole request. The watermark an ingest records never exceeds
@@ -86,14 +86,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from csparql.deployment import MAX_FUTURE_SKEW
 from csparql.engine import ntriples as nt
 from csparql.engine.catalog import IRI_PROPERTY, KIND_PROPERTY, STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, Catalog
 from csparql.spark.terms import TERM_STRUCT
 from csparql.storage import delta, schema
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import advance_watermark
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
 from csparql.windows import format_duration, format_instant, parse_instant
 
 LINE_FORMATS = ("ntriples", "nquads")

@@ -35,12 +35,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from csparql.deployment import MAX_FUTURE_SKEW
 from csparql.engine.ingest import InputError, ingest_stream
 from csparql.storage import delta
 from csparql.storage.files import write_text_atomically
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import advance_watermark
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
 
 INTENT = ".landing.json"
 LANDED_FILE = "csparql.landed_file"

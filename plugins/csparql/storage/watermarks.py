@@ -20,6 +20,12 @@ from csparql.storage import delta, schema
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import format_instant
 
+MAX_FUTURE_SKEW = 3_600_000_000
+"""How far past the ingest's wall clock a triple's timestamp may lie (µs), unless ``CSPARQL_MAX_FUTURE_SKEW``
+(or ``csparql ingest --max-future-skew``) says otherwise: one hour covers clocks that drift and files written
+a little ahead, while a timestamp beyond it (a wrong clock, a typo, 9999-12-31) is rejected like a malformed
+line instead of moving its stream's watermark, which never goes back, past windows that have not happened."""
+
 
 def read_watermarks(warehouse: Warehouse) -> dict[str, int]:
     """Each stream's watermark (µs since the epoch); streams never recorded are absent."""
