@@ -45,6 +45,15 @@ def test_settings_refuse_unusable_values_naming_the_variable():
         Settings.from_environment({"CSPARQL_WAIT_TIMEOUT": "soon"})
 
 
+def test_the_maximum_future_skew_is_an_hour_unless_the_environment_says_otherwise():
+    assert Settings.from_environment({}).max_future_skew == 60 * MINUTE
+    assert Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "2d"}).max_future_skew == 48 * 60 * MINUTE
+    with pytest.raises(ValueError, match="CSPARQL_MAX_FUTURE_SKEW='-1h': must not be negative"):
+        Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "-1h"})
+    with pytest.raises(ValueError, match="CSPARQL_MAX_FUTURE_SKEW='later'"):
+        Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "later"})
+
+
 def test_registry_names_must_be_dag_ids_and_table_names(settings):
     with pytest.raises(RegistrationError, match="'02-cars' cannot name a registered query"):
         registry_name(settings.registry / "02-cars.rq")
@@ -140,3 +149,82 @@ def test_overlapping_saves_each_get_their_own_version_and_none_is_lost(settings)
     assert [v.number for v in saved] == list(range(1, len(texts) + 1))
     assert sorted(v.text for v in saved) == sorted(texts)  # every save kept, each under its own number
     assert (settings.registry / "Counter.rq").read_text() == saved[-1].text  # the registry holds the last one
+
+
+# --- names SQL can tell apart ----------------------------------------------------------------------------
+
+from csparql.storage import delta, schema  # noqa: E402
+from csparql.windows import from_micros  # noqa: E402
+
+
+def store_answers(settings: Settings, name: str) -> None:
+    """Results of ``name`` in the warehouse, as an unregistered ``csparql run --name`` leaves them."""
+    import pyarrow as pa
+
+    row = {"window_start": from_micros(T0), "window_end": from_micros(T0 + MINUTE), "answer": True,
+           "query_version": None}
+    delta.append(settings.warehouse.results(name, "answers"), pa.Table.from_pylist([row], schema=schema.ANSWERS),
+                 schema.ANSWERS)
+
+
+def registry_snapshot(settings: Settings) -> dict:
+    return {p: p.read_bytes() for p in settings.registry.rglob("*") if p.is_file() and p.name != ".lock"}
+
+
+@pytest.mark.parametrize("other", ["counter", "COUNTER", "counTer"])
+def test_a_name_differing_only_in_case_from_a_registered_query_is_refused(settings, tmp_path, other):
+    register_text(QUERY, settings)
+    before = registry_snapshot(settings)
+    with pytest.raises(RegistrationError, match=f"'{other}' collides with the registered query Counter .*"
+                                                "result table counter"):
+        register_text(QUERY.replace("10m", "20m"), settings, name=other)
+    source = tmp_path / f"{other}.rq"
+    source.write_text(QUERY.replace("REGISTER QUERY Counter AS\n", ""))
+    with pytest.raises(RegistrationError, match="collides with the registered query Counter"):
+        register(source, settings)  # the name from the file's stem
+    assert registry_snapshot(settings) == before
+    # the same spelling is the same query: editing it stays allowed
+    register_text(QUERY.replace("10m", "20m"), settings, name="Counter", replace=True)
+    assert [v.number for v in versions("Counter", settings)] == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["runs", "Runs", "statistics", "STATISTICS", "watermarks", "closures",
+                                  "stream_tollgates", "Stream_x", "static_city", "STATIC_default"])
+def test_names_sql_keeps_for_the_warehouses_own_tables_are_refused(settings, name):
+    with pytest.raises(RegistrationError, match=f"'{name}' cannot name a query: "):
+        register_text(QUERY, settings, name=name)
+    assert registry_snapshot(settings) == {}
+
+
+def test_a_name_whose_result_tables_overlap_another_querys_is_refused_either_way(settings):
+    # a query `a`'s ASK results are the SQL table a_answers, which is also the bindings of a query `a_answers`
+    register_text(QUERY, settings, name="a")
+    with pytest.raises(RegistrationError, match="'a_answers' collides with the registered query a .*a_answers"):
+        register_text(QUERY, settings, name="a_answers")
+    unregister("a", settings)
+    register_text(QUERY, settings, name="A_Triples")
+    with pytest.raises(RegistrationError, match="'a' collides with the registered query A_Triples .*a_triples"):
+        register_text(QUERY, settings, name="a")
+    register_text(QUERY, settings, name="ab")  # a mere common prefix is no collision
+
+
+def test_a_name_colliding_with_stored_results_of_another_query_is_refused(settings):
+    store_answers(settings, "caseq")  # e.g. written by `csparql run --name caseq`
+    with pytest.raises(RegistrationError, match=r"'CaseQ' collides with the stored results of the query caseq "
+                                                r"\(.*results/caseq\)"):
+        register_text(QUERY, settings, name="CaseQ")
+    with pytest.raises(RegistrationError, match="collides with the stored results of the query caseq"):
+        register_text(QUERY, settings, name="caseq_triples")
+    register_text(QUERY, settings, name="caseq")  # its own results: the same query
+    assert (settings.registry / "caseq.rq").exists()
+
+
+def test_registry_files_dropped_by_hand_with_colliding_names_deploy_only_the_first(settings):
+    (settings.registry / "CaseQ.rq").write_text(QUERY)
+    (settings.registry / "caseq.rq").write_text(QUERY)
+    (settings.registry / "runs.rq").write_text(QUERY)
+    assert deployment_of(settings.registry / "CaseQ.rq", settings).name == "CaseQ"
+    with pytest.raises(RegistrationError, match="caseq.rq: 'caseq' collides with the registered query CaseQ"):
+        deployment_of(settings.registry / "caseq.rq", settings)
+    with pytest.raises(RegistrationError, match="runs.rq: 'runs' cannot name a query"):
+        deployment_of(settings.registry / "runs.rq", settings)

@@ -28,7 +28,16 @@ from csparql.compiler import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
 from csparql.storage.files import write_text_atomically
-from csparql.storage.warehouse import Warehouse, output_stream_iri, project_root, slug
+from csparql.storage.watermarks import MAX_FUTURE_SKEW
+from csparql.storage.warehouse import (
+    Warehouse,
+    collision_message,
+    name_collision,
+    output_stream_iri,
+    project_root,
+    reserved_name_problem,
+    slug,
+)
 from csparql.windows import format_duration, parse_duration
 
 SPARK_MODES = ("local", "standalone", "connect")
@@ -37,6 +46,7 @@ SPARK_MODES = ("local", "standalone", "connect")
 connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_connect_default``)."""
 
 DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_FUTURE_SKEW_VARIABLE = "CSPARQL_MAX_FUTURE_SKEW"
 
 
 class RegistrationError(Exception):
@@ -61,6 +71,7 @@ class Settings:
     allowed_lateness: int = 60_000_000
     wait_timeout: int = 600_000_000
     poll_interval: int = 10_000_000
+    max_future_skew: int = MAX_FUTURE_SKEW
     retries: int = 2
 
     ENVIRONMENT = {
@@ -73,6 +84,7 @@ class Settings:
         "allowed_lateness": "CSPARQL_ALLOWED_LATENESS",
         "wait_timeout": "CSPARQL_WAIT_TIMEOUT",
         "poll_interval": "CSPARQL_POLL_INTERVAL",
+        "max_future_skew": MAX_FUTURE_SKEW_VARIABLE,
     }
 
     @classmethod
@@ -89,16 +101,7 @@ class Settings:
             raise ValueError(f"{names['spark']}={spark!r}: use one of {', '.join(SPARK_MODES)}")
 
         def duration(key: str, default: int) -> int:
-            text = env.get(names[key])
-            if not text:
-                return default
-            try:
-                value = parse_duration(text)
-            except ValueError as error:
-                raise ValueError(f"{names[key]}={text!r}: {error}") from None
-            if value < 0:
-                raise ValueError(f"{names[key]}={text!r}: must not be negative")
-            return value
+            return duration_setting(names[key], default, env)
 
         return cls(
             registry=registry,
@@ -110,6 +113,7 @@ class Settings:
             allowed_lateness=duration("allowed_lateness", cls.allowed_lateness),
             wait_timeout=duration("wait_timeout", cls.wait_timeout),
             poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
+            max_future_skew=duration("max_future_skew", cls.max_future_skew),
         )
 
     def landing_folder(self, stream: str) -> Path:
@@ -122,6 +126,27 @@ class Settings:
         if self.spark == "local":
             return None
         return self.spark_conn_id or ("spark_default" if self.spark == "standalone" else "spark_connect_default")
+
+
+def duration_setting(variable: str, default: int, environ: dict[str, str] | None = None) -> int:
+    """The duration (µs) the environment variable ``variable`` gives, ``default`` when it is unset or empty;
+    ``ValueError`` naming the variable for a value that is not a duration or is negative."""
+    env = os.environ if environ is None else environ
+    text = env.get(variable)
+    if not text:
+        return default
+    try:
+        value = parse_duration(text)
+    except ValueError as error:
+        raise ValueError(f"{variable}={text!r}: {error}") from None
+    if value < 0:
+        raise ValueError(f"{variable}={text!r}: must not be negative")
+    return value
+
+
+def max_future_skew_setting(environ: dict[str, str] | None = None) -> int:
+    """``$CSPARQL_MAX_FUTURE_SKEW`` in µs, else ``MAX_FUTURE_SKEW``; ``ValueError`` naming the variable."""
+    return duration_setting(MAX_FUTURE_SKEW_VARIABLE, MAX_FUTURE_SKEW, environ)
 
 
 @dataclass(frozen=True)
@@ -256,22 +281,56 @@ def _output_stream(plan: QueryPlan) -> str | None:
 
 def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     """The deployment of one registry file; ``RegistrationError`` when it cannot be read or is not a valid
-    query (the parser's message, with line, column and caret, follows the file name), when another registry
-    file already produces the stream it registers, or when it reads its own output."""
+    query (the parser's message, with line, column and caret, follows the file name), when its name would
+    make SQL confuse its results with a warehouse table or with those of a registry file before it in name
+    order (``check_name_is_free``), when another registry file already produces the stream it registers, or
+    when it reads its own output."""
     path = Path(path)
     name, text, plan = _read(path)
+    before = [other for other in registry_files(settings) if other.name < path.name]
+    _check_name(path, name, before, [], settings)
     return _deployment(path, name, text, plan, settings)
 
 
 def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:
     """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
-    ``RegistrationError``s as ``deployment_of``."""
-    check_registry_name(name, settings)
+    ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query or
+    with the stored results of another query is refused too (``check_name_is_free``)."""
+    check_name_is_free(name, settings)
     try:
         plan = compile_query(text, source_name)
     except QueryError as error:
         raise RegistrationError(source_name, "\n" + error.render()) from None
     return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings)
+
+
+def check_name_is_free(name: str, settings: Settings) -> str:
+    """``name`` itself when a query may be registered under it: a valid name (``check_registry_name``) whose
+    SQL result tables are neither the warehouse's own tables nor, compared in lower case, those of another
+    registered query or of another query's stored results (``csparql.storage.warehouse.name_collision``).
+    The same spelling is the same query (an edit), never a collision. ``RegistrationError`` naming the
+    table or query it collides with otherwise."""
+    check_registry_name(name, settings)
+    _check_name(settings.registry / f"{name}.rq", name, registry_files(settings),
+                settings.warehouse.result_names(), settings)
+    return name
+
+
+def _check_name(path: Path, name: str, registered: list[Path], stored: list[str], settings: Settings) -> None:
+    problem = reserved_name_problem(name)
+    if problem is None:
+        collision = name_collision(name, [p.stem for p in registered if DAG_ID.fullmatch(p.stem)])
+        if collision is not None:
+            other, table = collision
+            problem = collision_message(name, other, table, f"the registered query {other} ({other}.rq)")
+    if problem is None:
+        collision = name_collision(name, stored)
+        if collision is not None:
+            other, table = collision
+            problem = collision_message(name, other, table, f"the stored results of the query {other} "
+                                                             f"({settings.warehouse.root / 'results' / other})")
+    if problem is not None:
+        raise RegistrationError(path, problem)
 
 
 def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings) -> Deployment:
@@ -362,14 +421,14 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
     name = name or (plan.registration.name if plan.registration else default_name)
     if not name:
         raise RegistrationError(source_name, "give the query a name: it has no REGISTER clause")
-    check_registry_name(name, settings)
+    check_registry_name(name, settings)  # before the lock: a name with path tricks touches no folder
     target = settings.registry / f"{name}.rq"
     with registry_lock(settings):
         previous = target.read_text(encoding="utf-8") if target.exists() else None
         if previous is not None and not replace and previous != text:
             raise RegistrationError(target, "a different query is already registered under this name: "
                                             "unregister it first, pass --replace, or choose another name with --as")
-        deployment_of_text(text, name, settings, source_name)  # e.g. another file already produces its stream
+        deployment_of_text(text, name, settings, source_name)  # e.g. its name collides, or its stream has a producer
         if previous is not None and not versions(name, settings):
             record_version(name, previous, settings, by=None)  # registered before versions were kept
         record_version(name, text, settings, by=by)

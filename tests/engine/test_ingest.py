@@ -4,6 +4,7 @@ commit, set semantics for static graphs, and the command line."""
 from __future__ import annotations
 
 import random
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -152,6 +153,35 @@ def test_hour_buckets_match_the_catalog():
     assert nt.hour_buckets(pa.array(micros, pa.int64())).to_pylist() == [bucket_of(m) for m in micros]
     # years before 1000 keep four digits, so that buckets sort as instants do
     assert nt.hour_buckets(pa.array([nt.MIN_MICROS], pa.int64())).to_pylist() == ["00010101T00"]
+
+
+FUTURE_LINES = [
+    f'<http://a/s> <http://a/p> "1" "2010-03-22T10:00:00Z"{DT} .',
+    f'<http://a/s> <http://a/p> "2" "9999-12-31T23:59:59Z"{DT} .',
+    '<http://a/s> <http://a/p> "3" 1269255600000 .',  # 11:00:00 exactly: not later than the limit
+    '<http://a/s> <http://a/p> "4" 1269255600001 .',
+    f'<http://a/s> <http://a/p> "5" "2010-03-22T11:00:00.000001Z"{DT} .',
+    '<http://a/s> <http://a/p> "6\\u0041" "2010-03-22T12:00:00+02:00" .',  # an escape: the general path
+    '<http://a/s> <http://a/p> "7" "1269259200000"^^<http://www.w3.org/2001/XMLSchema#long> .',
+]
+
+
+def test_a_timestamp_after_the_future_limit_rejects_its_line_on_every_path(monkeypatch):
+    limit = nt.FutureLimit(parse_instant("2010-03-22T11:00:00Z"), "2010-03-22T11:00:00Z (the limit)")
+    expected = [(n, f"the timestamp '{t}' is too far in the future: later than 2010-03-22T11:00:00Z (the limit)")
+                for n, t in ((2, "9999-12-31T23:59:59Z"), (4, "1269255600001"), (5, "2010-03-22T11:00:00.000001Z"),
+                             (7, "1269259200000"))]
+    for path in ("fast", "tokenizer"):
+        if path == "tokenizer":
+            monkeypatch.setattr(nt, "_FAST", __import__("re").compile(r"(?!)"))
+        for _ in range(2):  # the second time through the cached hours
+            parser = nt.LineParser("x_", future=limit)
+            parser.add_lines(1, FUTURE_LINES)
+            assert parser.lines == [1, 3, 6], path
+            assert [(n, reason) for n, reason, _ in parser.rejects] == expected, path
+    unlimited = nt.LineParser("x_")
+    unlimited.add_lines(1, FUTURE_LINES)
+    assert unlimited.rejects == []
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -440,3 +470,117 @@ def test_cli_load_static(spark, tmp_path, capsys):
     code, _, err = run_cli(capsys, "load-static", *base, str(tmp_path))
     assert code == 2 and "is a directory" in err
     assert len(triples_of(Warehouse(tmp_path / "wh").static(graph))) == 2
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Timestamps in the future
+# ---------------------------------------------------------------------------------------------------------
+
+HOUR = 3_600_000_000
+
+
+def future_file(path: Path, now: int) -> Path:
+    """Five lines: two 2010 readings, one dated 9999-12-31, one 30 minutes ahead of ``now`` and one two hours
+    ahead (epoch milliseconds, the fast path)."""
+    path.write_text(
+        f'<http://a/s> <http://a/p> "1" "2010-03-22T10:00:00Z"{DT} .\n'
+        f'<http://a/s> <http://a/p> "2" "9999-12-31T00:00:00Z"{DT} .\n'
+        f'<http://a/s> <http://a/p> "3" {(now + HOUR // 2) // 1000} .\n'
+        f'<http://a/s> <http://a/p> "4" {(now + 2 * HOUR) // 1000} .\n'
+        f'<http://a/s> <http://a/p> "5" "2010-03-22T10:05:00Z"{DT} .\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def bound_in(reason: str) -> int:
+    """The instant a too-far-in-the-future reason names as the bound."""
+    return parse_instant(reason.split("later than ", 1)[1].split(",", 1)[0])
+
+
+def test_a_triple_dated_9999_is_rejected_and_the_watermark_stays_within_the_skew(spark, warehouse, tmp_path):
+    from csparql.storage.watermarks import watermark
+
+    before = time.time_ns() // 1000
+    source = future_file(tmp_path / "future.tnq", before)
+    report = ingest_stream(spark, warehouse, STREAM, [source])
+    after = time.time_ns() // 1000
+
+    assert (report.landed, report.rejected) == (3, 2)
+    rejects = [line.split("\t") for line in report.rejects_path.read_text(encoding="utf-8").splitlines()]
+    assert [(file, int(line)) for file, line, _, _ in rejects] == [(str(source), 2), (str(source), 4)]
+    lines = source.read_text(encoding="utf-8").splitlines()
+    assert [text for *_, text in rejects] == [lines[1], lines[3]]
+    reason = rejects[0][2]
+    assert reason.startswith("the timestamp '9999-12-31T00:00:00Z' is too far in the future: later than ")
+    assert "the ingest's clock plus the maximum future skew of 1h" in reason
+    assert before + HOUR <= bound_in(reason) <= after + HOUR
+    assert rejects[1][2].startswith(f"the timestamp '{(before + 2 * HOUR) // 1000}' is too far in the future")
+    landed = sorted(r["ts"] for r in rows_of(report.table))
+    assert landed == [parse_instant("2010-03-22T10:00:00Z"), parse_instant("2010-03-22T10:05:00Z"),
+                      (before + HOUR // 2) // 1000 * 1000]
+    assert watermark(warehouse, STREAM) == landed[-1] <= after + HOUR
+
+
+def test_the_maximum_future_skew_sets_the_bound(spark, warehouse, tmp_path):
+    now = time.time_ns() // 1000
+    source = future_file(tmp_path / "future.tnq", now)
+    wider = ingest_stream(spark, warehouse, "http://example.org/wider", [source], rejects=tmp_path / "wider.tsv",
+                          max_future_skew=3 * HOUR)
+    assert (wider.landed, wider.rejected) == (4, 1)  # two hours ahead is within three
+    assert "maximum future skew of 3h" in wider.first_rejects[0].reason
+    none = ingest_stream(spark, warehouse, "http://example.org/none", [source], rejects=tmp_path / "none.tsv",
+                         max_future_skew=0)
+    assert (none.landed, none.rejected) == (2, 3)  # only the past lands
+    assert [r.line for r in none.first_rejects] == [2, 3, 4]
+
+
+def test_cli_ingest_takes_the_skew_from_its_option_or_the_environment(spark, tmp_path, capsys, monkeypatch):
+    from csparql.storage.watermarks import watermark
+
+    base = ["ingest", "--warehouse", str(tmp_path / "wh"), "--master", "local[2]"]
+    now = time.time_ns() // 1000
+    source = future_file(tmp_path / "future.tnq", now)
+
+    code, out, err = run_cli(capsys, *base, "--stream", "http://example.org/default", str(source))
+    assert code == 1 and out.startswith("3 triples landed") and "2 rejected" in out
+    assert f"{source}:2: the timestamp '9999-12-31T00:00:00Z' is too far in the future" in err
+    code, out, _ = run_cli(capsys, *base, "--stream", "http://example.org/option", "--max-future-skew", "3h",
+                           str(source))
+    assert code == 1 and out.startswith("4 triples landed") and "1 rejected" in out
+    monkeypatch.setenv("CSPARQL_MAX_FUTURE_SKEW", "0s")
+    code, out, _ = run_cli(capsys, *base, "--stream", "http://example.org/environment", str(source))
+    assert code == 1 and out.startswith("2 triples landed") and "3 rejected" in out
+    assert watermark(Warehouse(tmp_path / "wh"), "http://example.org/environment") == parse_instant(
+        "2010-03-22T10:05:00Z")
+
+    for option, message in ((["--max-future-skew", "soon"], "--max-future-skew: "),
+                            (["--max-future-skew=-1h"], "--max-future-skew: -1h must not be negative"),
+                            (["--timestamp", "9999-12-31T00:00:00Z"],
+                             "--timestamp: 9999-12-31T00:00:00Z is too far in the future: later than ")):
+        code, out, err = run_cli(capsys, *base, "--stream", "http://example.org/refused", *option, str(source))
+        assert code == 2 and out == "" and message in err, (option, err)
+    monkeypatch.setenv("CSPARQL_MAX_FUTURE_SKEW", "soon")
+    code, _, err = run_cli(capsys, *base, "--stream", "http://example.org/refused", str(source))
+    assert code == 2 and "CSPARQL_MAX_FUTURE_SKEW='soon'" in err
+    assert not Warehouse(tmp_path / "wh").stream("http://example.org/refused").exists()
+
+
+def test_cli_watermark_refuses_an_instant_beyond_the_skew_unless_told(tmp_path, capsys, monkeypatch):
+    from csparql.storage.watermarks import watermark
+
+    warehouse = Warehouse(tmp_path / "wh")
+    base = ["watermark", "--warehouse", str(warehouse.root), STREAM]
+    code, _, err = run_cli(capsys, *base, "2100-01-01T00:00:00Z")
+    assert code == 1 and err.startswith("csparql watermark: refused: 2100-01-01T00:00:00Z is later than ")
+    assert "maximum future skew of 1h (CSPARQL_MAX_FUTURE_SKEW)" in err and "--allow-future" in err
+    assert watermark(warehouse, STREAM) is None
+    soon = time.time_ns() // 1000 + HOUR // 2
+    code, out, _ = run_cli(capsys, *base, str(soon // 1000))
+    assert code == 0 and watermark(warehouse, STREAM) == soon // 1000 * 1000
+    monkeypatch.setenv("CSPARQL_MAX_FUTURE_SKEW", "100000d")
+    code, _, _ = run_cli(capsys, *base, "2100-01-01T00:00:00Z")
+    assert code == 0 and watermark(warehouse, STREAM) == parse_instant("2100-01-01T00:00:00Z")
+    monkeypatch.delenv("CSPARQL_MAX_FUTURE_SKEW")
+    code, _, _ = run_cli(capsys, *base, "2200-01-01T00:00:00Z", "--allow-future")
+    assert code == 0 and watermark(warehouse, STREAM) == parse_instant("2200-01-01T00:00:00Z")

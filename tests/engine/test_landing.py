@@ -3,6 +3,7 @@ moving the file to done/ (the process killed there is simulated by an exception 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,47 @@ def test_an_unreadable_intent_record_is_dropped_and_the_file_lands(spark, wareho
     assert (summary.recovered, summary.landed) == ([], 5)
     assert not (folder / INTENT).exists()
     assert landing.waiting_files(folder) == []
+
+
+# --- timestamps in the future ------------------------------------------------------------------------------
+
+FAR_FUTURE = f'<http://e/car99> <http://e/passes> <http://e/gate0> "9999-12-31T00:00:00Z"^^<{XSD}dateTime> .\n'
+HOUR = 3_600_000_000
+
+
+def test_a_line_dated_far_in_the_future_is_refused_and_the_rest_of_its_file_lands(spark, warehouse, folder):
+    path = drop(folder, "a.nq", 0, 5)
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(FAR_FUTURE)
+
+    summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+
+    assert (summary.landed, summary.rejected) == (5, 0)  # the file landed; one of its lines was refused
+    assert files_in(folder / "done") == {"a.nq"} and files_in(folder / "rejected") == {"a.nq.rejects.tsv"}
+    [reject] = (folder / "rejected" / "a.nq.rejects.tsv").read_text(encoding="utf-8").splitlines()
+    name, line, reason, _ = reject.split("\t")
+    assert (name, line) == (str(folder / "a.nq"), "6")
+    assert reason.startswith("the timestamp '9999-12-31T00:00:00Z' is too far in the future: later than ")
+    assert watermark(warehouse, STREAM) == (START_MS + 4 * 1000) * 1000
+
+
+def test_recovering_an_interrupted_landing_never_moves_the_watermark_past_the_skew(spark, warehouse, folder,
+                                                                                     monkeypatch):
+    # A run without the bound (as an older csparql) committed a file with a far-future line, then died.
+    path = drop(folder, "a.nq", 0, 5)
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(FAR_FUTURE)
+
+    def killed(*args, **kwargs):
+        raise Killed()
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest_module, "advance_watermark", killed)
+        with pytest.raises(Killed):
+            land_waiting_files(lambda: spark, warehouse, STREAM, folder, max_future_skew=10_000 * 365 * 24 * HOUR)
+    assert stored(warehouse)[1] == 6 and watermark(warehouse, STREAM) is None
+
+    summary = land_waiting_files(lambda: pytest.fail("nothing is waiting"), warehouse, STREAM, folder)
+
+    assert summary.recovered == ["a.nq"]
+    assert time.time_ns() // 1000 < watermark(warehouse, STREAM) <= time.time_ns() // 1000 + HOUR

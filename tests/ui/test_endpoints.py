@@ -12,7 +12,7 @@ import pytest
 from starlette.routing import Route
 
 from csparql.deployment import versions
-from csparql.orchestration.ui.app import create_app
+from csparql.orchestration.ui.app import SAFE_METHODS, create_app
 
 TOLLGATES = """REGISTER QUERY EndpointTollgates AS
 # a comment that tries to close the page: </pre><script>document.title = "pwned"</script>
@@ -23,6 +23,7 @@ WHERE { ?tollgate t:registers ?car . }
 GROUP BY ?tollgate
 """
 PATH_VALUES = {"name": "endpoint_tollgates", "number": "1", "dag_id": "some_dag"}
+FOREIGN_ORIGIN = "http://evil.example"
 
 
 def client(ui, token: str | None = None, cookie: str | None = None, origin: str | None = None) -> httpx.Client:
@@ -121,6 +122,73 @@ def test_changes_authenticated_by_the_cookie_must_come_from_this_site(ui, regist
         assert answer.status_code == 200
 
 
+def not_bearer_tokens(token: str) -> dict[str, str]:
+    """Authorization headers Airflow does not read as a bearer token, so its cookie authenticates a request
+    that carries one (named for the messages): other schemes, a bare ``Bearer``, garbage, and even a valid
+    token after a tab (Airflow splits the scheme from the token at a space)."""
+    return {"Basic": "Basic Zm9vOmJhcg==", "Token": "Token abc", "bare Bearer": "Bearer", "garbage": "garbage",
+            "Negotiate": "Negotiate", "Bearer, a tab, a valid token": f"Bearer\t{token}"}
+
+
+def airflow_state_of(ui, name: str) -> tuple[bool, list[str]]:
+    """Whether Airflow has the DAG paused, and its runs."""
+    return (ui.stack.api("GET", f"dags/{name}")["is_paused"],
+            [run["dag_run_id"] for run in ui.stack.dag_runs(name)])
+
+
+def test_a_cookie_change_from_another_site_is_refused_whatever_authorization_header_comes_with_it(ui, registered):
+    token = ui.token()
+    new_query = {"name": "cross_site", "text": TOLLGATES.replace("EndpointTollgates", "CrossSite")}
+    changes = {
+        ("POST", "/api/check"): {"json": {"text": TOLLGATES}},
+        ("POST", "/queries"): {"data": new_query},
+        ("POST", f"/queries/{registered}"): {"data": {"text": TOLLGATES.replace("10m", "20m")}},
+        ("POST", f"/queries/{registered}/pause"): {},
+        ("POST", f"/queries/{registered}/unpause"): {},
+        ("POST", f"/queries/{registered}/trigger"): {"data": {"window_end": "2010-03-22T08:30:00Z"}},
+        ("POST", f"/queries/{registered}/delete"): {"data": {"confirm": registered, "drop_results": "yes"}},
+    }
+    assert set(changes) == {(method, path) for method, path in every_route() if method not in SAFE_METHODS}
+    ui.stack.wait_for_dags([registered])  # so that a pause, unpause or trigger let through would take effect
+    registry_before, airflow_before = registry_state(ui), airflow_state_of(ui, registered)
+    assert airflow_before[0] is True  # new DAGs start paused: an unpause let through would show
+    let_through = []
+    with client(ui, cookie=token) as browser:  # the admin's cookie, which may change everything
+        for (method, path), body in changes.items():
+            for kind, authorization in not_bearer_tokens(token).items():
+                for origin in (FOREIGN_ORIGIN, None):
+                    headers = {"Authorization": authorization} | ({"Origin": origin} if origin else {})
+                    answer = browser.request(method, path, headers=headers, **body)
+                    if answer.status_code != 403 or "does not come from a page of this site" not in answer.text:
+                        let_through.append((method, path, kind, origin, answer.status_code))
+    assert let_through == []
+    assert registry_state(ui) == registry_before
+    assert airflow_state_of(ui, registered) == airflow_before
+
+
+def test_a_bearer_token_authenticates_a_change_from_anywhere_and_the_cookie_beside_it_does_not_count(ui, registered):
+    admin, viewer = ui.token(), ui.token("viewer")
+    text = {"text": TOLLGATES}
+    with client(ui, cookie=viewer) as browser:  # the cookie of a user who may not change the registry
+        for origin in (FOREIGN_ORIGIN, None):
+            headers = {"Origin": origin} if origin else {}
+            for scheme in ("Bearer", "bearer", "BEARER"):  # Airflow reads the scheme in any case
+                answer = browser.post("/api/check", json=text, headers=headers | {"Authorization": f"{scheme} {admin}"})
+                assert answer.status_code == 200, (origin, scheme, answer.text)
+        headers = {"Origin": FOREIGN_ORIGIN, "Authorization": f"bearer {admin}"}
+        new_query = {"name": "from_anywhere", "text": TOLLGATES.replace("EndpointTollgates", "FromAnywhere")}
+        added = browser.post("/queries", headers=headers, data=new_query)
+        assert added.json() == {"ok": True, "done": "registered", "name": "from_anywhere"}
+        assert versions("from_anywhere", ui.settings)[-1].saved_by == "admin"
+        deleted = browser.post("/queries/from_anywhere/delete", headers=headers, data={"confirm": "from_anywhere"})
+        assert deleted.json()["done"] == "deleted"
+    with client(ui, cookie=admin, origin=FOREIGN_ORIGIN) as browser:
+        refused = browser.post(f"/queries/{registered}/pause", headers={"Authorization": f"Bearer {viewer}"})
+        assert refused.status_code == 403 and "needs a user allowed to edit DAGs" in refused.json()["detail"]
+        forged = browser.post("/api/check", json=text, headers={"Authorization": "Bearer x.y.z"})
+        assert forged.status_code == 401  # a bearer token that is not valid is not made good by the cookie
+
+
 def test_names_with_path_tricks_are_refused_and_change_nothing(ui, registered):
     before = registry_state(ui)
     with client(ui, ui.token()) as admin:
@@ -159,6 +227,22 @@ def test_bad_input_gets_a_clear_message_and_changes_nothing(ui, registered):
         assert upload.status_code == 400 and "is not UTF-8 text" in upload.json()["detail"]
         missing = admin.get("/queries/no_such_query")
         assert missing.status_code == 404 and "no query is registered as no_such_query" in missing.json()["detail"]
+    assert registry_state(ui) == before
+
+
+def test_names_sql_would_confuse_with_another_query_or_a_warehouse_table_are_refused(ui, registered):
+    before = registry_state(ui)
+    with client(ui, ui.token()) as admin:
+        for name, message in (
+            (registered.upper(), f"'{registered.upper()}' collides with the registered query {registered}"),
+            (f"{registered}_answers", f"collides with the registered query {registered}"),
+            ("Runs", "'Runs' cannot name a query: its results would be the SQL table runs"),
+            ("stream_tollgates", "'stream_tollgates' cannot name a query"),
+        ):
+            answer = admin.post("/queries", data={"name": name, "text": TOLLGATES})
+            assert answer.status_code == 400 and message in answer.json()["detail"], (name, answer.text)
+            checked = admin.post("/api/check", json={"text": TOLLGATES, "name": name}).json()
+            assert checked["ok"] is False and message in checked["problems"][0]["message"]
     assert registry_state(ui) == before
 
 

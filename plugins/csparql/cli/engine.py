@@ -33,7 +33,8 @@ def register(commands) -> None:
     run.add_argument("query", metavar="QUERY", help="query file ('-' for standard input)")
     run.add_argument("--at", required=True, metavar="T", help="evaluation instant: ISO 8601 with a zone (2010-03-22T10:10:00Z) or epoch milliseconds")
     run.add_argument("--format", choices=FORMATS, default="tsv", help="output format (default tsv; graphs print as N-Triples)")
-    run.add_argument("--name", help="result table name for a query without REGISTER (default: the file name)")
+    run.add_argument("--name", help="result table name for a query without REGISTER (default: the file name); refused "
+                     "when SQL would confuse it with a warehouse table or another query's results (see `csparql sql`)")
     run.add_argument("--no-write", action="store_true", help="print the results without writing them")
     _common(run)
     run.set_defaults(run=run_run)
@@ -48,7 +49,8 @@ def register(commands) -> None:
     replay.add_argument("--from", dest="start", required=True, metavar="T1", help="first evaluation instant")
     replay.add_argument("--to", dest="end", required=True, metavar="T2", help="last evaluation instant")
     replay.add_argument("--format", choices=FORMATS, default=None, help="json: one JSON object per line per window")
-    replay.add_argument("--name", help="result table name for a query without REGISTER (default: the file name)")
+    replay.add_argument("--name", help="result table name for a query without REGISTER (default: the file name); "
+                        "refused as for run")
     _common(replay)
     replay.set_defaults(run=run_replay)
 
@@ -67,11 +69,14 @@ def register(commands) -> None:
     sql = commands.add_parser(
         "sql",
         help="run SQL over the result, stream and run tables (no Spark)",
-        description="Run a SQL query with delta-rs's query engine over the warehouse's tables. Table names "
+        description="Run a SQL query with DataFusion over the warehouse's Delta tables. Table names "
         "are in lower case: each query's results by its name (name, name_answers, name_triples), runs, "
-        "statistics, each stream as stream_<name> and each static graph as static_<name> (see --tables).",
+        "statistics, each stream as stream_<name> and each static graph as static_<name> (see --tables); query "
+        "names that would collide in lower case are refused when results are written. "
+        "Read-only: SELECT, WITH, VALUES, SHOW, DESCRIBE and EXPLAIN (of a query) run; DataFusion refuses "
+        "statements that write, read other files or change the session (COPY, INSERT, CREATE, DROP, SET, ...).",
     )
-    sql.add_argument("statement", nargs="?", metavar="SQL", help="the SQL statement")
+    sql.add_argument("statement", nargs="?", metavar="SQL", help="the SQL query")
     sql.add_argument("--tables", action="store_true", help="list the table names available to SQL")
     sql.add_argument("--format", choices=("table", "csv", "tsv", "json"), default="table", help="output format")
     _common(sql, spark=False)
@@ -117,11 +122,16 @@ def _load(query: str):
     return plan, source_name, text_version(text.replace("\r\n", "\n"))
 
 
-def _name(plan, source_name: str, given: str | None) -> str | None:
-    from csparql.storage.warehouse import InvalidName, check_query_name, default_query_name
+def _name(plan, source_name: str, args: argparse.Namespace, write: bool = True) -> str | None:
+    """The name the results are written under (``--name``, else the REGISTER name, else the file's), or None
+    after saying why it cannot be: not a valid name, or (when writing) one whose SQL tables would collide
+    with the warehouse's own or with another query's stored results."""
+    from csparql.storage.warehouse import InvalidName, Warehouse, check_query_name, default_query_name
 
-    name = given or (plan.registration.name if plan.registration else default_query_name(source_name))
+    name = args.name or (plan.registration.name if plan.registration else default_query_name(source_name))
     try:
+        if write:
+            return Warehouse.locate(args.warehouse).check_new_results(name)
         return check_query_name(name)
     except InvalidName as error:
         print(f"csparql: {error}", file=sys.stderr)
@@ -170,7 +180,7 @@ def run_run(args: argparse.Namespace) -> int:
     if loaded is None or at is None:
         return 1
     plan, source_name, version = loaded
-    name = _name(plan, source_name, args.name)
+    name = _name(plan, source_name, args, write=not args.no_write)
     if name is None:
         return 1
     from csparql.engine.formats import render
@@ -199,7 +209,7 @@ def run_replay(args: argparse.Namespace) -> int:
         print("csparql: --from must not be after --to", file=sys.stderr)
         return 1
     plan, source_name, version = loaded
-    name = _name(plan, source_name, args.name)
+    name = _name(plan, source_name, args)
     if name is None:
         return 1
     from tqdm import tqdm
@@ -265,29 +275,21 @@ def run_results(args: argparse.Namespace) -> int:
 
 
 def run_sql(args: argparse.Namespace) -> int:
-    from csparql.engine.stored import sql_tables
+    from csparql.engine.stored import SqlError, read_only_sql, sql_tables
     from csparql.storage.warehouse import Warehouse
 
     warehouse = Warehouse.locate(args.warehouse)
-    tables = sql_tables(warehouse)
     if args.tables or not args.statement:
+        tables = sql_tables(warehouse)
         if not tables:
             print(f"no tables in {warehouse.root}", file=sys.stderr)
         for name, path in sorted(tables.items()):
             print(f"{name}\t{path}")
         return 0 if args.tables else 2
-    from deltalake import DeltaTable, QueryBuilder
-
-    builder = QueryBuilder()
-    for name, path in tables.items():
-        builder = builder.register(name, DeltaTable(str(path)))
     try:
-        import pyarrow as pa
-
-        table = pa.table(builder.execute(args.statement).read_all())
-    except Exception as error:  # delta-rs reports SQL errors as exceptions of several types
-        message = str(error).strip().split("\n")[0]
-        print(f"csparql sql: {message}", file=sys.stderr)
+        table = read_only_sql(warehouse, args.statement)
+    except SqlError as error:
+        print(f"csparql sql: {error}", file=sys.stderr)
         return 1
     _print_table(table, args.format)
     return 0

@@ -23,7 +23,9 @@ def register(commands) -> None:
         "(.nq, .tnq) carry each triple's timestamp as the fourth term: an xsd:dateTime literal or epoch "
         "milliseconds. Plain RDF (N-Triples, Turtle, any format rdflib reads) needs --timestamp. Malformed "
         "lines go to a rejects file (file, line, reason, text; default <file>.rejects.tsv) and the good ones "
-        "land. Exit 0 when all landed, 1 when some were rejected, 2 for a usage error.",
+        "land; so do triples timestamped further in the future than --max-future-skew, so that the stream's "
+        "watermark (the greatest timestamp landed, which never goes back) never runs ahead of the clock by more. "
+        "Exit 0 when all landed, 1 when some were rejected, 2 for a usage error.",
     )
     ingest.add_argument("files", nargs="+", metavar="FILE", help="input files")
     ingest.add_argument("--stream", required=True, metavar="IRI", help="the stream's IRI")
@@ -31,6 +33,11 @@ def register(commands) -> None:
         "--timestamp", metavar="T",
         help="timestamp of triples that carry none (ISO 8601 with a zone, e.g. 2010-03-22T10:00:00Z, or epoch "
         "milliseconds); required for N-Triples, Turtle and the other plain RDF formats",
+    )
+    ingest.add_argument(
+        "--max-future-skew", metavar="D",
+        help="reject triples timestamped later than the clock plus D, e.g. 30s, 1h, 2d (default: "
+        "$CSPARQL_MAX_FUTURE_SKEW, else 1h)",
     )
     _common(ingest)
     ingest.set_defaults(run=run_ingest)
@@ -93,15 +100,35 @@ def _run(command: str, args: argparse.Namespace, work) -> int:
         return EXIT_REJECTED
 
 
+def _max_future_skew(text: str | None) -> int:
+    """``--max-future-skew`` in µs, else ``$CSPARQL_MAX_FUTURE_SKEW``, else the default; InputError naming
+    the option or the variable for a value that cannot be used."""
+    from csparql.deployment import max_future_skew_setting
+    from csparql.engine.ingest import InputError
+    from csparql.windows import parse_duration
+
+    try:
+        if text is None:
+            return max_future_skew_setting()
+        skew = parse_duration(text)
+    except ValueError as error:
+        raise InputError(str(error) if text is None else f"--max-future-skew: {error}") from None
+    if skew < 0:
+        raise InputError(f"--max-future-skew: {text} must not be negative")
+    return skew
+
+
 def run_ingest(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
         from csparql.engine.ingest import check_stream_request, ingest_stream
         from csparql.spark.session import spark_session
 
-        check_stream_request(args.stream, args.files, args.timestamp, args.format, args.rejects)  # before Spark
+        skew = _max_future_skew(args.max_future_skew)
+        # everything that can be wrong with the request is found before Spark starts
+        check_stream_request(args.stream, args.files, args.timestamp, args.format, args.rejects, skew)
         report = ingest_stream(
             spark_session(args.master), warehouse, args.stream, args.files,
-            timestamp=args.timestamp, format=args.format, rejects=args.rejects,
+            timestamp=args.timestamp, format=args.format, rejects=args.rejects, max_future_skew=skew,
         )
         return _report("ingest", report, f"<{report.target}>")
 

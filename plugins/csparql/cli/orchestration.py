@@ -40,11 +40,15 @@ def register(commands) -> None:
         help="show stream watermarks, or advance one",
         description="Without arguments, print every stream's watermark: triples with a timestamp up to it are "
         "known to have landed. With STREAM and T, advance that stream's watermark to T (it never goes back), "
-        "e.g. to let windows of a quiet stream be evaluated as complete.",
+        "e.g. to let windows of a quiet stream be evaluated as complete. A T later than the clock plus "
+        "$CSPARQL_MAX_FUTURE_SKEW (default 1h) is refused unless --allow-future is given.",
     )
     mark.add_argument("stream", nargs="?", metavar="STREAM", help="the stream IRI")
     mark.add_argument("instant", nargs="?", metavar="T", help="ISO 8601 instant with a zone, or epoch milliseconds")
     mark.add_argument("--warehouse", metavar="DIR", help="warehouse folder (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
+    mark.add_argument("--allow-future", action="store_true",
+                      help="advance it even to a T further in the future than $CSPARQL_MAX_FUTURE_SKEW: every window "
+                      "of the stream up to T then counts as complete, and the watermark never goes back")
     mark.set_defaults(run=run_watermark)
 
     stack = commands.add_parser(
@@ -113,9 +117,12 @@ def run_unregister(args: argparse.Namespace) -> int:
 
 
 def run_watermark(args: argparse.Namespace) -> int:
+    import time
+
+    from csparql.deployment import max_future_skew_setting
     from csparql.storage.warehouse import Warehouse
     from csparql.storage.watermarks import advance_watermark, read_watermarks
-    from csparql.windows import format_instant, parse_instant
+    from csparql.windows import format_duration, format_instant, parse_instant
 
     warehouse = Warehouse.locate(args.warehouse)
     if args.stream and args.instant:
@@ -123,6 +130,17 @@ def run_watermark(args: argparse.Namespace) -> int:
             instant = parse_instant(args.instant)
         except ValueError as error:
             print(f"csparql: T: {error}", file=sys.stderr)
+            return EXIT_REFUSED
+        try:
+            skew = max_future_skew_setting()
+        except ValueError as error:
+            print(f"csparql watermark: {error}", file=sys.stderr)
+            return EXIT_REFUSED
+        bound = time.time_ns() // 1000 + skew
+        if instant > bound and not args.allow_future:
+            print(f"csparql watermark: refused: {format_instant(instant)} is later than {format_instant(bound)}, "
+                  f"the clock plus the maximum future skew of {format_duration(skew)} (CSPARQL_MAX_FUTURE_SKEW); "
+                  "a watermark never goes back, so pass --allow-future if you mean it", file=sys.stderr)
             return EXIT_REFUSED
         advance_watermark(warehouse, args.stream, instant, "csparql watermark")
     elif args.stream:

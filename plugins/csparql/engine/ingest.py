@@ -29,6 +29,16 @@ Rejects
     it, in ``<input>.rejects.tsv``; ``rejects=PATH`` collects them all in one file. Executors write each
     range's rejects to ``<table>/ingest-<id>-rejects/`` and the driver merges them in file and line order.
 
+Timestamps in the future
+    A stream's watermark is the greatest timestamp landed, and it never goes back, so one triple dated
+    9999-12-31 would make every later window of its stream look complete. An ingest therefore accepts
+    timestamps up to its ``FutureLimit``: the driver's wall clock when the ingest starts plus
+    ``max_future_skew`` (default ``csparql.storage.watermarks.MAX_FUTURE_SKEW``, one hour; ``CSPARQL_MAX_FUTURE_SKEW``
+    and ``--max-future-skew`` set it). The executors check it as they parse each timestamp: a later one
+    rejects its line, with a reason naming the timestamp and the bound, and the good lines land. A
+    ``--timestamp`` past the bound refuses the whole request. The watermark an ingest records never exceeds
+    the bound.
+
 Writes
     Spark writes the rows as Parquet into a stage folder inside the table folder, ``<table>/ingest-<id>/``
     (partitioned by hour bucket for streams); the files are then committed with delta-rs in ONE commit and
@@ -61,6 +71,7 @@ import json
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,8 +92,8 @@ from csparql.spark.terms import TERM_STRUCT
 from csparql.storage import delta, schema
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import advance_watermark
-from csparql.windows import parse_instant
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
+from csparql.windows import format_duration, format_instant, parse_instant
 
 LINE_FORMATS = ("ntriples", "nquads")
 QUAD_FORMATS = ("nquads", "trig", "trix")
@@ -216,8 +227,20 @@ def check_inputs(files: Sequence[str | os.PathLike], format: str | None) -> list
     return inputs
 
 
-def check_timestamp(text: str | None) -> int | None:
-    """``--timestamp`` in microseconds (ISO 8601 with a zone, or epoch milliseconds), or InputError."""
+def future_limit(max_future_skew: int, now: int | None = None) -> nt.FutureLimit:
+    """The latest timestamp an ingest starting at ``now`` (µs; default: the wall clock) accepts: ``now`` plus
+    ``max_future_skew``; InputError for a negative skew."""
+    if max_future_skew < 0:
+        raise InputError(f"the maximum future skew must not be negative (got {format_duration(max_future_skew)})")
+    now = time.time_ns() // 1000 if now is None else now
+    latest = min(now + max_future_skew, nt.MAX_MICROS)
+    return nt.FutureLimit(latest, f"{format_instant(latest)}, the ingest's clock plus the maximum future skew "
+                                  f"of {format_duration(max_future_skew)} (--max-future-skew, CSPARQL_MAX_FUTURE_SKEW)")
+
+
+def check_timestamp(text: str | None, future: nt.FutureLimit | None = None) -> int | None:
+    """``--timestamp`` in microseconds (ISO 8601 with a zone, or epoch milliseconds), or InputError (also
+    when it is later than ``future``)."""
     if text is None:
         return None
     try:
@@ -226,6 +249,8 @@ def check_timestamp(text: str | None) -> int | None:
         raise InputError(f"--timestamp: {error}") from None
     if not nt.MIN_MICROS <= micros <= nt.MAX_MICROS:
         raise InputError(f"--timestamp: {text} is outside years 1..9999")
+    if future is not None and micros > future.latest:
+        raise InputError(f"--timestamp: {text} is too far in the future: later than {future.described}")
     return micros
 
 
@@ -249,19 +274,21 @@ def rejects_targets(inputs: list[Input], rejects: str | os.PathLike | None) -> d
 # ---------------------------------------------------------------------------------------------------------
 
 
-def check_stream_request(iri, files, timestamp=None, format=None, rejects=None):
-    """The checked arguments of ``ingest_stream`` (IRI, inputs, --timestamp in µs, rejects targets), or
-    InputError: everything that can be wrong with the request is found before Spark starts."""
+def check_stream_request(iri, files, timestamp=None, format=None, rejects=None, max_future_skew=MAX_FUTURE_SKEW):
+    """The checked arguments of ``ingest_stream`` (IRI, inputs, --timestamp in µs, rejects targets, and the
+    latest timestamp accepted, from now and ``max_future_skew``), or InputError: everything that can be wrong
+    with the request is found before Spark starts."""
     iri = check_iri(iri, "stream")
+    future = future_limit(max_future_skew)
     inputs = check_inputs(files, format)
-    default_micros = check_timestamp(timestamp)
+    default_micros = check_timestamp(timestamp, future)
     if default_micros is None:
         for item in inputs:
             if item.format != "nquads":
                 raise InputError(
                     f"{item.name}: {item.format} has no timestamps; pass --timestamp T to give its triples one"
                 )
-    return iri, inputs, default_micros, rejects_targets(inputs, rejects)
+    return iri, inputs, default_micros, rejects_targets(inputs, rejects), future
 
 
 def check_static_request(graph, files, format=None, rejects=None):
@@ -280,17 +307,20 @@ def ingest_stream(
     format: str | None = None,
     rejects: str | os.PathLike | None = None,
     commit_metadata: Mapping[str, str] | None = None,
+    max_future_skew: int = MAX_FUTURE_SKEW,
 ) -> IngestReport:
     """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
-    is recorded with the commit, beside what the ingest records itself."""
-    iri, inputs, default_micros, targets = check_stream_request(iri, files, timestamp, format, rejects)
+    is recorded with the commit, beside what the ingest records itself. Triples timestamped later than the
+    wall clock plus ``max_future_skew`` (µs) are rejected, and the watermark never passes that bound."""
+    iri, inputs, default_micros, targets, future = check_stream_request(iri, files, timestamp, format, rejects,
+                                                                         max_future_skew)
     path = warehouse.stream(iri)
     table = delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {IRI_PROPERTY: iri, KIND_PROPERTY: "stream"})
     batch = table.version() + 1
     if batch > MAX_BATCH:
         raise delta.StorageError(f"the stream table at {path} has too many versions for the arrival encoding")
     job = _Job(spark, path, inputs, targets, stream=True, default_micros=default_micros, batch=batch,
-               explicit_rejects=rejects)
+               explicit_rejects=rejects, future=future)
     report = IngestReport(iri, path, files=len(inputs))
     job.run(report, commit=lambda files: delta.commit_files(
         path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
@@ -300,7 +330,7 @@ def ingest_stream(
         _record(report, Catalog(warehouse), iri, "stream", replaces=False)
         if report.max_ts is not None:
             try:
-                advance_watermark(warehouse, iri, report.max_ts, "ingest")
+                advance_watermark(warehouse, iri, min(report.max_ts, future.latest), "ingest")
             except Exception as error:  # the data is committed: say so rather than fail
                 report.warnings.append(f"the triples landed, but the stream's watermark was not advanced: {error}")
     return report
@@ -371,13 +401,14 @@ def _parallelism(spark: SparkSession) -> int:
 class _Job:
     def __init__(self, spark, path: Path, inputs: list[Input], targets: dict[int, Path], stream: bool,
                  default_micros: int | None = None, batch: int = 0, replace: bool = False,
-                 explicit_rejects: str | os.PathLike | None = None):
+                 explicit_rejects: str | os.PathLike | None = None, future: nt.FutureLimit | None = None):
         self.spark = spark
         self.path = Path(path)
         self.inputs = inputs
         self.targets = targets
         self.stream = stream
         self.default_micros = default_micros
+        self.future = future
         self.batch = batch
         self.replace = replace
         self.explicit_rejects = Path(explicit_rejects).resolve() if explicit_rejects else None
@@ -436,8 +467,8 @@ class _Job:
             raise InputError(f"one ingest holds at most {1 << BATCH_SHIFT} lines; split the input")
         spark_schema = _parsed_spark_schema(self.stream)
         if ranges:
-            jobs = [nt.RangeJob(r, self.scope(r.file_index), bases[r.file_index], self.stream, self.default_micros)
-                    for r in ranges]
+            jobs = [nt.RangeJob(r, self.scope(r.file_index), bases[r.file_index], self.stream, self.default_micros,
+                                self.future) for r in ranges]
             parser = nt.range_parser(jobs, str(self.rejects_folder))
             frames.append(self._ids(len(ranges)).mapInArrow(parser, spark_schema))
         for index, arrow in whole.items():

@@ -13,8 +13,13 @@ Exactly once
     metadata. ``finish_interrupted_landing``, which every run calls first, reads a record left behind: when a
     commit after the recorded version carries that file's name and digest, the file has landed and only
     moves to ``done/`` (and the stream's watermark advances to the table's latest timestamp, as the
-    interrupted ingest would have done; only the per-predicate statistics the optimizer orders joins by miss
-    that file's triples); otherwise it stays waiting and lands like any other.
+    interrupted ingest would have done, but never past the wall clock plus the maximum future skew; only the
+    per-predicate statistics the optimizer orders joins by miss that file's triples); otherwise it stays
+    waiting and lands like any other.
+
+Timestamps in the future
+    Lines timestamped later than the ingest's clock plus ``max_future_skew`` (``CSPARQL_MAX_FUTURE_SKEW``)
+    are refused like malformed ones, into ``rejected/<file>.rejects.tsv`` (see ``csparql.engine.ingest``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import hashlib
 import json
 import logging
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +39,7 @@ from csparql.engine.ingest import InputError, ingest_stream
 from csparql.storage import delta
 from csparql.storage.files import write_text_atomically
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import advance_watermark
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
 
 INTENT = ".landing.json"
 LANDED_FILE = "csparql.landed_file"
@@ -69,7 +75,8 @@ def sha256_of(path: Path) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
-def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path) -> list[str]:
+def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path,
+                               max_future_skew: int = MAX_FUTURE_SKEW) -> list[str]:
     """Completes the landing an earlier run left half done (see the module docstring); returns the names of
     the files it moved to ``done/`` because they had landed already. Needs no Spark."""
     intent_path = folder / INTENT
@@ -88,7 +95,8 @@ def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path) 
     if path.is_file() and sha256_of(path) == digest and _committed(table, name, digest, version):
         latest = [f.max_ts for f in delta.live_files(delta.open_table(table), table) if f.max_ts is not None]
         if latest:  # the interrupted run may not have advanced the watermark
-            advance_watermark(warehouse, stream, max(latest), "ingest")
+            bound = time.time_ns() // 1000 + max_future_skew
+            advance_watermark(warehouse, stream, min(max(latest), bound), "ingest")
         _move(path, folder / "done")
         recovered.append(name)
         log.warning("%s had landed before the run landing it stopped; moved to done/ without landing it again",
@@ -98,10 +106,11 @@ def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path) 
 
 
 def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Warehouse, stream: str,
-                       folder: Path) -> LandingSummary:
+                       folder: Path, max_future_skew: int = MAX_FUTURE_SKEW) -> LandingSummary:
     """Lands every file waiting in ``folder`` into ``stream``, each in its own commit and exactly once (see
-    the module docstring). ``start_spark`` is called only when a file is waiting."""
-    summary = LandingSummary(recovered=finish_interrupted_landing(warehouse, stream, folder))
+    the module docstring); lines timestamped later than the clock plus ``max_future_skew`` (µs) are refused.
+    ``start_spark`` is called only when a file is waiting."""
+    summary = LandingSummary(recovered=finish_interrupted_landing(warehouse, stream, folder, max_future_skew))
     files = waiting_files(folder)
     summary.files = len(files)
     if not files:
@@ -117,7 +126,8 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
         rejects = rejected / f"{path.name}.rejects.tsv"
         try:
             report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
-                                   commit_metadata={LANDED_FILE: path.name, LANDED_SHA256: digest})
+                                   commit_metadata={LANDED_FILE: path.name, LANDED_SHA256: digest},
+                                   max_future_skew=max_future_skew)
         except InputError as error:
             summary.rejected += 1
             (rejected / f"{path.name}.reason").write_text(f"{error}\n", encoding="utf-8")

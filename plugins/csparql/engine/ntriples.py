@@ -20,7 +20,8 @@ and their language tag in lower case.
 Timestamps: an ``xsd:dateTime`` (or ``xsd:dateTimeStamp``) is an instant; without a zone it is read as UTC,
 with an offset it is converted to UTC; fractional seconds beyond microseconds are truncated. An integer
 (``xsd:integer``/``long``/``int``/..., a plain literal of digits, or a bare number) is milliseconds since
-the epoch. A plain literal may be either. Instants must lie in years 1..9999.
+the epoch. A plain literal may be either. Instants must lie in years 1..9999, and, for an ingest, not after
+its ``FutureLimit`` (its wall clock plus the maximum future skew): a later one rejects the line.
 
 Blank node labels are scoped: the label ``b1`` of a file becomes ``<scope>b1``, where the caller passes a
 scope unique to the (ingest, file), e.g. ``i3f9c2a1b0e7df1_`` — so ``_:b1`` of two files, or of the same
@@ -78,6 +79,19 @@ PARSED_STATIC = pa.schema([PARSED_STREAM.field("s"), PARSED_STREAM.field("p"), P
 
 class LineError(ValueError):
     """A line that is not a triple (or not a timestamped one); the message is the reason."""
+
+
+@dataclass(frozen=True)
+class FutureLimit:
+    """The latest timestamp (µs) an ingest accepts: the wall clock of its driver plus the maximum future skew,
+    fixed when the ingest starts so that every executor applies the same bound. ``described`` names it in a
+    reject's reason (the instant and how it was reached)."""
+
+    latest: int
+    described: str
+
+    def reason(self, shown: str) -> str:
+        return f"the timestamp '{shown}' is too far in the future: later than {self.described}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -403,11 +417,13 @@ STATIC_QUAD = "a static graph holds triples: a fourth term is not allowed here"
 @dataclass
 class LineParser:
     """Parses lines into columns. ``timestamps``: a stream (the fourth term, else ``default_micros``) or a
-    static graph (no fourth term). ``scope`` prefixes blank node labels."""
+    static graph (no fourth term). ``scope`` prefixes blank node labels. A timestamp after ``future`` rejects
+    its line (``default_micros`` is the caller's to check)."""
 
     scope: str
     timestamps: bool = True
     default_micros: int | None = None
+    future: FutureLimit | None = None
 
     def __post_init__(self):
         self.rejects: list[tuple[int, str, str]] = []
@@ -433,6 +449,7 @@ class LineParser:
         scope = self.scope
         stream = self.timestamps
         default = self.default_micros
+        latest = self.future.latest if self.future is not None else MAX_MICROS
         s_kind, s_value, p_value = self.s_kind.append, self.s_value.append, self.p_value.append
         o_kind, o_value = self.o_kind.append, self.o_value.append
         o_datatype, o_language = self.o_datatype.append, self.o_language.append
@@ -467,7 +484,7 @@ class LineParser:
                         ts = int(g_int) * 1000
                 elif default is not None:
                     ts = default
-                if ts is None:  # anything unusual (or wrong) about the timestamp: the general path
+                if ts is None or ts > latest:  # anything unusual (or wrong) about the timestamp: the general path
                     self.add(number, line)
                     continue
                 ts_append(ts)
@@ -579,11 +596,12 @@ class LineParser:
             return self.default_micros
         if g[0] != LITERAL:
             raise LineError(GRAPH_NAME)
-        if g[3] == "bare":
-            return timestamp_micros(g[1], None, bare=True)
-        if g[3] is not None:
+        if g[3] is not None and g[3] != "bare":
             raise LineError(f"the timestamp '{g[1]}'@{g[3]} is a language-tagged string, not an instant")
-        return timestamp_micros(g[1], g[2])
+        micros = timestamp_micros(g[1], None, bare=True) if g[3] == "bare" else timestamp_micros(g[1], g[2])
+        if self.future is not None and micros > self.future.latest:
+            raise LineError(self.future.reason(g[1]))
+        return micros
 
     def batch(self, arrival_base: int = 0) -> pa.RecordBatch:
         """The parsed rows as a record batch (``PARSED_STREAM`` or ``PARSED_STATIC``), then starts a new one
@@ -712,11 +730,12 @@ def parse_range(
     timestamps: bool,
     default_micros: int | None,
     rejects_folder: str | None,
+    future: FutureLimit | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Parse the lines of one byte range into record batches; write its rejects (file index, line, reason,
-    text) to ``<rejects_folder>/<range index>.tsv``."""
+    text) to ``<rejects_folder>/<range index>.tsv``. A line timestamped after ``future`` is rejected."""
     first_line, lines = read_lines(byte_range)
-    parser = LineParser(scope, timestamps, default_micros)
+    parser = LineParser(scope, timestamps, default_micros, future)
     rejects: list[tuple[int, str, str]] = []  # lines that are not even UTF-8
     if lines and first_line == 1:
         first = lines[0]
@@ -780,6 +799,7 @@ class RangeJob:
     arrival_base: int  # arrival of line n is arrival_base + n
     timestamps: bool  # a stream (True) or a static graph (False)
     default_micros: int | None  # --timestamp, for lines without a fourth term
+    future: FutureLimit | None = None  # the latest timestamp accepted (streams)
 
 
 def newline_counter(ranges: list[ByteRange]):
@@ -804,7 +824,7 @@ def range_parser(jobs: list[RangeJob], rejects_folder: str):
             for i in batch.column(0).to_pylist():
                 job = jobs[i]
                 yield from parse_range(job.byte_range, job.scope, job.arrival_base, job.timestamps,
-                                       job.default_micros, rejects_folder)
+                                       job.default_micros, rejects_folder, job.future)
 
     return parse
 

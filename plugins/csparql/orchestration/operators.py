@@ -161,8 +161,9 @@ class IngestLandedFilesOperator(BaseOperator):
     """Lands every file waiting in a stream's landing folder, each in its own commit and exactly once, even
     after a run that stopped between a commit and moving its file (``csparql.engine.landing``): a file that
     lands moves to ``done/``, a file refused as a whole moves to ``rejected/`` with a ``.reason`` beside it;
-    lines refused inside a landed file are written to ``rejected/<file>.rejects.tsv``. Ingest advances the
-    stream's watermark. Starts Spark only when there is something to land."""
+    lines refused inside a landed file (malformed, or timestamped later than the clock plus
+    ``CSPARQL_MAX_FUTURE_SKEW``) are written to ``rejected/<file>.rejects.tsv``. Ingest advances the stream's
+    watermark. Starts Spark only when there is something to land."""
 
     ui_color = "#e9f7ec"
 
@@ -176,7 +177,8 @@ class IngestLandedFilesOperator(BaseOperator):
         from csparql.engine.landing import land_waiting_files
         from csparql.spark.session import spark_session
 
-        summary = land_waiting_files(spark_session, self.settings.warehouse, self.stream, self.landing)
+        summary = land_waiting_files(spark_session, self.settings.warehouse, self.stream, self.landing,
+                                     max_future_skew=self.settings.max_future_skew)
         if not summary.files:
             self.log.info("nothing waiting in %s", self.landing)
         return summary.to_dict()

@@ -16,6 +16,13 @@ project's ``delta_tables/`` folder. Under it::
 
 A slug is readable and unique: the IRI without its scheme, with unsafe characters replaced, and a short hash.
 Every table also records its IRI in its Delta metadata (``csparql.iri``), so the mapping can be read back.
+
+SQL (``csparql sql``, delta-rs) knows tables by lower-case names only: the results of query ``Q`` as ``q``,
+``q_answers`` and ``q_triples`` (``sql_table_names``), the warehouse's own tables as ``runs``, ``statistics``
+(and, kept for them, ``watermarks`` and ``closures``), streams and static graphs as ``stream_…`` and
+``static_…``. So a query name must not reach any of those (``reserved_name_problem``) nor share a result
+table name with another query spelled differently (``name_collision``): ``CaseQ`` and ``caseq``, or ``a`` and
+``a_answers``, would make one query's results unreachable.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from rdflib import URIRef
@@ -30,6 +38,12 @@ from rdflib import URIRef
 ENVIRONMENT_VARIABLE = "CSPARQL_WAREHOUSE"
 OUTPUT_STREAM_PREFIX = "urn:csparql:stream:"
 QUERY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+RESULT_KINDS = ("bindings", "answers", "triples")
+SYSTEM_TABLES = ("runs", "statistics", "watermarks", "closures")
+"""The SQL names of the warehouse's own tables (``_csparql/``): SQL shows runs and statistics; the other two
+are kept, so that showing them later hides no query's results."""
+SYSTEM_PREFIXES = ("stream_", "static_")
+"""The SQL names of stream and static-graph tables start with these."""
 
 
 def project_root() -> Path:
@@ -68,6 +82,57 @@ def check_query_name(name: str) -> str:
     return name
 
 
+def sql_table_name(query_name: str, kind: str) -> str:
+    """The name SQL knows one result table of a query by: the query's name for SELECT bindings,
+    ``<name>_answers`` for ASK and ``<name>_triples`` for CONSTRUCT and DESCRIBE, in lower case."""
+    if kind not in RESULT_KINDS:
+        raise ValueError(f"unknown result table kind {kind!r}")
+    return (query_name if kind == "bindings" else f"{query_name}_{kind}").lower()
+
+
+def sql_table_names(query_name: str) -> tuple[str, ...]:
+    """Every name SQL may know a query's results by (an edit can change its form, so all three kinds)."""
+    return tuple(sql_table_name(query_name, kind) for kind in RESULT_KINDS)
+
+
+def reserved_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a query because SQL would confuse its results with one of the warehouse's own
+    tables (``SYSTEM_TABLES``, ``SYSTEM_PREFIXES``), or None when it can."""
+    lowered = name.lower()
+    for table in sql_table_names(name):
+        if table in SYSTEM_TABLES:
+            return (f"'{name}' cannot name a query: its results would be the SQL table {table}, which is the "
+                    f"warehouse's {table} table (SQL compares table names in lower case); choose another name")
+    if lowered.startswith(SYSTEM_PREFIXES):
+        return (f"'{name}' cannot name a query: names starting with {' or '.join(SYSTEM_PREFIXES)} (in any case) "
+                "are kept for the SQL tables of streams and static graphs; choose another name")
+    return None
+
+
+def name_collision(name: str, others: Iterable[str]) -> tuple[str, str] | None:
+    """The first of ``others`` spelled differently from ``name`` whose SQL result tables share a name with
+    ``name``'s (``CaseQ`` and ``caseq``; ``a_answers`` and ``a``, whose ASK results are ``a_answers``), with
+    that table name; None when there is none. The same spelling is the same query, never a collision."""
+    mine = set(sql_table_names(name))
+    for other in others:
+        if other == name:
+            continue
+        shared = [table for table in sql_table_names(other) if table in mine]
+        if shared:
+            return other, shared[0]
+    return None
+
+
+def collision_message(name: str, other: str, table: str, described_other: str) -> str:
+    """The one-line refusal of ``name`` because of ``name_collision``'s (``other``, ``table``)."""
+    return (f"'{name}' collides with {described_other}: SQL knows tables by lower-case names only, so both "
+            f"would have the result table {table}; choose another name")
+
+
+class NameCollision(InvalidName):
+    """A query name whose SQL tables would collide with the warehouse's own tables or another query's."""
+
+
 class Warehouse:
     """The folder holding every table, with the path of each kind of table."""
 
@@ -94,7 +159,7 @@ class Warehouse:
         return self.root / "static" / ("default" if iri is None else slug(str(iri)))
 
     def results(self, query_name: str, kind: str) -> Path:
-        if kind not in ("bindings", "answers", "triples"):
+        if kind not in RESULT_KINDS:
             raise ValueError(f"unknown result table kind {kind!r}")
         return self.root / "results" / check_query_name(query_name) / kind
 
@@ -122,3 +187,23 @@ class Warehouse:
 
     def result_folders(self) -> list[Path]:
         return sorted(p for p in (self.root / "results").glob("*/*") if (p / "_delta_log").is_dir())
+
+    def result_names(self) -> list[str]:
+        """The names of the queries with stored results, in name order."""
+        return sorted({folder.parent.name for folder in self.result_folders()})
+
+    def check_new_results(self, name: str) -> str:
+        """``name`` itself when results may be written under it: a valid query name that neither reaches a
+        table name kept for the warehouse nor collides, in SQL, with the stored results of another query;
+        ``InvalidName`` (``NameCollision``) saying with what otherwise."""
+        check_query_name(name)
+        problem = reserved_name_problem(name)
+        if problem is None:
+            collision = name_collision(name, self.result_names())
+            if collision is not None:
+                other, table = collision
+                problem = collision_message(name, other, table, f"the stored results of the query {other} "
+                                                                 f"({self.root / 'results' / other})")
+        if problem is not None:
+            raise NameCollision(problem)
+        return name

@@ -2,9 +2,11 @@
 
 A watermark W for a stream promises that triples with τ ≤ W have landed, up to the allowed lateness the
 deployment grants (``csparql.deployment.Settings.allowed_lateness``). It is the greatest value recorded for the
-stream in ``_csparql/watermarks``; recording never lowers it. Ingest advances it to the greatest τ it landed; an
-evaluation of a ``REGISTER STREAM`` query advances its output stream to the window's end; an operator may
-advance a quiet stream by hand (``csparql watermark``). The Airflow layer waits on it before evaluating.
+stream in ``_csparql/watermarks``; recording never lowers it. Ingest advances it to the greatest τ it landed,
+which is never later than the ingest's clock plus the maximum future skew (``csparql.engine.ingest`` rejects
+later triples); an evaluation of a ``REGISTER STREAM`` query advances its output stream to the window's end; an
+operator may advance a quiet stream by hand (``csparql watermark``, which asks for ``--allow-future`` beyond
+that bound). The Airflow layer waits on it before evaluating.
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ import pyarrow.compute as pc
 from csparql.storage import delta, schema
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import format_instant
+
+MAX_FUTURE_SKEW = 3_600_000_000
+"""How far past the ingest's wall clock a triple's timestamp may lie (µs), unless ``CSPARQL_MAX_FUTURE_SKEW``
+(or ``csparql ingest --max-future-skew``) says otherwise: one hour covers clocks that drift and files written
+a little ahead, while a timestamp beyond it (a wrong clock, a typo, 9999-12-31) is rejected like a malformed
+line instead of moving its stream's watermark, which never goes back, past windows that have not happened."""
 
 
 def read_watermarks(warehouse: Warehouse) -> dict[str, int]:

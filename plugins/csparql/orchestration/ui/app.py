@@ -17,8 +17,9 @@ Changes: ``POST /queries`` (register), ``POST /queries/NAME`` (save an edit), ``
 Security. Airflow does not protect plugin apps, so this one does, on every route (pages, JSON, static files,
 unknown paths): the user is Airflow's own — the ``Authorization: Bearer`` token of API clients, else the UI's
 ``_token`` cookie — and a request without a valid one gets 401. Changing the registry needs the auth manager's
-permission to edit that DAG (403 otherwise). A change authenticated by the cookie must come from a page of
-this site (its ``Origin``, else its ``Referer``), so another site cannot make a logged-in browser send it.
+permission to edit that DAG (403 otherwise). A change the cookie authenticates must come from a page of this
+site (its ``Origin``, else its ``Referer``), so another site cannot make a logged-in browser send it; only a
+valid bearer token exempts a change, not the mere presence of an ``Authorization`` header (``Basic …``, say).
 Query names follow the registry's ``DAG_ID`` rule before any file is touched; every query text is escaped
 (Jinja2 autoescaping, ``textContent`` in scripts).
 """
@@ -150,17 +151,30 @@ def templates() -> Environment:
 # --- who is asking ---------------------------------------------------------------------------------------
 
 
-async def authenticated_user(request: Request):
-    """Airflow's user for the request (bearer token, else the UI's cookie); ``Refused(401)`` without one."""
+@dataclasses.dataclass(frozen=True)
+class Login:
+    """Airflow's user for a request, and whether its ``Authorization: Bearer`` token authenticated it (a
+    browser does not add one to a request another site makes it send) rather than the UI's cookie."""
+
+    user: object
+    by_bearer_token: bool
+
+
+async def login(request: Request) -> Login:
+    """The request's login, decided as Airflow's own API decides it: a bearer token as Airflow parses the
+    ``Authorization`` header (scheme ``Bearer`` in any case, then a non-empty token) authenticates the request,
+    else the ``_token`` cookie does; any other header (``Basic``, ``Token``, a bare ``Bearer``) is ignored, so
+    the cookie authenticates. ``Refused(401)`` without a valid login."""
     from fastapi import HTTPException
 
     from airflow.api_fastapi.core_api.security import bearer_scheme, get_user
 
     try:
         credentials = await bearer_scheme(request)
-        return await get_user(request, None, credentials)
+        user = await get_user(request, None, credentials)
     except HTTPException as error:
         raise Refused(401, f"log in to Airflow first ({error.detail})") from None
+    return Login(user, by_bearer_token=credentials is not None and credentials.scheme.lower() == "bearer")
 
 
 def same_origin(request: Request) -> bool:
@@ -211,11 +225,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.middleware("http")
     async def require_login(request: Request, call_next):
         try:
-            request.state.csparql_user = await authenticated_user(request)
-            if request.method not in SAFE_METHODS and not request.headers.get("authorization"):
-                if not same_origin(request):
-                    raise Refused(403, "refused: the request does not come from a page of this site (its Origin "
-                                       "or Referer header is missing or names another site)")
+            requester = await login(request)
+            request.state.csparql_user = requester.user
+            if request.method not in SAFE_METHODS and not requester.by_bearer_token and not same_origin(request):
+                raise Refused(403, "refused: the request does not come from a page of this site (its Origin "
+                                   "or Referer header is missing or names another site)")
         except Refused as refused:
             return protected(refusal_response(request, refused))
         return protected(await call_next(request))
