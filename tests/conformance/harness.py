@@ -52,11 +52,14 @@ def configure(spark) -> None:
 def engine_result(spark, case: Case) -> Results:
     """The engine's result for a case: compile, read the case's data from memory, evaluate at ``case.at``."""
     from csparql.engine.evaluate import evaluate_plan
+    from csparql.schedule import evaluation_at
     from csparql.spark.sources import MemorySourceReader
 
     plan = compile_query(case.text)
     reader = MemorySourceReader(spark, streams=case.streams, graphs=case.graphs, window_end=case.at)
-    return from_engine(evaluate_plan(spark, plan, reader, at=case.at))
+    # NOW() is the end of the window that identifies the evaluation, as in the engine's runs
+    now = evaluation_at(plan, case.at).end if case.at is not None else None
+    return from_engine(evaluate_plan(spark, plan, reader, at=now))
 
 
 def ordering(query: sx.Query) -> tuple[list[tuple[str, bool]] | None, bool]:

@@ -56,7 +56,9 @@ Rewriting to SPARQL 1.1:
 - An ASK with GROUP BY or HAVING is run as ``SELECT (COUNT(*) AS ?…)`` with the same modifiers (true when a
   group remains): pyoxigraph does not parse aggregates in an ASK's HAVING.
 - ``f:timestamp(?s, ?p, ?o)`` becomes ``<urn:cq:triple-stamp>(?s, ?p, ?o)``: the greatest τ of that triple in
-  any window of the query. ``NOW()`` becomes the evaluation instant, as the engine's NOW() is.
+  any window of the query. ``NOW()`` becomes the end of the evaluation's window — the latest end of its
+  logical windows, else the evaluation instant — which identifies an evaluation (decision 11), as the
+  engine's NOW() does.
 """
 
 from __future__ import annotations
@@ -187,6 +189,19 @@ def window_triples(triples: list, spec: sx.WindowSpec, at: int) -> list:
     step = spec.step.micros if spec.step is not None else width
     end = (at // step) * step
     return [item for item in triples if end - width < item[3] <= end]
+
+
+def evaluation_end(query: sx.Query, at: int | None) -> int | None:
+    """The end of the window an evaluation at ``at`` is identified by: the latest end of the query's logical
+    windows, else ``at`` itself (physical windows only, or no stream)."""
+    if at is None:
+        return None
+    ends = [
+        (at // (clause.window.step or clause.window.range).micros) * (clause.window.step or clause.window.range).micros
+        for clause in query.datasets
+        if isinstance(clause, sx.FromStream) and isinstance(clause.window, sx.LogicalWindowSpec)
+    ]
+    return max(ends, default=at)
 
 
 # --- the dataset -------------------------------------------------------------------------------------------
@@ -691,7 +706,7 @@ def rewrite(case: Case) -> tuple[str, Rewriter, sx.Query]:
         query = dataclasses.replace(query, form=dataclasses.replace(query.form, stream_operator=None))
     streams = list(dict.fromkeys(c.iri for c in query.datasets if isinstance(c, sx.FromStream)))
     default_streams = list(dict.fromkeys(c.iri for c in query.datasets if isinstance(c, sx.FromStream) and not c.named))
-    rewriter = Rewriter(query, streams, default_streams, case.at)
+    rewriter = Rewriter(query, streams, default_streams, evaluation_end(query, case.at))
     return rewriter.query(query) + "\n", rewriter, query
 
 

@@ -172,6 +172,101 @@ def test_killing_an_evaluation_before_its_commit_keeps_the_earlier_results(spark
     assert sorted(stored.rows) == sorted(after.result.rows)
 
 
+BUSY_GATES = f"""REGISTER STREAM BusyGates COMPUTED EVERY 1h AS
+PREFIX t: <{T}>
+CONSTRUCT {{ ?tollgate t:busy ?passages }}
+FROM STREAM <{STREAM}> [RANGE 1h STEP 1h]
+WHERE {{ ?tollgate t:registers ?car }}
+AGGREGATE {{ (?passages, COUNT, {{?tollgate}}) }}"""
+
+KILLED_AFTER_RESULTS = textwrap.dedent(
+    """
+    import sys, time
+    from csparql.compiler import compile_query
+    from csparql.engine import runner
+    from csparql.engine.catalog import Catalog
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse, signal_file, query_file, at, name, point = sys.argv[1:]
+
+    def hang(*args, **kwargs):
+        open(signal_file, "w").close()  # the results are committed; what comes next never happens
+        time.sleep(600)
+
+    if point == "statistics":
+        Catalog.record_statistics = hang
+    elif point == "watermark":
+        runner.advance_watermark = hang
+    else:
+        runner.Engine._append_runs = hang
+    plan = compile_query(open(query_file).read())
+    runner.Engine(Warehouse(warehouse), master="local[1]").evaluate(plan, int(at), name)
+    """
+)
+
+KILL_POINTS = [("PerStreet", PER_STREET, "runs"), ("BusyGates", BUSY_GATES, "statistics"),
+               ("BusyGates", BUSY_GATES, "watermark"), ("BusyGates", BUSY_GATES, "runs")]
+
+
+def test_a_run_killed_after_its_result_commit_is_recorded_by_the_next_evaluation(spark, tmp_path):
+    """Killed at each point after the result commit (before the runs commit; for an output stream also before
+    its statistics and its watermark), an evaluation's results are live; the query's next evaluation records
+    the lost run, and what an output stream's readers need (statistics, watermark)."""
+    script = tmp_path / "kill.py"
+    script.write_text(KILLED_AFTER_RESULTS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "plugins")}
+    children = []
+    try:
+        for index, (name, text, point) in enumerate(KILL_POINTS):  # killed in parallel: one JVM start for all
+            folder = tmp_path / f"{name}-{point}"
+            warehouse = warehouse_with_history(folder / "w", 1)
+            (folder / "q.rq").write_text(text)
+            signal_file = folder / "ready"
+            child = subprocess.Popen(
+                [sys.executable, str(script), str(warehouse.root), str(signal_file), str(folder / "q.rq"), str(T_END),
+                 name, point],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+            children.append((name, text, point, warehouse, signal_file, child))
+        deadline = time.time() + 300
+        for name, _, point, _, signal_file, child in children:
+            while not signal_file.exists():
+                assert child.poll() is None, f"{name} ({point}) ended before its result commit"
+                assert time.time() < deadline, f"{name} ({point}) never reached its result commit"
+                time.sleep(0.2)
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait(30)
+    finally:
+        for *_, child in children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+    for name, text, point, warehouse, _, _ in children:
+        plan = compile_query(text)
+        stream = str(output_stream_iri(name))
+        results = warehouse.stream(stream) if name == "BusyGates" else warehouse.results(name, "bindings")
+        live = read_table(results).num_rows
+        assert live > 0, f"{name} ({point}): the killed evaluation's results are live"
+        runs = read_table(warehouse.runs).to_pylist() if delta.exists(warehouse.runs) else []
+        assert not [r for r in runs if r["query"] == name], f"{name} ({point}): killed before its runs commit"
+        # the next evaluation (of another window) records the killed one's run first
+        Engine(warehouse, spark).evaluate(plan, T_END - HOUR, name)
+        runs = [r for r in read_table(warehouse.runs).to_pylist() if r["query"] == name]
+        killed = [r for r in runs if r["window_end"] == from_micros(T_END)]
+        assert len(killed) == 1, f"{name} ({point}): {runs}"
+        assert killed[0]["status"] == "succeeded" and killed[0]["rows_written"] == live
+        assert json.loads(killed[0]["files_read"]) == {STREAM: 2}
+        assert len(runs) == 2
+        if name == "BusyGates":
+            from csparql.storage.statistics import read_statistics
+            from csparql.storage.watermarks import watermark
+
+            assert watermark(warehouse, stream) == T_END, point
+            assert read_statistics(warehouse).predicate_counts.get(URIRef(stream), {}).get(URIRef(T + "busy")), point
+        # and recording it again adds nothing
+        Engine(warehouse, spark).evaluate(plan, T_END - HOUR, name)
+        assert len([r for r in read_table(warehouse.runs).to_pylist() if r["query"] == name]) == 3
+
+
 def test_a_register_stream_query_feeds_another_query(spark, tmp_path):
     warehouse = warehouse_with_history(tmp_path / "w", 1)
     engine = Engine(warehouse, spark)

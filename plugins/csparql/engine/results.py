@@ -190,10 +190,11 @@ def window_predicate(column: str, micros: int) -> str:
 
 
 def write_window(path, table: pa.Table, table_schema: pa.Schema, window_end: int, merge_schema: bool = False,
-                 column: str = "window_end", partition_by=None) -> None:
-    """Replace one window's rows of a result table with ``table`` in one commit."""
+                 column: str = "window_end", partition_by=None, metadata: dict[str, str] | None = None) -> None:
+    """Replace one window's rows of a result table with ``table`` in one commit (carrying ``metadata``)."""
     delta.replace_where(
-        path, table, window_predicate(column, window_end), table_schema, partition_by=partition_by, merge_schema=merge_schema
+        path, table, window_predicate(column, window_end), table_schema, partition_by=partition_by,
+        merge_schema=merge_schema, metadata=metadata,
     )
 
 

@@ -8,6 +8,7 @@ the same for every scheduled evaluation in a range, as a backfill would.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from rdflib import URIRef
 
 from csparql.algebra import operators as alg
@@ -24,7 +26,6 @@ from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_pla
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage.watermarks import advance_watermark
-from csparql.storage.terms import from_dict
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
 
@@ -43,6 +44,69 @@ class Evaluation:
 
 class EvaluationFailed(Exception):
     """An evaluation failed; the runs table has a row saying so."""
+
+
+RUN_METADATA = "csparql.run"
+"""Commit metadata of every result commit: the run it completes, as JSON (``RunRecord``). The results and
+the runs table are two Delta tables, so two commits; a process that dies between them leaves results whose
+run is written here only, and ``Engine.record_lost_runs`` appends it to the runs table later."""
+
+OUTPUT_PREDICATES = "csparql.predicates"
+"""Commit metadata of a REGISTER STREAM output commit: its triples per predicate (JSON), what the statistics
+record for the stream."""
+
+LOST_RUNS_LOOKBACK = 20
+"""How many of a result table's latest commits ``Engine.record_lost_runs`` looks at."""
+
+
+@dataclass
+class RunRecord:
+    """One evaluation as the runs table records it (``schema.RUNS``); instants and durations in µs / ms."""
+
+    run_id: str
+    query: str
+    window_start: int | None
+    window_end: int
+    started_at: int
+    complete: bool | None
+    query_version: str | None
+    status: str = "running"
+    error: str | None = None
+    triples_read: dict[str, int] = field(default_factory=dict)
+    files_read: dict[str, int] = field(default_factory=dict)
+    rows_written: int = 0
+    duration_ms: int = 0
+
+    def read(self, reader: DeltaSourceReader | None) -> None:
+        """Take the I/O of the evaluation's reader."""
+        scans = reader.scans if reader is not None else {}
+        self.triples_read = {str(k): v.rows for k, v in scans.items()}
+        self.files_read = {str(k): v.files for k, v in scans.items()}
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunRecord:
+        return cls(**json.loads(text))
+
+    def row(self) -> dict:
+        """The row of the runs table."""
+        return {
+            "run_id": self.run_id,
+            "query": self.query,
+            "window_start": rt._instant(self.window_start),
+            "window_end": rt._instant(self.window_end),
+            "started_at": rt._instant(self.started_at),
+            "status": self.status,
+            "error": self.error,
+            "triples_read": json.dumps(self.triples_read),
+            "files_read": json.dumps(self.files_read),
+            "rows_written": self.rows_written,
+            "duration_ms": self.duration_ms,
+            "complete": self.complete,
+            "query_version": self.query_version,
+        }
 
 
 class Engine:
@@ -86,27 +150,32 @@ class Engine:
                  version: str | None = None) -> Evaluation:
         """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the
         version of the query text, ``csparql.deployment.text_version``) is recorded with the run and the
-        result rows."""
+        result rows.
+
+        Writing first records the runs of earlier evaluations of the query whose process died between their
+        result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
         check_query_name(name)
         window = evaluation_at(plan, at)
-        started = time.time_ns() // 1000
         clock = time.perf_counter()
-        run_id = uuid.uuid4().hex
+        run = RunRecord(uuid.uuid4().hex, name, window.start, window.end, time.time_ns() // 1000, complete, version)
         reader = None
         try:
-            compiled, reader = self.compile(plan, window)
-            result = _collect(compiled)
-            rows = self._write(plan, name, window, result, version) if write else 0
-        except Exception as error:
-            duration = int((time.perf_counter() - clock) * 1000)
             if write:
-                self._record(run_id, name, window, started, "failed", _describe(error), reader, 0, duration, complete,
-                             version)
-            raise EvaluationFailed(f"{name}: the evaluation of the window ending {_iso(window.end)} failed: {_describe(error)}") from error
-        duration = int((time.perf_counter() - clock) * 1000)
+                self.record_lost_runs(plan, name)
+            compiled, reader = self.compile(plan, window)
+            run.read(reader)
+            result = compiled.result()
+            rows = self._write(plan, name, window, result, version, run, clock) if write else 0
+        except Exception as error:
+            run.status, run.error = "failed", _describe(error)
+            run.duration_ms = _elapsed_ms(clock)
+            if write:
+                self._append_runs([run])
+            raise EvaluationFailed(f"{name}: the evaluation of the window ending {_iso(window.end)} failed: {run.error}") from error
+        run.duration_ms = _elapsed_ms(clock)
         if write:
-            self._record(run_id, name, window, started, "succeeded", None, reader, rows, duration, complete, version)
-        return Evaluation(name, window, result, rows, duration, run_id, dict(reader.scans))
+            self._append_runs([run])
+        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(reader.scans))
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
                version: str | None = None) -> Iterator[Evaluation]:
@@ -114,10 +183,54 @@ class Engine:
         for window in scheduled_evaluations(plan, start, end):
             yield self.evaluate(plan, window.at, name, write=write, version=version)
 
+    # recording runs
+
+    def record_lost_runs(self, plan: alg.QueryPlan, name: str) -> list[RunRecord]:
+        """Append to the runs table the runs of the query's latest result commits (``LOST_RUNS_LOOKBACK``)
+        that it lacks — evaluations whose process died after their result commit — and, for a REGISTER STREAM
+        query, the statistics and watermark such a run did not record either. Returns the runs recorded."""
+        path = self._result_table(plan, name)
+        if path is None or not delta.exists(path):
+            return []
+        commits = [c for c in delta.open_table(path).history(LOST_RUNS_LOOKBACK) if RUN_METADATA in c]
+        runs = {run.run_id: (run, commit) for commit in commits
+                for run in [RunRecord.from_json(commit[RUN_METADATA])] if run.query == name}
+        if not runs:
+            return []
+        missing = [runs[run_id] for run_id in sorted(set(runs) - recorded_runs(self.warehouse, set(runs)))]
+        for run, commit in missing:
+            if OUTPUT_PREDICATES in commit:
+                stream = str(output_stream_iri(plan.registration.name))
+                self.catalog.record_statistics(stream, "stream", json.loads(commit[OUTPUT_PREDICATES]), replaces=False)
+                advance_watermark(self.warehouse, stream, run.window_end, f"evaluation of {name}")
+        lost = [run for run, _ in missing]
+        if lost:
+            self._append_runs(lost)
+        return lost
+
+    def _append_runs(self, runs: list[RunRecord]) -> None:
+        table = pa.Table.from_pylist([run.row() for run in runs], schema=schema.RUNS)
+        # merge: a runs table written before a column was added gains it (its older rows read null)
+        delta.append(self.warehouse.runs, table, schema.RUNS, merge_schema=True)
+
     # writing
 
+    def _result_table(self, plan: alg.QueryPlan, name: str):
+        """The table the query's results go to (None for a form that has none yet: not a registered stream)."""
+        registration = plan.registration
+        if registration is not None and registration.kind == "STREAM":
+            return self.warehouse.stream(str(output_stream_iri(registration.name)))
+        kind = {alg.SelectResult: "bindings", alg.AskResult: "answers"}.get(type(plan.form), "triples")
+        return self.warehouse.results(name, kind)
+
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
-               version: str | None) -> int:
+               version: str | None, run: RunRecord, clock: float) -> int:
+        """Write the results in one commit that also carries ``run``, completed (``RUN_METADATA``)."""
+
+        def completed(rows: int, **extra: str) -> dict[str, str]:
+            run.status, run.rows_written, run.duration_ms = "succeeded", rows, _elapsed_ms(clock)
+            return {RUN_METADATA: run.to_json(), **extra}
+
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
             # The stream is named by the REGISTER name (decision 10), whatever the run's result name.
@@ -128,16 +241,18 @@ class Engine:
                 {"csparql.iri": stream, "csparql.kind": "stream", "csparql.query": name},
             )
             table = rt.output_stream_table(result.triples, window.end)
-            rt.write_window(path, table, schema.STREAM, window.end, column="ts", partition_by=schema.STREAM_PARTITIONS)
             counts: dict[str, int] = {}
             for _, p, _ in result.triples:
                 counts[str(p)] = counts.get(str(p), 0) + 1
+            metadata = completed(table.num_rows, **{OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True)})
+            rt.write_window(path, table, schema.STREAM, window.end, column="ts", partition_by=schema.STREAM_PARTITIONS,
+                            metadata=metadata)
             self.catalog.record_statistics(stream, "stream", counts, replaces=False)
             # The producer wrote this window: readers of the stream may evaluate windows up to its end.
             advance_watermark(self.warehouse, stream, window.end, f"evaluation of {name}")
             return table.num_rows
+        path = self._result_table(plan, name)
         if result.form == "select":
-            path = self.warehouse.results(name, "bindings")
             delta.ensure(
                 path, pa.schema(list(schema.WINDOW_COLUMNS)),
                 properties={"csparql.query": name, "csparql.variables": json.dumps([str(v) for v in result.vars])},
@@ -146,52 +261,29 @@ class Engine:
             existing = pa.schema(existing) if existing is not None else None
             table = rt.bindings_table(result.vars, result.rows, window.start, window.end, existing, version)
             base = pa.schema(list(schema.WINDOW_COLUMNS))
-            rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True)
+            rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True,
+                            metadata=completed(table.num_rows))
             return table.num_rows
         if result.form == "ask":
             table = rt.answers_table(bool(result.boolean), window.start, window.end, version)
-            rt.write_window(self.warehouse.results(name, "answers"), table, schema.ANSWERS, window.end, merge_schema=True)
+            rt.write_window(path, table, schema.ANSWERS, window.end, merge_schema=True, metadata=completed(1))
             return 1
         table = rt.triples_table(result.triples, window.start, window.end, version)
-        rt.write_window(self.warehouse.results(name, "triples"), table, schema.TRIPLES, window.end, merge_schema=True)
+        rt.write_window(path, table, schema.TRIPLES, window.end, merge_schema=True, metadata=completed(table.num_rows))
         return table.num_rows
 
-    def _record(self, run_id, name, window, started, status, error, reader, rows, duration, complete, version) -> None:
-        scans = reader.scans if reader is not None else {}
-        row = {
-            "run_id": run_id,
-            "query": name,
-            "window_start": rt._instant(window.start),
-            "window_end": rt._instant(window.end),
-            "started_at": rt._instant(started),
-            "status": status,
-            "error": error,
-            "triples_read": json.dumps({str(k): v.rows for k, v in scans.items()}),
-            "files_read": json.dumps({str(k): v.files for k, v in scans.items()}),
-            "rows_written": rows,
-            "duration_ms": duration,
-            "complete": complete,
-            "query_version": version,
-        }
-        # merge: a runs table written before a column was added gains it (its older rows read null)
-        delta.append(self.warehouse.runs, pa.Table.from_pylist([row], schema=schema.RUNS), schema.RUNS, merge_schema=True)
+
+def recorded_runs(warehouse: Warehouse, run_ids: set[str]) -> set[str]:
+    """Which of these runs the runs table has a row for."""
+    if not run_ids or not delta.exists(warehouse.runs):
+        return set()
+    dataset = delta.open_table(warehouse.runs).to_pyarrow_dataset()
+    found = dataset.to_table(columns=["run_id"], filter=pc.field("run_id").isin(sorted(run_ids)))
+    return set(found.column("run_id").to_pylist())
 
 
-def _collect(compiled: CompiledEvaluation) -> QueryResult:
-    """The evaluation's results, collected with one Spark action (through Arrow)."""
-    if compiled.form == "ask":
-        return QueryResult("ask", boolean=compiled.df.limit(1).count() > 0)
-    arrow = compiled.df.toArrow()
-    if compiled.form == "select":
-        vars_ = compiled.plan.form.vars
-        columns = [arrow.column(compiled.columns[var]).to_pylist() for var in vars_]
-        rows = [tuple(from_dict(column[i]) for column in columns) for i in range(arrow.num_rows)]
-        return QueryResult("select", vars=vars_, rows=rows)
-    triples = [
-        (from_dict(s), from_dict(p), from_dict(o))
-        for s, p, o in zip(arrow.column("s").to_pylist(), arrow.column("p").to_pylist(), arrow.column("o").to_pylist())
-    ]
-    return QueryResult(compiled.form, triples=triples)
+def _elapsed_ms(clock: float) -> int:
+    return int((time.perf_counter() - clock) * 1000)
 
 
 def _describe(error: Exception) -> str:

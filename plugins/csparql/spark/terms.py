@@ -18,6 +18,10 @@ TERM_STRUCT = StructType(
     ]
 )
 
+NULLABLE_TERM_STRUCT = StructType([StructField(f.name, f.dataType, True) for f in TERM_STRUCT.fields])
+"""The term struct with every field nullable: the type a column of terms is collected as, since an unbound
+term is a null struct whose fields read null too."""
+
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 XSD_STRING = XSD + "string"
