@@ -11,12 +11,13 @@ from csparql.compiler import parse_query
 from csparql.language import syntax as sx
 
 from conformance import reference
-from conformance.compare import compare
-from conformance.generator import DATA_SETS
+from conformance.compare import Results, compare
+from conformance.generator import DATA_SETS, INSTANTS
 from conformance.whole_way import (
     at_instant,
     data_set_of,
     instants_of,
+    QUIET,
     land_data_set,
     Evaluations,
     results_of,
@@ -91,3 +92,42 @@ def _window_end(case, at: int) -> int:
     from csparql.schedule import evaluation_at
 
     return evaluation_at(compile_query(case.text), at).end
+
+
+INSTANTS_FOR_OUTPUT = [INSTANTS[0], INSTANTS[2], QUIET]
+
+OUTPUT_STREAM_CASE = """REGISTER STREAM UnboundOutput AS
+PREFIX ex: <http://example.org/>
+CONSTRUCT { ?e ex:copy ?v . ?e ex:seen ?n . ?e ex:named ?name }
+FROM STREAM <http://streams.example.org/s1> [RANGE 5m STEP 1m]
+WHERE { ?e ex:q ?n OPTIONAL { ?e ex:absent ?v } OPTIONAL { ?e ex:name ?name } }"""
+
+
+def test_a_register_stream_output_the_whole_way(conformance_spark, warehouses):
+    """A REGISTER STREAM query whose template variables are unbound in some solutions or all: each window's
+    output, read back from its stream table, is the independent evaluator's graph."""
+    from csparql.compiler import compile_query
+    from csparql.engine.runner import Engine
+    from csparql.storage.statistics import read_table
+    from csparql.storage.terms import from_dict
+    from csparql.storage.warehouse import Warehouse, output_stream_iri
+    from csparql.windows import to_micros
+
+    from conformance.generator import make_data
+    from conformance.reference import Case
+
+    data = make_data(0)
+    case = Case("output-stream", OUTPUT_STREAM_CASE, data.streams, data.graphs, INSTANTS_FOR_OUTPUT[0])
+    warehouse = Warehouse(warehouses[0])
+    plan = compile_query(case.text)
+    for at in INSTANTS_FOR_OUTPUT:
+        Engine(warehouse, conformance_spark).evaluate(plan, at, "UnboundOutput")
+    rows = read_table(warehouse.stream(str(output_stream_iri("UnboundOutput")))).to_pylist()
+    problems = []
+    for at in INSTANTS_FOR_OUTPUT:
+        end = _window_end(case, at)
+        triples = [tuple(from_dict(row[c]) for c in "spo") for row in rows if to_micros(row["ts"]) == end]
+        expected = reference.evaluate(at_instant(case, at))
+        problems += [f"window ending {end}: {p}" for p in compare(Results("construct", triples=triples), expected)]
+    assert not problems, "\n".join(problems)
+    assert any(to_micros(row["ts"]) == _window_end(case, INSTANTS_FOR_OUTPUT[0]) for row in rows)
