@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from csparql import deployment
 from csparql.compiler import compile_query
 from csparql.deployment import RegistrationError, Settings, register, sync_loaders, versions, write_loader
 from csparql.language.errors import QueryError
@@ -28,8 +30,18 @@ def is_valid(example: Path) -> bool:
     return True
 
 
+COMPILES: Counter = Counter()
+"""The queries the deployment layer compiled while the module's DagBag was parsed, per registry file."""
+
+
+def counting_compile_query(text: str, source_name: str = "<query>"):
+    COMPILES[source_name] += 1
+    return compile_query(text, source_name)
+
+
 @pytest.fixture(scope="module")
-def bag(tmp_path_factory):
+def dags_folder(tmp_path_factory):
+    """An Airflow DAG folder with every example query registered, and the ingestion DAGs' file."""
     root = tmp_path_factory.mktemp("airflow")
     dags = root / "dags"
     registry = dags / "queries"
@@ -40,9 +52,18 @@ def bag(tmp_path_factory):
     monkey = pytest.MonkeyPatch()
     monkey.setenv("CSPARQL_REGISTRY", str(registry))
     monkey.setenv("CSPARQL_WAREHOUSE", str(root / "warehouse"))
+    yield dags
+    monkey.undo()
+
+
+@pytest.fixture(scope="module")
+def bag(dags_folder):
     from airflow.dag_processing.dagbag import DagBag
 
-    yield DagBag(str(dags))
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(deployment, "compile_query", counting_compile_query)
+    COMPILES.clear()
+    yield DagBag(str(dags_folder))
     monkey.undo()
 
 
@@ -56,6 +77,45 @@ def test_one_dag_per_valid_example_and_one_import_error_for_the_invalid_one(bag)
     assert loader.endswith(f"{registry_stem(invalid[0])}.py")
     assert f"{registry_stem(invalid[0])}.rq:7:1: error: only CONSTRUCT and DESCRIBE queries can be registered as STREAM" in message
     assert "^^^^^^" in message  # the caret under SELECT
+
+
+def test_parsing_the_whole_registry_compiles_each_query_once(bag):
+    assert COMPILES == Counter({f"{registry_stem(e)}.rq": 1 for e in EXAMPLES})  # not once per DAG file
+
+
+def test_a_dag_processor_process_per_file_compiles_only_its_own_query_once_the_facts_are_kept(dags_folder, tmp_path):
+    # Airflow 3's DAG processor parses each DAG file in a process it forks for that file: nothing compiled in
+    # one survives to the next but the warehouse's compile cache. Two parsing loops, each file in a fresh state.
+    from airflow.dag_processing.dagbag import DagBag
+
+    files = [dags_folder / "csparql_streams.py", *sorted((dags_folder / "queries").glob("*.py"))]
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(deployment, "compile_query", counting_compile_query)
+    monkey.setenv("CSPARQL_WAREHOUSE", str(tmp_path / "warehouse"))  # a cold compile cache
+    try:
+        loops = []
+        for _ in range(2):
+            per_file = {}
+            for file in files:
+                monkey.setattr(deployment, "_COMPILED", {})
+                monkey.setattr(deployment, "_FACTS", {})
+                COMPILES.clear()
+                parsed = DagBag(str(file))
+                per_file[file.stem] = (dict(COMPILES), len(parsed.dags), list(parsed.import_errors.values()))
+            loops.append(per_file)
+    finally:
+        monkey.undo()
+    queries = [file.stem for file in files[1:]]
+    invalid = next(registry_stem(e) for e in EXAMPLES if not is_valid(e))
+    first, second = loops
+    assert first["csparql_streams"][:2] == ({f"{q}.rq": 1 for q in queries}, 6)  # the first compiles them all
+    for loop in loops:
+        for query in queries:  # then each process compiles its own query only, the ingestion DAGs' none
+            compiled, dags, errors = loop[query]
+            assert compiled == {f"{query}.rq": 1} and dags == (0 if query == invalid else 1)
+        (error,) = loop[invalid][2]  # the invalid query's import error, as when it was compiled by others
+        assert f"{invalid}.rq:7:1: error: only CONSTRUCT and DESCRIBE queries can be registered as STREAM" in error
+    assert second["csparql_streams"] == ({}, 6, [])
 
 
 def test_each_query_dag_waits_then_evaluates_on_its_schedule(bag):
