@@ -63,6 +63,8 @@ class CompiledEvaluation:
         if self.form == "select":
             vars_ = self.plan.form.vars
             names = [self.columns[var] for var in vars_]
+            if not names:  # solutions without variables: Arrow has no column to count their rows by
+                return QueryResult("select", vars=vars_, rows=[()] * self.df.count())
             arrow = _to_arrow(self.df, names)
             columns = [arrow.column(name).to_pylist() for name in names]
             rows = [tuple(from_dict(column[i]) for column in columns) for i in range(arrow.num_rows)]
