@@ -169,6 +169,17 @@ class StreamInput:
     producer: str | None = None
     producer_schedule: Schedule | None = field(default=None, compare=False)
 
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"iri": self.iri, "lateness": self.lateness, "producer": self.producer,
+                "producer_schedule": self.producer_schedule.to_dict() if self.producer_schedule else None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StreamInput:
+        schedule = data.get("producer_schedule")
+        return cls(data["iri"], int(data["lateness"]), data.get("producer"),
+                   Schedule.from_dict(schedule) if schedule else None)
+
 
 @dataclass(frozen=True)
 class WindowRequirements:
@@ -183,6 +194,49 @@ class WindowRequirements:
     def to_dict(self) -> dict:
         return {"at": self.at, "window_end": self.window_end, "streams": self.streams,
                 "producer_windows": self.producer_windows}
+
+
+@dataclass(frozen=True)
+class WindowWait:
+    """What each window of a query waits for: its schedule and the streams it reads. Holds no query text, so
+    that it travels to Airflow's triggerer in a trigger's arguments (``to_dict``/``from_dict``), where a run's
+    requirements are worked out once its instant is known."""
+
+    schedule: Schedule | None
+    inputs: tuple[StreamInput, ...]
+
+    def requirements(self, at: int) -> WindowRequirements:
+        """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
+        evaluation = self.schedule.evaluation_at(at) if self.schedule else None
+        streams: dict[str, int] = {}
+        producers: dict[str, list[int]] = {}
+        for stream in self.inputs:
+            bounds = evaluation.streams[URIRef(stream.iri)] if evaluation else None
+            end = bounds.end if bounds else at
+            if stream.producer is None or stream.producer_schedule is None:
+                streams[stream.iri] = end + stream.lateness
+                continue
+            start = bounds.start if bounds and bounds.start is not None else None
+            written = stream.producer_schedule.evaluations(
+                (start + 1) if start is not None else end - stream.producer_schedule.period + 1,
+                end + stream.producer_schedule.period,
+            )
+            ends = [e.end for e in written if e.end <= end and (start is None or e.end > start)]
+            if start is None:
+                ends = ends[-1:]  # a count-based window needs the producer's latest window
+            producers.setdefault(stream.producer, []).extend(ends)
+        return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"schedule": self.schedule.to_dict() if self.schedule else None,
+                "inputs": [stream.to_dict() for stream in self.inputs]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WindowWait:
+        schedule = data.get("schedule")
+        return cls(Schedule.from_dict(schedule) if schedule else None,
+                   tuple(StreamInput.from_dict(stream) for stream in data["inputs"]))
 
 
 @dataclass(frozen=True)
@@ -215,27 +269,14 @@ class Deployment:
         windows = ", ".join(f"<{iri}> [{window}]" for iri, window in self.schedule.windows)
         return f"{what}, computed every {format_duration(self.schedule.period)}" + (f" over {windows}" if windows else "")
 
+    @property
+    def wait(self) -> WindowWait:
+        """What each of the query's windows waits for."""
+        return WindowWait(self.schedule, self.inputs)
+
     def requirements(self, at: int) -> WindowRequirements:
         """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
-        evaluation = self.schedule.evaluation_at(at) if self.schedule else None
-        streams: dict[str, int] = {}
-        producers: dict[str, list[int]] = {}
-        for stream in self.inputs:
-            bounds = evaluation.streams[URIRef(stream.iri)] if evaluation else None
-            end = bounds.end if bounds else at
-            if stream.producer is None or stream.producer_schedule is None:
-                streams[stream.iri] = end + stream.lateness
-                continue
-            start = bounds.start if bounds and bounds.start is not None else None
-            written = stream.producer_schedule.evaluations(
-                (start + 1) if start is not None else end - stream.producer_schedule.period + 1,
-                end + stream.producer_schedule.period,
-            )
-            ends = [e.end for e in written if e.end <= end and (start is None or e.end > start)]
-            if start is None:
-                ends = ends[-1:]  # a count-based window needs the producer's latest window
-            producers.setdefault(stream.producer, []).extend(ends)
-        return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
+        return self.wait.requirements(at)
 
 
 def registry_name(path: str | os.PathLike) -> str:
