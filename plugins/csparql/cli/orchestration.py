@@ -122,12 +122,12 @@ def run_watermark(args: argparse.Namespace) -> int:
     from csparql.deployment import max_future_skew_setting
     from csparql.storage.warehouse import Warehouse
     from csparql.storage.watermarks import advance_watermark, read_watermarks
-    from csparql.windows import format_duration, format_instant, parse_instant
+    from csparql.windows import format_duration, format_instant, parse_evaluation_instant
 
     warehouse = Warehouse.locate(args.warehouse)
     if args.stream and args.instant:
         try:
-            instant = parse_instant(args.instant)
+            instant = parse_evaluation_instant(args.instant)
         except ValueError as error:
             print(f"csparql: T: {error}", file=sys.stderr)
             return EXIT_REFUSED
