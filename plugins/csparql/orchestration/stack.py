@@ -82,7 +82,11 @@ class AirflowStack:
 
     def environment(self) -> dict[str, str]:
         """The environment every component and ``airflow`` command runs with."""
+        from csparql.spark.connect_server import CLIENT_MODE_VARIABLES
+
         env = dict(os.environ)
+        for key in CLIENT_MODE_VARIABLES:  # left by a Connect session of this process: not for Airflow's
+            env.pop(key, None)
         bin_folder = str(Path(sys.executable).parent)
         env.update(self.settings_environment)
         env.update({
@@ -178,6 +182,15 @@ class AirflowStack:
         if not path.exists():
             return "(no log)"
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+    def answers(self) -> bool:
+        """Whether the api-server answers (its health endpoint, which needs no login)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5) as response:
+                json.load(response)
+            return True
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
 
     def wait_until_healthy(self, timeout: float = 240) -> None:
         """Wait until the api-server answers and reports the scheduler, DAG processor and triggerer healthy."""
