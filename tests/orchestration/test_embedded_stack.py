@@ -1,16 +1,24 @@
 """How ``csparql stack`` wires Airflow to its Spark, checked without starting anything: with the default
 ``--spark connect`` every task's Spark is the stack's Connect server, reached through the Airflow connection
 the product's operators resolve (token included); ``--spark local`` keeps a Spark inside each task; a mode the
-stack cannot run is refused with one line. (``test_stack_command`` runs the real stack.)"""
+stack cannot run is refused with one line; a backfill Airflow lost is created again. (``test_stack_command`` runs
+the real stack.)"""
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
+import pyarrow as pa
 import pytest
 
 from csparql.cli import main
 from csparql.deployment import Settings
-from csparql.orchestration.embedded import EmbeddedStack
+from csparql.orchestration.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress
+from csparql.orchestration.stack import AirflowStack
 from csparql.spark.connect_server import ConnectServer
+from csparql.storage import delta, schema
+from csparql.windows import parse_instant
 
 
 @pytest.fixture
@@ -46,3 +54,55 @@ def test_a_spark_mode_the_stack_cannot_run_is_refused_in_one_line(monkeypatch, c
     error = capsys.readouterr().err.strip()
     assert error.startswith("csparql stack: CSPARQL_SPARK=standalone: the embedded stack has no cluster")
     assert len(error.splitlines()) == 1
+
+
+# A backfill Airflow lost: stored, its runs never created (a 503 on SQLite), marked complete empty. Airflow cannot
+# be made to lose one on demand, so the REST answers are scripted (``api`` and ``backfill`` are what is
+# replaced); the runs table is a real Delta table.
+
+START, END = "2010-03-22T10:50:00Z", "2010-03-22T11:00:00Z"
+
+
+class ScriptedAirflow(AirflowStack):
+    def __init__(self, backfills: dict[str, list[dict]]):
+        super().__init__(home=Path("/nonexistent"), dags=Path("/nonexistent"), settings_environment={})
+        self.backfills = backfills
+        self.created: list[tuple] = []
+
+    def api(self, method, path, body=None, allow=(), attempts=5):
+        assert method == "GET" and path.startswith("backfills?dag_id=")
+        return {"backfills": self.backfills[path.split("=", 1)[1]]}
+
+    def backfill(self, dag_id, start, end, reprocess="none", max_active_runs=2, timeout=300):
+        self.created.append((dag_id, start, end, reprocess))
+        return {"id": len(self.created)}
+
+
+def run_row(query: str, window_end: int, status: str) -> dict:
+    return {"run_id": f"{query}-{window_end}", "query": query, "window_start": None, "window_end": window_end,
+            "started_at": window_end, "status": status, "error": None if status == "succeeded" else "boom",
+            "triples_read": None, "files_read": None, "rows_written": 0, "duration_ms": 5, "complete": True,
+            "query_version": None}
+
+
+def test_a_backfill_airflow_completed_without_any_of_its_windows_is_created_again(settings, tmp_path):
+    end = parse_instant(END)
+    delta.append(settings.warehouse.runs, pa.Table.from_pylist(
+        [run_row("evaluated", end, "succeeded"), run_row("failed", end, "failed")], schema=schema.RUNS), schema.RUNS)
+    completed = [{"id": 1, "completed_at": "2026-11-25T08:31:39Z"}]
+    airflow = ScriptedAirflow({"lost": completed, "evaluated": completed, "failed": completed,
+                               "running": [{"id": 2, "completed_at": None}]})
+    out = io.StringIO()
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", out=out)
+    embedded.stack = airflow
+    progress = Progress(settings)
+    for query in ("lost", "evaluated", "failed", "running"):
+        progress.backfilled[query] = {end}
+        embedded.backfill_ranges[query] = (START, END)
+
+    embedded.recreate_lost_backfills(progress)
+    assert airflow.created == [("lost", START, END, "failed")]
+    assert "the backfill of lost ended with none of its windows evaluated" in out.getvalue()
+    for _ in range(5):  # lost again and again: given up after a few attempts
+        embedded.recreate_lost_backfills(progress)
+    assert [c[0] for c in airflow.created] == ["lost"] * (MAX_BACKFILL_ATTEMPTS - 1)

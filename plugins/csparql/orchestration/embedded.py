@@ -52,6 +52,9 @@ TICK_SECONDS = 5
 """How often the stack supervises its processes and looks for progress."""
 STARTUP_TIMEOUT = 300
 """Seconds Airflow's api-server and the Spark Connect server each have to answer after they are started."""
+BACKFILL_CHECK_SECONDS = 60
+"""How often the stack looks for backfills Airflow lost (``EmbeddedStack.recreate_lost_backfills``)."""
+MAX_BACKFILL_ATTEMPTS = 3
 SAMPLES_TIMEOUT = 1800
 """Seconds the sample streams have to land once their ingestion DAGs are started."""
 
@@ -109,6 +112,13 @@ class Progress:
             pass
         return self._runs
 
+    def without_runs(self) -> list[str]:
+        """The backfilled queries none of whose windows has a run in the runs table, succeeded or failed."""
+        seen = {(r["query"], _micros(r["window_end"])) for r in self.runs()}
+        queries = {query for query, _ in seen}
+        return [query for query, ends in self.backfilled.items()
+                if (query not in queries if ends is None else not any((query, end) in seen for end in ends))]
+
     def changes(self) -> list[str]:
         lines = []
         if self.dropped:
@@ -165,6 +175,8 @@ class EmbeddedStack:
         self.server_answered = False  # the server has answered once: from then on it is started again when it exits
         self.server_restarted: float | None = None  # when the server was last started again, until it answers
         self.started = time.monotonic()
+        self.backfill_ranges: dict[str, tuple[str, str]] = {}  # query → the instants its backfill covers
+        self.backfill_attempts: dict[str, int] = {}
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -347,6 +359,7 @@ class EmbeddedStack:
         ingest = [ingest_dag_id(iri) for iri in files.streams]
         spark_ready = ingesting = backfilled = False
         static_loaded = not first_start
+        next_check = 0.0
         samples_deadline = time.monotonic() + SAMPLES_TIMEOUT
         while not stopping.is_set():
             self.restart_exited()
@@ -367,6 +380,10 @@ class EmbeddedStack:
                     static_loaded = True
                 if static_loaded and ingesting and not backfilled:
                     backfilled = self.backfill_when_landed(names, files, progress, samples_deadline)
+                    next_check = time.monotonic() + BACKFILL_CHECK_SECONDS
+                if backfilled and time.monotonic() > next_check:
+                    self.recreate_lost_backfills(progress)
+                    next_check = time.monotonic() + BACKFILL_CHECK_SECONDS
             except NoAnswer as error:  # the api-server busy or restarting: the step is taken again
                 self.report(f"{error}; trying again")
             for line in progress.changes():
@@ -433,6 +450,21 @@ class EmbeddedStack:
         for iri in files.streams:
             advance_watermark(self.settings.warehouse, iri, files.end + 86_400_000_000, "csparql stack: sample history")
 
+    def recreate_lost_backfills(self, progress: Progress) -> None:
+        """Create again a backfill Airflow marked complete without any of its windows evaluated. On SQLite under
+        load, the api-server can store a backfill, fail to create its runs (503: the database is locked), and
+        not manage to remove it either: the retry then takes that empty backfill for the new one."""
+        for query in progress.without_runs():
+            if query not in self.backfill_ranges or self.backfill_attempts.get(query, 1) >= MAX_BACKFILL_ATTEMPTS:
+                continue
+            backfills = self.stack.api("GET", f"backfills?dag_id={query}").get("backfills", [])
+            if backfills and all(b.get("completed_at") for b in backfills):
+                start, end = self.backfill_ranges[query]
+                self.stack.backfill(query, start, end, reprocess="failed")
+                self.backfill_attempts[query] = self.backfill_attempts.get(query, 1) + 1
+                self.report(f"the backfill of {query} ended with none of its windows evaluated (Airflow lost its "
+                            "runs); created it again")
+
     def backfill(self, names: list[str], files: SampleFiles, backfilled: dict[str, set[int] | None]) -> None:
         """Unpause each query DAG and backfill its last ``windows`` sample windows (a one-shot query is
         triggered once), recording in ``backfilled`` query → the window ends evaluated (None for a one-shot
@@ -451,7 +483,8 @@ class EmbeddedStack:
             chosen = deployment.schedule.evaluations(files.start + 1, files.end + period - 1)[-self.windows:]
             if not chosen:
                 continue
-            self.stack.backfill(name, format_instant(chosen[0].at), format_instant(chosen[-1].at))
+            self.backfill_ranges[name] = (format_instant(chosen[0].at), format_instant(chosen[-1].at))
+            self.stack.backfill(name, *self.backfill_ranges[name])
             backfilled[name] = {window.end for window in chosen}
 
     def stop(self) -> None:
