@@ -1,21 +1,25 @@
 """How ``csparql stack`` wires Airflow to its Spark, checked without starting anything: with the default
 ``--spark connect`` every task's Spark is the stack's Connect server, reached through the Airflow connection
 the product's operators resolve (token included); ``--spark local`` keeps a Spark inside each task; a mode the
-stack cannot run is refused with one line; a backfill Airflow lost is created again. (``test_stack_command`` runs
-the real stack.)"""
+stack cannot run is refused with one line; a backfill Airflow lost is created again; a server error of a busy
+api-server during the start is reported and the step taken again. (``test_stack_command`` runs the real
+stack.)"""
 
 from __future__ import annotations
 
 import io
+import threading
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from csparql.cli import main
-from csparql.deployment import Settings
+from csparql.deployment import Settings, ingest_dag_id
+from csparql.orchestration import embedded as embedded_module
 from csparql.orchestration.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress
-from csparql.orchestration.stack import AirflowStack
+from csparql.orchestration.stack import AirflowStack, ServerError
+from csparql.samples import SampleFiles
 from csparql.spark.connect_server import ConnectServer
 from csparql.storage import delta, schema
 from csparql.windows import parse_instant
@@ -106,3 +110,40 @@ def test_a_backfill_airflow_completed_without_any_of_its_windows_is_created_agai
     for _ in range(5):  # lost again and again: given up after a few attempts
         embedded.recreate_lost_backfills(progress)
     assert [c[0] for c in airflow.created] == ["lost"] * (MAX_BACKFILL_ATTEMPTS - 1)
+
+
+class BusyAirflow(AirflowStack):
+    """An api-server whose first POST fails as a database locked past its timeout does (500), and which
+    records the calls; ``stopping`` is set once the ingestion DAG has been triggered."""
+
+    def __init__(self, stopping: threading.Event):
+        super().__init__(home=Path("/nonexistent"), dags=Path("/nonexistent"), settings_environment={})
+        self.stopping = stopping
+        self.calls: list[tuple[str, str]] = []
+
+    def restart_exited(self):
+        return []
+
+    def api(self, method, path, body=None, allow=(), attempts=5):
+        self.calls.append((method, path))
+        if method == "POST" and len([c for c in self.calls if c[0] == "POST"]) == 1:
+            raise ServerError(f"POST {path} answered 500: database is locked")
+        if method == "POST":
+            self.stopping.set()
+        return {}
+
+
+def test_a_server_error_of_airflow_during_the_start_is_reported_and_the_step_taken_again(settings, tmp_path,
+                                                                                         monkeypatch):
+    monkeypatch.setattr(embedded_module, "TICK_SECONDS", 0.01)
+    stopping = threading.Event()
+    out = io.StringIO()
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", out=out, spark="local")
+    embedded.stack = airflow = BusyAirflow(stopping)
+    milan = "http://streams.org/milantollgates.trdf"
+    files = SampleFiles(streams={milan: tmp_path / "milan.nq"})
+    embedded.supervise(stopping, [], files, first_start=False)
+    dag = f"dags/{ingest_dag_id(milan)}"
+    assert airflow.calls == [("GET", dag), ("PATCH", dag), ("POST", f"{dag}/dagRuns"),
+                             ("GET", dag), ("PATCH", dag), ("POST", f"{dag}/dagRuns")]
+    assert "answered 500: database is locked; trying again" in out.getvalue()

@@ -36,7 +36,7 @@ from pathlib import Path
 from csparql.compiler import compile_query
 from csparql.deployment import RegistrationError, Settings, deployment_of, ingest_dag_id, ingested_streams, register
 from csparql.language.errors import QueryError
-from csparql.orchestration.stack import AirflowStack, NoAnswer, StackError
+from csparql.orchestration.stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.samples import SampleFiles
 from csparql.spark.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
                                          connect_mode_left_alone, port_in_use)
@@ -384,8 +384,8 @@ class EmbeddedStack:
                 if backfilled and time.monotonic() > next_check:
                     self.recreate_lost_backfills(progress)
                     next_check = time.monotonic() + BACKFILL_CHECK_SECONDS
-            except NoAnswer as error:  # the api-server busy or restarting: the step is taken again
-                self.report(f"{error}; trying again")
+            except (NoAnswer, ServerError) as error:  # the api-server busy or restarting: the step is taken again
+                self.report(f"{' '.join(str(error).split())[:300]}; trying again")
             for line in progress.changes():
                 self.report(line)
             stopping.wait(TICK_SECONDS)

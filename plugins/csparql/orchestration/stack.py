@@ -49,6 +49,11 @@ class NoAnswer(StackError):
     """The api-server did not answer in time."""
 
 
+class ServerError(StackError):
+    """The api-server answered a request with a server error (5xx): on SQLite, mostly a database locked for
+    longer than its timeout; the same request may succeed later."""
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -275,7 +280,8 @@ class AirflowStack:
                 if error.code >= 500 and method in ("GET", "PATCH") and attempt < attempts:
                     time.sleep(2)
                     continue
-                raise StackError(f"{method} {path} answered {error.code}: {detail}") from None
+                kind = ServerError if error.code >= 500 else StackError
+                raise kind(f"{method} {path} answered {error.code}: {detail}") from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
                 # An api-server slow under load: try again (a POST that did land shows as 409 to backfill()).
                 if attempt < attempts:
@@ -301,9 +307,9 @@ class AirflowStack:
     def backfill(self, dag_id: str, start: str, end: str, reprocess: str = "none", max_active_runs: int = 2,
                  timeout: float = 300) -> dict:
         """Create a backfill of the DAG's runs with instants in [start, end] (ISO 8601). Tries again while
-        the api-server refuses it for a passing reason: on SQLite (503) while the scheduler holds the
-        database, and (409) while the DAG's previous backfill is not yet marked complete (the scheduler
-        does that every 30 s)."""
+        the api-server refuses it for a passing reason: on SQLite (503, or 500 when the database stayed locked
+        past its timeout) while the scheduler holds the database, and (409) while the DAG's previous backfill
+        is not yet marked complete (the scheduler does that every 30 s)."""
         body = {"dag_id": dag_id, "from_date": start, "to_date": end, "reprocess_behavior": reprocess,
                 "max_active_runs": max_active_runs, "run_backwards": False, "dag_run_conf": {}}
         earlier = {b["id"] for b in self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])}
@@ -311,9 +317,11 @@ class AirflowStack:
         refused_busy = False
         while time.monotonic() < deadline:
             try:
-                answer = self.api("POST", "backfills", body, allow=(409, 503), attempts=1)
+                answer = self.api("POST", "backfills", body, allow=(409, 500, 503), attempts=1)
             except NoAnswer:
                 answer = {"status": 503}  # it may have been stored, as after a 503
+            if answer.get("status") == 500:
+                answer = {"status": 503}  # "database is locked" past SQLite's timeout: as busy as a 503
             if answer.get("status") == 409 and refused_busy:
                 # A 503 can come after the backfill was stored: then the 409 is about ours, which is new. An
                 # older backfill of the same range (not yet marked complete) is not ours.
