@@ -147,3 +147,21 @@ def test_a_server_error_of_airflow_during_the_start_is_reported_and_the_step_tak
     assert airflow.calls == [("GET", dag), ("PATCH", dag), ("POST", f"{dag}/dagRuns"),
                              ("GET", dag), ("PATCH", dag), ("POST", f"{dag}/dagRuns")]
     assert "answered 500: database is locked; trying again" in out.getvalue()
+
+
+def test_the_progress_says_once_what_changed_in_the_runs_table(settings):
+    first, second = parse_instant(START), parse_instant(END)
+    progress = Progress(settings, backfilled={"q": {first, second}, "r": {second}})
+    assert progress.changes() == []  # no runs table yet
+
+    def append(*rows):
+        delta.append(settings.warehouse.runs, pa.Table.from_pylist(list(rows), schema=schema.RUNS), schema.RUNS)
+
+    append(run_row("q", first, "succeeded"), run_row("q", second, "succeeded"))
+    append(run_row("r", second, "failed"))
+    assert progress.changes() == ["window evaluations written: 2 (median 0.0 s each)",
+                                  "evaluation failed: r, window ending 2010-03-22T11:00:00Z: boom",
+                                  "backfills done: 1 of 2"]
+    assert progress.changes() == []
+    append({**run_row("r", second, "succeeded"), "started_at": second + 60_000_000})  # the retry, a minute later
+    assert progress.changes() == ["window evaluations written: 3 (median 0.0 s each)", "backfills done: 2 of 2"]

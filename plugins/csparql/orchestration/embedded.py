@@ -80,6 +80,7 @@ class Progress:
     _failures: set[tuple[str, int]] = field(default_factory=set)
     _runs_version: int | None = None
     _runs: list[dict] = field(default_factory=list)
+    _run_files: dict[str, list[dict]] = field(default_factory=dict)
 
     def landed_files(self) -> int:
         """How many of the dropped sample files have landed (moved to ``done/``) or been refused."""
@@ -96,18 +97,25 @@ class Progress:
         return reasons
 
     def runs(self) -> list[dict]:
-        """The rows of the runs table (read again only when the table has a new version)."""
+        """The rows of the runs table. A new version's new files only are read (the table grows by a file per
+        evaluation, and the stack looks every few seconds for days)."""
+        import pyarrow.parquet as pq
+
         from csparql.storage import delta
-        from csparql.storage.statistics import read_table
 
         path = self.settings.warehouse.runs
         if not delta.exists(path):
             return []
         try:
-            version = delta.open_table(path).version()
-            if version != self._runs_version:
-                self._runs = read_table(path).to_pylist()
-                self._runs_version = version
+            table = delta.open_table(path)
+            if table.version() != self._runs_version:
+                live = {f.uri for f in delta.live_files(table, path)}
+                for uri in live - self._run_files.keys():
+                    self._run_files[uri] = pq.read_table(uri).to_pylist()
+                for uri in self._run_files.keys() - live:
+                    del self._run_files[uri]
+                self._runs = [row for rows in self._run_files.values() for row in rows]
+                self._runs_version = table.version()
         except Exception:  # a commit in flight: the next look reads it
             pass
         return self._runs
@@ -130,7 +138,7 @@ class Progress:
         succeeded = {(r["query"], _micros(r["window_end"])): r for r in runs if r["status"] == "succeeded"}
         if len(succeeded) != self._written:
             self._written = len(succeeded)
-            durations = [r["duration_ms"] for r in succeeded.values() if r["duration_ms"] is not None]
+            durations = [r["duration_ms"] for r in succeeded.values() if r.get("duration_ms") is not None]
             median = f" (median {statistics.median(durations) / 1000:.1f} s each)" if durations else ""
             lines.append(f"window evaluations written: {len(succeeded)}{median}")
         latest: dict[tuple[str, int], dict] = {}
@@ -139,7 +147,7 @@ class Progress:
         for key, r in sorted(latest.items()):
             if r["status"] != "succeeded" and r["status"] != "running" and key not in self._failures:
                 self._failures.add(key)
-                error = " ".join(str(r["error"] or r["status"]).split())[:200]
+                error = " ".join(str(r.get("error") or r["status"]).split())[:200]
                 lines.append(f"evaluation failed: {key[0]}, window ending {format_instant(key[1])}: {error}")
         if self.backfilled:
             done = sum(1 for query, ends in self.backfilled.items()
