@@ -114,10 +114,22 @@ class RunningStack:
         return "\n".join(p.read_text(errors="replace") for p in logs)
 
     def stop(self) -> None:
+        """What the last test does, when a test before it failed: Ctrl-C, and then whatever is left is killed."""
         self.watching.set()
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        for group in self.components().values():
+            if _group_alive(group):
+                os.killpg(group, signal.SIGKILL)
+        marker = f"spark.connect.grpc.binding.port={self.connect_port}"
+        for process in psutil.process_iter(["cmdline"]):
+            if marker in (process.info["cmdline"] or []):
+                process.kill()
 
 
 @pytest.fixture(scope="module")
