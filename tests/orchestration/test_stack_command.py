@@ -1,9 +1,10 @@
 """The README's main command, ``csparql stack`` (what ``./run.sh`` runs), as a user runs it, on one stack for
 the module (the tests run in order): it prints the address and a login that works as soon as Airflow answers,
 before the sample stream has landed; it starts one Spark Connect server, on which the ingestion DAG lands the
-sample stream and the backfilled windows are evaluated (no Airflow task starts a Spark of its own); it starts
-the server again when it dies, says so, and the next ingest runs on the new server; and Ctrl-C stops everything, the server's JVM and its Python
-workers included, leaving no process behind."""
+sample stream and the backfilled windows are evaluated (no Airflow task starts a Spark of its own); Airflow
+finishes the runs it started first; it starts the server again when it dies, says so, and the next ingest runs
+on the new server; and Ctrl-C stops everything, the server's JVM and its Python workers included, leaving no
+process behind."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import psutil
 import pytest
 
 from csparql.deployment import Settings, ingest_dag_id
-from csparql.orchestration.stack import free_port
+from csparql.orchestration.stack import AirflowStack, free_port
 from csparql.samples import STREAMS
 from csparql.spark.connect_server import SERVER_CLASS
 from csparql.storage import delta
@@ -163,6 +164,16 @@ def test_the_sample_stream_lands_and_windows_are_evaluated_on_the_stacks_connect
     assert session in stack.task_logs(ingest_dag_id(MILAN), "ingest_landed_files")
     assert session in stack.task_logs(QUERY, "evaluate_window")
     assert f"the Spark Connect server answers on 127.0.0.1:{stack.connect_port}" in stack.text()
+
+
+def test_a_runs_evaluation_goes_before_the_waits_of_runs_not_yet_begun(stack):
+    # Each task's priority counts the tasks upstream of it: evaluate_window (2) before await_window (1), so the
+    # scheduler finishes the runs it started, and the first results come early, not after every run's wait.
+    _, user, password = LOGIN.search(stack.text()).groups()
+    airflow = AirflowStack(home=stack.home, dags=stack.root / "dags", settings_environment={}, port=stack.port,
+                           username=user, password=password)
+    tasks = airflow.api("GET", f"dags/{QUERY}/tasks")["tasks"]
+    assert tasks and {t["weight_rule"] for t in tasks} == {"upstream"}
 
 
 def test_the_connect_server_is_started_again_after_it_dies_and_serves_the_tasks_again(stack):

@@ -104,6 +104,10 @@ class AirflowStack:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "csparql.orchestration.sqlite_settings.CONNECT_ARGS",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
+            # Finish the runs already started before starting more: a task's priority is the tasks upstream of
+            # it, so a run's evaluation goes before the waits of runs not yet begun (with Airflow's default,
+            # "downstream", every run's wait went first and the first results came last).
+            "AIRFLOW__CORE__DEFAULT_TASK_WEIGHT_RULE": "upstream",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
                 [f"{self.username}:admin"] + [f"{name}:{role}" for name, (role, _) in self.other_users.items()]),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
