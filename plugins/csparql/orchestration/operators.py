@@ -183,7 +183,10 @@ class IngestLandedFilesOperator(BaseOperator):
     lands moves to ``done/``, a file refused as a whole moves to ``rejected/`` with a ``.reason`` beside it;
     lines refused inside a landed file (malformed, or timestamped later than the clock plus
     ``CSPARQL_MAX_FUTURE_SKEW``) are written to ``rejected/<file>.rejects.tsv``. Ingest advances the stream's
-    watermark. Starts Spark only when there is something to land."""
+    watermark. Starts Spark only when there is something to land: with ``CSPARQL_SPARK=connect`` a session of
+    the Spark Connect server (which must see the landing folder and the warehouse at the same paths, as on one
+    machine or on a volume every Spark container mounts), else a local Spark inside the task (a standalone
+    cluster takes only spark-submitted jobs)."""
 
     ui_color = "#e9f7ec"
 
@@ -197,8 +200,18 @@ class IngestLandedFilesOperator(BaseOperator):
         from csparql.engine.landing import land_waiting_files
         from csparql.spark.session import spark_session
 
-        summary = land_waiting_files(spark_session, self.settings.warehouse, self.stream, self.landing,
+        def start_spark():
+            return spark_session(connect_url(self.settings) if self.settings.spark == "connect" else None)
+
+        summary = land_waiting_files(start_spark, self.settings.warehouse, self.stream, self.landing,
                                      max_future_skew=self.settings.max_future_skew)
         if not summary.files:
             self.log.info("nothing waiting in %s", self.landing)
         return summary.to_dict()
+
+
+def connect_url(settings: Settings) -> str:
+    """The client URL of the Spark Connect server the Airflow connection ``settings.connection_id`` names."""
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    return SparkConnectHook(conn_id=settings.connection_id).get_connection_url()
