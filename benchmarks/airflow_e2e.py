@@ -345,6 +345,7 @@ def run(profile, work: Path, spark) -> dict:
         feeder.start()  # landing while the stack starts: a watermark exists before the first window waits
         stack.set_up()
         stack.start()
+        stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
         stack.wait_until_healthy()
         stack.wait_for_dags([dag_id(m, p) for m in modes for p in periods])
         if server:

@@ -70,6 +70,7 @@ def world(tmp_path_factory, spark):
                          extra_environment={"AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2"})
     stack.set_up()
     stack.start()
+    stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
     try:
         stack.wait_until_healthy()
         ingest_dag = ingest_dag_id(MILAN)

@@ -16,6 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -75,7 +76,9 @@ class AirflowStack:
     other_users: dict[str, tuple[str, str]] = field(default_factory=dict)
     """More logins besides the admin: user name → (SimpleAuthManager role, password), e.g. a viewer."""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    restarts: list[tuple[str, int]] = field(default_factory=list)
     _token: str | None = None
+    _supervising: threading.Event | None = None
 
     @property
     def url(self) -> str:
@@ -186,6 +189,23 @@ class AirflowStack:
                 restarted.append((name, code))
         return restarted
 
+    def supervise_in_background(self, interval: float = 2.0) -> None:
+        """Restart every component that exits, every ``interval`` seconds, until ``stop`` (for stacks without
+        a supervisor of their own, as tests and benchmarks run them; ``csparql stack`` restarts components in
+        its own loop, to say so). Each restart is logged in ``home/logs/supervisor.log`` and kept in
+        ``restarts``."""
+        self._supervising = threading.Event()
+
+        def watch() -> None:
+            while not self._supervising.wait(interval):
+                for name, code in self.restart_exited():
+                    self.restarts.append((name, code))
+                    with open(self.home / "logs" / "supervisor.log", "a", encoding="utf-8") as log:
+                        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} the {name} exited with code {code}; "
+                                  "started again\n")
+
+        threading.Thread(target=watch, name="airflow-supervisor", daemon=True).start()
+
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.home / "logs" / f"{name}.log"
         if not path.exists():
@@ -224,6 +244,8 @@ class AirflowStack:
 
     def stop(self, grace: float = 30) -> None:
         """Stop every component: SIGTERM to its process group, SIGKILL after ``grace`` seconds."""
+        if self._supervising is not None:
+            self._supervising.set()
         for process in self.processes.values():
             if process.poll() is None:
                 try:
