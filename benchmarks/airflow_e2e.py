@@ -53,7 +53,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from csparql.deployment import Settings, deployment_of
+from csparql.deploy.plan import deployment_of
+from csparql.deploy.settings import Settings
 from csparql.orchestration.dags import query_dag
 
 for entry in json.loads(Path(__file__).with_name("bench_dags.json").read_text(encoding="utf-8")):
@@ -289,7 +290,7 @@ def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:
 
 def run(profile, work: Path, spark) -> dict:
     """The end-to-end figures (see the module docstring) as a dictionary for results.json."""
-    from csparql.deployment import Settings
+    from csparql.deploy.settings import Settings
     from csparql.engine.ingest import load_static
     from csparql.orchestration.stack import AirflowStack
     from csparql.storage.warehouse import Warehouse

@@ -29,7 +29,7 @@ import psutil
 from benchmarks.data import Dataset
 from benchmarks.measure import JvmHeap
 from benchmarks.workloads import Answer, WindowFiles, Workload, answer_of_rows, answer_of_triples, export_dataset
-from csparql.compiler import compile_query
+from csparql.frontend import compile_query
 from csparql.storage.warehouse import project_root
 
 EVALUATE_WINDOW = project_root() / "spark_jobs" / "evaluate_window.py"

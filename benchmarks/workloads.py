@@ -521,7 +521,7 @@ def srbench_sparql(cquery: str) -> str:
 
 def srbench(number: int) -> Workload:
     """SRBench query ``number`` as registered (``examples/srbench``), and its SPARQL 1.1 form."""
-    from csparql.compiler import compile_query
+    from csparql.frontend import compile_query
     from csparql.srbench import query_files
     from csparql.srbench.vocabulary import OBSERVATIONS
 

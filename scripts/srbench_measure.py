@@ -22,11 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
 
-from csparql.compiler import compile_query  # noqa: E402
 from csparql.engine import catalog  # noqa: E402
 from csparql.engine import evaluate as evaluate_module  # noqa: E402
 from csparql.engine.closures import DeltaClosureStore  # noqa: E402
 from csparql.engine.runner import Engine  # noqa: E402
+from csparql.frontend import compile_query  # noqa: E402
 from csparql.spark.entailment import Entailment  # noqa: E402
 from csparql.spark.session import spark_session  # noqa: E402
 from csparql.srbench import Size, generate_workload, query_files  # noqa: E402

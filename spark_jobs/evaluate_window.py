@@ -63,8 +63,8 @@ def _instant(text: str) -> int:
 
 def _compile(path: Path):
     """(plan, version of the text) of a registry file."""
-    from csparql.compiler import compile_query
-    from csparql.deployment import text_version
+    from csparql.deploy.history import text_version
+    from csparql.frontend import compile_query
     from csparql.language.errors import QueryError
 
     try:

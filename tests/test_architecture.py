@@ -10,7 +10,7 @@ from pathlib import Path
 import csparql
 
 PACKAGE = Path(csparql.__file__).parent
-PURE_CORE = ["language", "algebra", "optimizer", "windows.py", "terms.py", "compiler.py"]
+PURE_CORE = ["language", "algebra", "optimizer", "windows.py", "terms.py", "frontend.py"]
 FORBIDDEN = ("pyspark", "airflow", "deltalake")
 
 
@@ -44,7 +44,7 @@ def test_core_source_never_imports_spark_airflow_or_delta():
 
 
 def test_core_source_imports_only_the_core_from_csparql():
-    allowed = ("csparql.language", "csparql.algebra", "csparql.optimizer", "csparql.windows", "csparql.terms", "csparql.compiler")
+    allowed = ("csparql.language", "csparql.algebra", "csparql.optimizer", "csparql.windows", "csparql.terms", "csparql.frontend")
     offenders = {}
     for path in core_files():
         outside = sorted(m for m in imported_modules(path) if m.startswith("csparql") and not m.startswith(allowed))
@@ -56,8 +56,8 @@ def test_core_source_imports_only_the_core_from_csparql():
 def test_importing_the_core_loads_no_spark_or_airflow():
     code = (
         "import sys\n"
-        "import csparql.compiler, csparql.optimizer, csparql.windows, csparql.algebra.sexpr\n"
-        "from csparql.compiler import compile_query\n"
+        "import csparql.frontend, csparql.optimizer, csparql.windows, csparql.algebra.sexpr\n"
+        "from csparql.frontend import compile_query\n"
         "from csparql.optimizer import optimize\n"
         "optimize(compile_query('SELECT * WHERE { ?s ?p ?o }'))\n"
         f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})\n"
@@ -73,7 +73,7 @@ def test_only_the_airflow_layer_imports_airflow_and_the_deployment_plan_needs_ne
         if any(m.split(".")[0] == "airflow" for m in imported_modules(path))
     )
     assert airflow_users and all(p.startswith("orchestration/") for p in airflow_users), airflow_users
-    for part in ("schedule.py", "deployment.py", "storage", "monitoring.py", "preview.py"):
+    for part in ("schedule.py", "deploy", "storage"):
         path = PACKAGE / part
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             spark_or_airflow = [m for m in imported_modules(file) if m.split(".")[0] in ("pyspark", "airflow")]

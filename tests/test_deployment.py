@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from csparql.deployment import RegistrationError, Settings, deployment_of, registry_name
+from csparql.deploy.plan import deployment_of
+from csparql.deploy.registry import RegistrationError, registry_name
+from csparql.deploy.settings import Settings
 
 MINUTE = 60_000_000
 T0 = 1_269_244_800_000_000  # 2010-03-22T08:00:00Z
@@ -67,7 +69,8 @@ def test_a_query_reading_its_own_output_is_refused(settings):
 
 # --- versions --------------------------------------------------------------------------------------------
 
-from csparql.deployment import register, register_text, text_version, unregister, versions  # noqa: E402
+from csparql.deploy.history import text_version, versions  # noqa: E402
+from csparql.deploy.registration import register, register_text, unregister  # noqa: E402
 
 QUERY = """REGISTER QUERY Counter AS
 SELECT ?s FROM STREAM <http://example.org/in> [RANGE 10m STEP 5m] WHERE { ?s ?p ?o }
@@ -238,9 +241,10 @@ import os  # noqa: E402
 import threading  # noqa: E402
 from collections import Counter  # noqa: E402
 
-from csparql import deployment as deployment_module  # noqa: E402
-from csparql.compiler import compile_query  # noqa: E402
-from csparql.deployment import code_version, ingested_streams, producers_of  # noqa: E402
+from csparql.deploy import registry as registry_module  # noqa: E402
+from csparql.deploy.plan import ingested_streams  # noqa: E402
+from csparql.deploy.registry import code_version, producers_of  # noqa: E402
+from csparql.frontend import compile_query  # noqa: E402
 
 
 def chain_registry(settings: Settings, length: int) -> list:
@@ -261,21 +265,21 @@ def chain_registry(settings: Settings, length: int) -> list:
 def compiles(monkeypatch):
     """Counts ``compile_query`` calls of the deployment layer, per source name."""
     calls: Counter = Counter()
-    real = deployment_module.compile_query
+    real = registry_module.compile_query
 
     def counting(text, source_name="<query>"):
         calls[source_name] += 1
         return real(text, source_name)
 
-    monkeypatch.setattr(deployment_module, "compile_query", counting)
+    monkeypatch.setattr(registry_module, "compile_query", counting)
     return calls
 
 
 def fresh_process(monkeypatch) -> None:
     """Forget what this process compiled, as in each process Airflow's DAG processor forks to parse one DAG
     file: only the warehouse's compile cache remains."""
-    monkeypatch.setattr(deployment_module, "_COMPILED", {})
-    monkeypatch.setattr(deployment_module, "_FACTS", {})
+    monkeypatch.setattr(registry_module, "_COMPILED", {})
+    monkeypatch.setattr(registry_module, "_FACTS", {})
 
 
 def text_digest(text: str) -> str:
@@ -420,19 +424,19 @@ def test_facts_of_other_code_are_not_read_and_are_removed_once_this_code_keeps_i
 
 def _store_repeatedly(settings: Settings, digest: str, facts, stop: threading.Event) -> None:
     while not stop.is_set():
-        deployment_module._store_facts(digest, facts, settings)
+        registry_module.store_facts(digest, facts, settings)
 
 
 def test_concurrent_writers_of_the_cache_never_let_a_reader_see_half_a_file(settings):
     digest = text_digest(PRODUCER)
-    facts = deployment_module.QueryFacts.of(compile_query(PRODUCER))
-    deployment_module._store_facts(digest, facts, settings)
+    facts = registry_module.QueryFacts.of(compile_query(PRODUCER))
+    registry_module.store_facts(digest, facts, settings)
     stop = threading.Event()
     writers = [threading.Thread(target=_store_repeatedly, args=(settings, digest, facts, stop)) for _ in range(4)]
     for writer in writers:
         writer.start()
     try:
-        reads = [deployment_module._stored_facts(digest, settings) for _ in range(2000)]
+        reads = [registry_module._stored_facts(digest, settings) for _ in range(2000)]
     finally:
         stop.set()
         for writer in writers:

@@ -14,11 +14,12 @@ import pyarrow as pa
 import pytest
 from rdflib import Literal, URIRef, Variable
 
-from csparql import monitoring
-from csparql.deployment import Settings, deployment_of_text
+from csparql.deploy import monitoring
+from csparql.deploy.monitoring import AirflowRun, WindowRun
+from csparql.deploy.plan import deployment_of_text
+from csparql.deploy.settings import Settings
 from csparql.engine import results as rt
 from csparql.engine.catalog import bucket_of
-from csparql.monitoring import AirflowRun, WindowRun
 from csparql.storage import delta, schema
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import from_micros, parse_instant

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from csparql.deployment import Settings, register_text
-from csparql.preview import MAX_TEXT, preview
+from csparql.deploy.preview import MAX_TEXT, preview
+from csparql.deploy.registration import register_text
+from csparql.deploy.settings import Settings
 from csparql.windows import parse_instant
 
 MINUTE = 60_000_000

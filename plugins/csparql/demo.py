@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from csparql.compiler import compile_query
+from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "queries"

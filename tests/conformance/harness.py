@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rdflib import Variable
 
-from csparql.compiler import compile_query, parse_query
+from csparql.frontend import compile_query, parse_query
 from csparql.language import syntax as sx
 
 from conformance import reference

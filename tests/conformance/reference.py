@@ -1,7 +1,7 @@
 """The independent evaluator: a C-SPARQL query over in-memory streams and graphs, evaluated by pyoxigraph.
 
 Nothing here calls the engine's evaluation, its window arithmetic or its algebra. The query is parsed with the
-engine's front end (``csparql.compiler.parse_query``, the syntax tree only) and printed back as SPARQL 1.1
+engine's front end (``csparql.frontend.parse_query``, the syntax tree only) and printed back as SPARQL 1.1
 with the C-SPARQL parts rewritten; the data of each window is selected here with simple code of its own.
 
 Dataset (decision 6). Each window is a named graph named by its stream IRI. The default graph is one graph
@@ -73,7 +73,7 @@ from decimal import Decimal
 import pyoxigraph as ox
 from rdflib import BNode, Literal, URIRef, Variable
 
-from csparql.compiler import parse_query
+from csparql.frontend import parse_query
 from csparql.language import expressions as ex
 from csparql.language import syntax as sx
 from csparql.language.printer import _PRIMARY, _Printer

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from csparql.cli import main
-from csparql.compiler import parse_query
+from csparql.frontend import parse_query
 from csparql.language import syntax as sx
 
 from conformance import reference
@@ -88,7 +88,7 @@ def test_the_share_taken_the_whole_way():
 
 def _window_end(case, at: int) -> int:
     """The end of the window the evaluation at ``at`` reads (the engine's schedule: decision 4)."""
-    from csparql.compiler import compile_query
+    from csparql.frontend import compile_query
     from csparql.schedule import evaluation_at
 
     return evaluation_at(compile_query(case.text), at).end
@@ -106,8 +106,8 @@ WHERE { ?e ex:q ?n OPTIONAL { ?e ex:absent ?v } OPTIONAL { ?e ex:name ?name } }"
 def test_a_register_stream_output_the_whole_way(conformance_spark, warehouses):
     """A REGISTER STREAM query whose template variables are unbound in some solutions or all: each window's
     output, read back from its stream table, is the independent evaluator's graph."""
-    from csparql.compiler import compile_query
     from csparql.engine.runner import Engine
+    from csparql.frontend import compile_query
     from csparql.storage.statistics import read_table
     from csparql.storage.terms import from_dict
     from csparql.storage.warehouse import Warehouse, output_stream_iri

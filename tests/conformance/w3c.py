@@ -280,7 +280,7 @@ def expected_result(test: W3CTest, form: str) -> Results:
 
 def case_of(test: W3CTest):
     """The engine's inputs for a test: the query with its base, and the test's (or the query's) graphs."""
-    from csparql.compiler import parse_query
+    from csparql.frontend import parse_query
     from csparql.language import syntax as sx
 
     from conformance.reference import Case
@@ -305,7 +305,7 @@ def case_of(test: W3CTest):
 
 
 def form_of(test: W3CTest) -> str:
-    from csparql.compiler import parse_query
+    from csparql.frontend import parse_query
     from csparql.language import syntax as sx
 
     form = parse_query(query_with_base(test)).form
@@ -314,7 +314,7 @@ def form_of(test: W3CTest) -> str:
 
 def check(engine: Results, test: W3CTest) -> list[str]:
     """Compare the engine's result with the test's expected result file."""
-    from csparql.compiler import parse_query
+    from csparql.frontend import parse_query
 
     from conformance.compare import compare
     from conformance.harness import ordering

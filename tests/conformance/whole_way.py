@@ -120,9 +120,9 @@ def _command(argv: list[str]) -> None:
 
 def evaluate_windows(spark, case: Case, warehouse: Path, name: str) -> None:
     """Evaluate the case at each of its instants as ``csparql run`` does, writing each window's results."""
-    from csparql.compiler import compile_query
-    from csparql.deployment import text_version
+    from csparql.deploy.history import text_version
     from csparql.engine.runner import Engine
+    from csparql.frontend import compile_query
     from csparql.storage.warehouse import Warehouse
 
     plan = compile_query(case.text)

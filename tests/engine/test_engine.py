@@ -17,9 +17,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from rdflib import Literal, URIRef
 
-from csparql.compiler import compile_query
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
+from csparql.frontend import compile_query
 from csparql.storage import delta
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, output_stream_iri
@@ -117,8 +117,8 @@ def test_evaluating_a_window_twice_leaves_one_copy_with_typed_columns(spark, tmp
 KILLER = textwrap.dedent(
     """
     import os, sys, time
-    from csparql.compiler import compile_query
     from csparql.engine.runner import Engine
+    from csparql.frontend import compile_query
     from csparql.storage import delta
     from csparql.storage.warehouse import Warehouse
 
@@ -182,9 +182,9 @@ AGGREGATE {{ (?passages, COUNT, {{?tollgate}}) }}"""
 KILLED_AFTER_RESULTS = textwrap.dedent(
     """
     import sys, time
-    from csparql.compiler import compile_query
     from csparql.engine import runner
     from csparql.engine.catalog import Catalog
+    from csparql.frontend import compile_query
     from csparql.storage.warehouse import Warehouse
 
     warehouse, signal_file, query_file, at, name, point = sys.argv[1:]

@@ -13,8 +13,8 @@ from rdflib import Literal, URIRef
 
 from conformance import entailment, reference
 from conformance.compare import compare, from_engine
-from csparql.compiler import compile_query
 from csparql.engine.evaluate import compile_plan, evaluate_plan
+from csparql.frontend import compile_query
 from csparql.optimizer import SourceStatistics
 from csparql.optimizer.entailment import entailed_statistics
 from csparql.spark.sources import MemorySourceReader

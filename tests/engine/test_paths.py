@@ -19,8 +19,8 @@ from rdflib import BNode, Literal, URIRef
 
 pyoxigraph = pytest.importorskip("pyoxigraph")
 
-from csparql.compiler import compile_query  # noqa: E402
 from csparql.engine.evaluate import evaluate_plan  # noqa: E402
+from csparql.frontend import compile_query  # noqa: E402
 from csparql.spark import paths  # noqa: E402
 from csparql.spark.sources import MemorySourceReader  # noqa: E402
 

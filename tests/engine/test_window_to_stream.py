@@ -11,10 +11,10 @@ from rdflib import URIRef
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
-from csparql.compiler import compile_query
 from csparql.engine.ingest import ingest_stream
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
+from csparql.frontend import compile_query
 from csparql.schedule import evaluation_at, previous_evaluation
 from csparql.storage.warehouse import Warehouse
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from csparql.compiler import compile_query
+from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.windows import LogicalWindow
 from support import ROOT, SPEC_QUERIES

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from csparql.compiler import compile_query
+from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from support import LANGUAGE_FIXTURES, read_blocks
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import re
 
-from csparql.compiler import compile_query
+from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from support import LANGUAGE_FIXTURES, read_blocks, spec_query_files
 

@@ -12,7 +12,7 @@ import pytest
 
 from csparql.algebra.sexpr import format_plan
 from csparql.cli import main
-from csparql.compiler import compile_query, parse_query
+from csparql.frontend import compile_query, parse_query
 from csparql.language.errors import EXCERPT_WIDTH, MAX_REPORTED, Diagnostic, QueryError, Span
 from csparql.language.parser import MAX_NESTING, MAX_QUERY_CHARACTERS, _lark, nesting_depth
 from csparql.language.printer import format_query

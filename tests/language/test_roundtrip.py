@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from csparql.compiler import compile_query, parse_query
+from csparql.frontend import compile_query, parse_query
 from csparql.language.printer import format_query
 from support import LANGUAGE_FIXTURES, expected_outcome, read_blocks, spec_query_files
 

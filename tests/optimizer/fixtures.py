@@ -14,7 +14,7 @@ from pathlib import Path
 from rdflib import URIRef
 
 from csparql.algebra.sexpr import format_operator
-from csparql.compiler import compile_query, parse_query
+from csparql.frontend import compile_query, parse_query
 from csparql.optimizer import RULES, SourceStatistics, optimize
 from support import FIXTURES, read_blocks
 

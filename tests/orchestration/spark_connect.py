@@ -46,8 +46,8 @@ test_server.__test__ = False  # a factory, not a test
 _EVALUATE = """
 import json, sys
 from pathlib import Path
-from csparql.compiler import compile_query
 from csparql.engine.runner import Engine
+from csparql.frontend import compile_query
 from csparql.spark.session import spark_session
 from csparql.storage.warehouse import Warehouse
 

@@ -22,7 +22,9 @@ import psutil
 import pytest
 
 from csparql import samples
-from csparql.deployment import Settings, ingest_dag_id, register
+from csparql.deploy.plan import ingest_dag_id
+from csparql.deploy.registration import register
+from csparql.deploy.settings import Settings
 from csparql.engine.ingest import ingest_stream, load_static
 from csparql.engine.stored import StoredResults
 from csparql.orchestration.stack import AirflowStack, free_port

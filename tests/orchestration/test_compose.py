@@ -1,6 +1,6 @@
 """The production-like stack (docker-compose.yaml and its Dockerfile), checked without Docker: no machine of this
 project runs a Docker engine, so these tests read the files and hold them to the code — the settings
-``csparql.deployment.Settings`` accepts, the connections the Spark provider's hooks resolve, the options Airflow
+``csparql.deploy.settings.Settings`` accepts, the connections the Spark provider's hooks resolve, the options Airflow
 knows — and the services to each other (hosts, ports, mounts, secrets). Nothing here starts Spark or Airflow.
 
 The compose file is read as ``docker compose`` reads it: YAML with anchors and merge keys, then ``${VAR:-default}``
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from csparql.deployment import SPARK_MODES, Settings
+from csparql.deploy.settings import SPARK_MODES, Settings
 from csparql.storage.warehouse import project_root
 from support import tool_missing
 

@@ -11,17 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from csparql import deployment
-from csparql.compiler import compile_query
-from csparql.deployment import (
-    RegistrationError,
-    Settings,
-    deployment_of,
-    register,
-    sync_loaders,
-    versions,
-    write_loader,
-)
+from csparql.deploy.history import versions
+from csparql.deploy.plan import deployment_of
+from csparql.deploy.registration import register
+from csparql.deploy.registry import RegistrationError, sync_loaders, write_loader
+from csparql.deploy.settings import Settings
+from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.orchestration.dags import registered_query_dag
 from csparql.windows import to_micros

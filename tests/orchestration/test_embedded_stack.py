@@ -15,7 +15,8 @@ import pyarrow as pa
 import pytest
 
 from csparql.cli import main
-from csparql.deployment import Settings, ingest_dag_id
+from csparql.deploy.plan import ingest_dag_id
+from csparql.deploy.settings import Settings
 from csparql.orchestration import embedded as embedded_module
 from csparql.orchestration.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress
 from csparql.orchestration.stack import AirflowStack, ServerError

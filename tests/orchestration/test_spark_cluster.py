@@ -16,14 +16,16 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from csparql.deployment import Settings, deployment_of, write_loader
+from csparql.deploy.plan import deployment_of
+from csparql.deploy.registry import write_loader
+from csparql.deploy.settings import Settings
 from csparql.engine.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
-from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, project_root
+from csparql.storage.watermarks import advance_watermark
 from csparql.windows import format_instant
 from orchestration.spark_cluster import EVALUATE_WINDOW, standalone_cluster, submit_evaluation
 

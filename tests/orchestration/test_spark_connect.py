@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 
-from csparql.compiler import compile_query
 from csparql.engine.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
+from csparql.frontend import compile_query
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, project_root

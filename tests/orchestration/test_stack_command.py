@@ -23,7 +23,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from csparql.deployment import Settings, ingest_dag_id
+from csparql.deploy.plan import ingest_dag_id
+from csparql.deploy.settings import Settings
 from csparql.orchestration.stack import AirflowStack, free_port
 from csparql.samples import STREAMS
 from csparql.spark.connect_server import SERVER_CLASS

@@ -10,7 +10,7 @@ import pendulum
 import pytest
 from airflow.timetables.base import TimeRestriction
 
-from csparql.compiler import compile_query
+from csparql.frontend import compile_query
 from csparql.schedule import Schedule
 from csparql.windows import from_micros
 

@@ -7,7 +7,9 @@ import shutil
 
 import pytest
 
-from csparql.deployment import Settings, deployment_of, register
+from csparql.deploy.plan import deployment_of
+from csparql.deploy.registration import register
+from csparql.deploy.settings import Settings
 from csparql.srbench import query_files
 from csparql.srbench.vocabulary import OBSERVATIONS
 from csparql.storage.warehouse import Warehouse, output_stream_iri

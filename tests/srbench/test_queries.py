@@ -18,8 +18,8 @@ from rdflib import Graph
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
-from csparql.compiler import compile_query, parse_query
 from csparql.engine.runner import Engine
+from csparql.frontend import compile_query, parse_query
 from csparql.srbench import Size, generate_workload, query_files
 from csparql.srbench.vocabulary import OBSERVATIONS
 from csparql.storage.warehouse import Warehouse

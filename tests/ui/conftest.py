@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from csparql import samples
-from csparql.deployment import Settings
+from csparql.deploy.settings import Settings
 from csparql.orchestration.stack import AirflowStack, free_port
 
 REPOSITORY = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from csparql.deployment import versions
+from csparql.deploy.history import versions
 from csparql.orchestration.ui.app import SAFE_METHODS, create_app
 
 TOLLGATES = """REGISTER QUERY EndpointTollgates AS

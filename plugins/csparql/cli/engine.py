@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from csparql.cli.language import _read_or_report
-from csparql.compiler import compile_query
+from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 
 FORMATS = ("json", "tsv", "csv")
@@ -119,7 +119,7 @@ def _load(query: str):
     except QueryError as error:
         print(error.render(), file=sys.stderr)
         return None
-    from csparql.deployment import text_version
+    from csparql.deploy.history import text_version
 
     return plan, source_name, text_version(text.replace("\r\n", "\n"))
 

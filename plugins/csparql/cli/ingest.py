@@ -103,7 +103,7 @@ def _run(command: str, args: argparse.Namespace, work) -> int:
 def _max_future_skew(text: str | None) -> int:
     """``--max-future-skew`` in µs, else ``$CSPARQL_MAX_FUTURE_SKEW``, else the default; InputError naming
     the option or the variable for a value that cannot be used."""
-    from csparql.deployment import max_future_skew_setting
+    from csparql.deploy.settings import max_future_skew_setting
     from csparql.engine.ingest import InputError
     from csparql.windows import parse_duration
 

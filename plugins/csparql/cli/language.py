@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from csparql.algebra.sexpr import format_plan
-from csparql.compiler import compile_query, parse_query
+from csparql.frontend import compile_query, parse_query
 from csparql.language.errors import QueryError
 from csparql.language.printer import format_query
 from csparql.optimizer import optimize

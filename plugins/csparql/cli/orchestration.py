@@ -75,7 +75,7 @@ def register(commands) -> None:
 
 
 def _settings():
-    from csparql.deployment import Settings
+    from csparql.deploy.settings import Settings
 
     try:
         return Settings.from_environment()
@@ -85,7 +85,8 @@ def _settings():
 
 
 def run_register(args: argparse.Namespace) -> int:
-    from csparql.deployment import RegistrationError, register, sync_loaders
+    from csparql.deploy.registration import register
+    from csparql.deploy.registry import RegistrationError, sync_loaders
 
     settings = _settings()
     if settings is None:
@@ -111,7 +112,8 @@ def run_register(args: argparse.Namespace) -> int:
 
 
 def run_unregister(args: argparse.Namespace) -> int:
-    from csparql.deployment import RegistrationError, unregister
+    from csparql.deploy.registration import unregister
+    from csparql.deploy.registry import RegistrationError
 
     settings = _settings()
     if settings is None:
@@ -128,7 +130,7 @@ def run_unregister(args: argparse.Namespace) -> int:
 def run_watermark(args: argparse.Namespace) -> int:
     import time
 
-    from csparql.deployment import max_future_skew_setting
+    from csparql.deploy.settings import max_future_skew_setting
     from csparql.storage.warehouse import Warehouse
     from csparql.storage.watermarks import advance_watermark, read_watermarks
     from csparql.windows import format_duration, format_instant, parse_evaluation_instant

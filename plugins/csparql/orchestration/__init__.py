@@ -1,6 +1,6 @@
 """The Airflow layer: registered queries as DAGs (``dags``), their schedule (``timetable``), the wait for
 complete windows (``triggers``) and the tasks that wait, evaluate and ingest (``operators``).
 
-Thin by design: what to run is decided by ``csparql.deployment`` (pure), how to run it by ``csparql.engine``.
+Thin by design: what to run is decided by ``csparql.deploy`` (pure), how to run it by ``csparql.engine``.
 Only Airflow processes import this package; the plugin (``plugins/csparql_plugin.py``) registers the timetable.
 """

@@ -17,7 +17,9 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import DAG, Asset
 
-from csparql.deployment import Deployment, RegistrationError, Settings, deployment_of, ingest_dag_id, ingested_streams
+from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingested_streams
+from csparql.deploy.registry import RegistrationError
+from csparql.deploy.settings import Settings
 from csparql.orchestration.operators import EvaluateWindowOperator, IngestLandedFilesOperator
 from csparql.orchestration.timetable import WindowTimetable
 from csparql.storage.warehouse import OUTPUT_STREAM_PREFIX

@@ -33,8 +33,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csparql.compiler import compile_query
-from csparql.deployment import RegistrationError, Settings, deployment_of, ingest_dag_id, ingested_streams, register
+from csparql.deploy.plan import deployment_of, ingest_dag_id, ingested_streams
+from csparql.deploy.registration import register
+from csparql.deploy.registry import RegistrationError
+from csparql.deploy.settings import Settings
+from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.orchestration.stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.samples import SampleFiles

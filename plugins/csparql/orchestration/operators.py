@@ -16,7 +16,8 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import TaskDeferralTimeout
 from airflow.triggers.base import StartTriggerArgs
 
-from csparql.deployment import Deployment, Settings
+from csparql.deploy.plan import Deployment
+from csparql.deploy.settings import Settings
 from csparql.storage.warehouse import project_root
 from csparql.storage.watermarks import latest_run
 from csparql.windows import format_instant, parse_instant

@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csparql.deployment import Settings
+from csparql.deploy.settings import Settings
 from csparql.storage.warehouse import project_root
 from csparql.windows import parse_instant
 

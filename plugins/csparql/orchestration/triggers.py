@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from csparql.deployment import WindowRequirements, WindowWait
+from csparql.deploy.plan import WindowRequirements, WindowWait
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import missing_for_window
 from csparql.windows import format_instant, parse_instant

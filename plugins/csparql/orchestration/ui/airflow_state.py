@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import select, update
 
-from csparql.monitoring import AirflowRun
+from csparql.deploy.monitoring import AirflowRun
 from csparql.schedule import Schedule
 from csparql.windows import format_instant, from_micros, to_micros
 

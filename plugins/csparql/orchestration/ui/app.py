@@ -40,22 +40,14 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from csparql import monitoring
-from csparql.deployment import (
-    DAG_ID,
-    Deployment,
-    RegistrationError,
-    Settings,
-    check_registry_name,
-    deployment_of,
-    register_text,
-    registry_files,
-    text_version,
-    unregister,
-    versions,
-)
+from csparql.deploy import monitoring
+from csparql.deploy.history import text_version, versions
+from csparql.deploy.plan import Deployment, deployment_of
+from csparql.deploy.preview import MAX_TEXT, preview
+from csparql.deploy.registration import register_text, unregister
+from csparql.deploy.registry import DAG_ID, RegistrationError, check_registry_name, registry_files
+from csparql.deploy.settings import Settings
 from csparql.orchestration.ui import charts
-from csparql.preview import MAX_TEXT, preview
 from csparql.windows import format_instant, parse_evaluation_instant
 
 PREFIX = "/csparql"
@@ -681,7 +673,7 @@ def monitor_json(data: dict) -> dict:
 
 def streams(settings: Settings) -> dict:
     """Every stream table with its statistics and chart, the queries reading it, and the static graphs."""
-    from csparql.deployment import ingest_dag_id
+    from csparql.deploy.plan import ingest_dag_id
 
     readers: dict[str, list[str]] = {}
     for path in registry_files(settings):

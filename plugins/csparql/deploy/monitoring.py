@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rdflib import Variable
 
-from csparql.deployment import Deployment
+from csparql.deploy.plan import Deployment
 from csparql.schedule import Schedule
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse, check_query_name

@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from csparql.algebra.sexpr import format_plan
-from csparql.compiler import compile_query
-from csparql.deployment import Deployment, RegistrationError, Settings, check_registry_name, deployment_of_text
+from csparql.deploy.plan import Deployment, deployment_of_text
+from csparql.deploy.registry import RegistrationError, check_registry_name
+from csparql.deploy.settings import Settings
+from csparql.frontend import compile_query
 from csparql.language.errors import MAX_REPORTED, QueryError
 from csparql.language.parser import MAX_QUERY_CHARACTERS
 from csparql.optimizer import SourceStatistics, optimize

@@ -1,0 +1,88 @@
+"""Every saved version of every registered query, kept in the registry's ``.history`` folder: each text as
+``v<n>.rq`` and a log of saves and removals (``log.jsonl``), so that results can name the version that wrote
+them and the pages can show any earlier text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from csparql.deploy.registry import check_registry_name
+from csparql.deploy.settings import Settings
+
+def text_version(text: str) -> str:
+    """The version of a query text: the first 12 hex digits of its SHA-256 (line endings as stored, LF)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+HISTORY = ".history"
+"""The folder of the registry that keeps every version of every query (Airflow's DAG processor reads only
+``.py`` files, so it never parses it)."""
+
+
+@dataclass(frozen=True)
+class QueryVersion:
+    """One saved text of a registered query: its number (1, 2, …), its ``text_version`` digest, when and by
+    whom it was saved, and the file holding the text."""
+
+    number: int
+    digest: str
+    saved_at: int
+    saved_by: str | None
+    path: Path
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+def history_folder(name: str, settings: Settings) -> Path:
+    return settings.registry / HISTORY / check_registry_name(name, settings)
+
+
+def _events(name: str, settings: Settings) -> list[dict]:
+    log = history_folder(name, settings) / "log.jsonl"
+    if not log.exists():
+        return []
+    events = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by a crash: the versions before it stay readable
+    return events
+
+
+def log_event(name: str, settings: Settings, event: dict) -> None:
+    folder = history_folder(name, settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "log.jsonl", "a", encoding="utf-8") as log:
+        log.write(json.dumps(event) + "\n")
+
+
+def versions(name: str, settings: Settings) -> list[QueryVersion]:
+    """Every saved version of a query, oldest first (also after it was unregistered)."""
+    folder = history_folder(name, settings)
+    return [
+        QueryVersion(e["version"], e["digest"], e["at"], e.get("by"), folder / f"v{e['version']}.rq")
+        for e in _events(name, settings) if e.get("event") == "saved" and (folder / f"v{e['version']}.rq").exists()
+    ]
+
+
+def record_version(name: str, text: str, settings: Settings, by: str | None = None) -> QueryVersion:
+    """Keep ``text`` as the query's next version, unless it is the latest version already. The caller holds
+    ``registry_lock`` (``register_text`` does)."""
+    saved = versions(name, settings)
+    digest = text_version(text)
+    if saved and saved[-1].digest == digest:
+        return saved[-1]
+    number = max((e.get("version", 0) for e in _events(name, settings)), default=0) + 1
+    folder = history_folder(name, settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"v{number}.rq").write_text(text, encoding="utf-8")
+    at = time.time_ns() // 1000
+    log_event(name, settings, {"event": "saved", "version": number, "digest": digest, "at": at, "by": by})
+    return QueryVersion(number, digest, at, by, folder / f"v{number}.rq")

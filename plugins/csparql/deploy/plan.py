@@ -1,0 +1,272 @@
+"""How a registered query runs in production, decided without Airflow or Spark.
+
+``deployment_of`` reads one registry file and returns everything the Airflow layer needs to build its DAG —
+schedule, windows, the streams it waits for (and their producers in the registry), the tables it writes — or
+raises ``RegistrationError`` with the file name and the parser's message. ``WindowWait`` is what each window
+of a query waits for, in a form that travels to Airflow's triggerer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rdflib import URIRef
+
+from csparql.algebra.operators import QueryPlan
+from csparql.deploy.history import text_version
+from csparql.deploy.registry import (
+    DAG_ID,
+    QueryFacts,
+    RegistrationError,
+    check_registry_name,
+    compiled_file,
+    producers_in,
+    producers_of,
+    registry_facts,
+    registry_files,
+    registry_name,
+)
+from csparql.deploy.settings import Settings
+from csparql.frontend import compile_query
+from csparql.language.errors import QueryError
+from csparql.schedule import Schedule
+from csparql.storage.warehouse import collision_message, name_collision, reserved_name_problem, slug
+from csparql.windows import format_duration
+
+@dataclass(frozen=True)
+class StreamInput:
+    """A stream the query reads. An ingested stream is complete for a window once its watermark passed the
+    window's end plus ``lateness``; a derived stream (the output of a ``REGISTER STREAM`` query in the registry)
+    once that query, ``producer``, has written every one of its windows that ends inside the window."""
+
+    iri: str
+    lateness: int
+    producer: str | None = None
+    producer_schedule: Schedule | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"iri": self.iri, "lateness": self.lateness, "producer": self.producer,
+                "producer_schedule": self.producer_schedule.to_dict() if self.producer_schedule else None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StreamInput:
+        schedule = data.get("producer_schedule")
+        return cls(data["iri"], int(data["lateness"]), data.get("producer"),
+                   Schedule.from_dict(schedule) if schedule else None)
+
+
+@dataclass(frozen=True)
+class WindowRequirements:
+    """What must have landed before one evaluation runs: a watermark threshold (µs) per ingested stream, and
+    the window ends each producer must have written."""
+
+    at: int
+    window_end: int
+    streams: dict[str, int]
+    producer_windows: dict[str, list[int]]
+
+    def to_dict(self) -> dict:
+        return {"at": self.at, "window_end": self.window_end, "streams": self.streams,
+                "producer_windows": self.producer_windows}
+
+
+@dataclass(frozen=True)
+class WindowWait:
+    """What each window of a query waits for: its schedule and the streams it reads. Holds no query text, so
+    that it travels to Airflow's triggerer in a trigger's arguments (``to_dict``/``from_dict``), where a run's
+    requirements are worked out once its instant is known."""
+
+    schedule: Schedule | None
+    inputs: tuple[StreamInput, ...]
+
+    def requirements(self, at: int) -> WindowRequirements:
+        """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
+        evaluation = self.schedule.evaluation_at(at) if self.schedule else None
+        streams: dict[str, int] = {}
+        producers: dict[str, list[int]] = {}
+        for stream in self.inputs:
+            bounds = evaluation.streams[URIRef(stream.iri)] if evaluation else None
+            end = bounds.end if bounds else at
+            if stream.producer is None or stream.producer_schedule is None:
+                streams[stream.iri] = end + stream.lateness
+                continue
+            start = bounds.start if bounds and bounds.start is not None else None
+            written = stream.producer_schedule.evaluations(
+                (start + 1) if start is not None else end - stream.producer_schedule.period + 1,
+                end + stream.producer_schedule.period,
+            )
+            ends = [e.end for e in written if e.end <= end and (start is None or e.end > start)]
+            if start is None:
+                ends = ends[-1:]  # a count-based window needs the producer's latest window
+            producers.setdefault(stream.producer, []).extend(ends)
+        return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"schedule": self.schedule.to_dict() if self.schedule else None,
+                "inputs": [stream.to_dict() for stream in self.inputs]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WindowWait:
+        schedule = data.get("schedule")
+        return cls(Schedule.from_dict(schedule) if schedule else None,
+                   tuple(StreamInput.from_dict(stream) for stream in data["inputs"]))
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything the DAG of one registered query is built from."""
+
+    name: str
+    path: Path
+    text: str
+    plan: QueryPlan = field(repr=False)
+    schedule: Schedule | None
+    inputs: tuple[StreamInput, ...]
+    output_stream: str | None
+    registered_as: str | None
+
+    @property
+    def dag_id(self) -> str:
+        return self.name
+
+    @property
+    def version(self) -> str:
+        """The version of the query text (``text_version``), recorded with every run and result row."""
+        return text_version(self.text)
+
+    @property
+    def description(self) -> str:
+        what = f"REGISTER {self.plan.registration.kind} {self.registered_as}" if self.registered_as else "one-shot query"
+        if self.schedule is None:
+            return f"{what}: runs when triggered"
+        windows = ", ".join(f"<{iri}> [{window}]" for iri, window in self.schedule.windows)
+        return f"{what}, computed every {format_duration(self.schedule.period)}" + (f" over {windows}" if windows else "")
+
+    @property
+    def wait(self) -> WindowWait:
+        """What each of the query's windows waits for."""
+        return WindowWait(self.schedule, self.inputs)
+
+    def requirements(self, at: int) -> WindowRequirements:
+        """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
+        return self.wait.requirements(at)
+
+
+def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
+    """The deployment of one registry file; ``RegistrationError`` when it cannot be read or is not a valid
+    query (the parser's message, with line, column and caret, follows the file name), when its name would
+    make SQL confuse its results with a warehouse table or with those of a registry file before it in name
+    order (``check_name_is_free``), when another registry file already produces the stream it registers, or
+    when it reads its own output."""
+    path = Path(path)
+    name, text, plan = compiled_file(path)
+    before = [other for other in registry_files(settings) if other.name < path.name]
+    _check_name(path, name, before, [], settings)
+    return _deployment(path, name, text, plan, settings)
+
+
+def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:
+    """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
+    ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query or
+    with the stored results of another query is refused too (``check_name_is_free``)."""
+    check_name_is_free(name, settings)
+    try:
+        plan = compile_query(text, source_name)
+    except QueryError as error:
+        raise RegistrationError(source_name, "\n" + error.render()) from None
+    return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings)
+
+
+def check_name_is_free(name: str, settings: Settings) -> str:
+    """``name`` itself when a query may be registered under it: a valid name (``check_registry_name``) whose
+    SQL result tables are neither the warehouse's own tables nor, compared in lower case, those of another
+    registered query or of another query's stored results (``csparql.storage.warehouse.name_collision``).
+    The same spelling is the same query (an edit), never a collision. ``RegistrationError`` naming the
+    table or query it collides with otherwise."""
+    check_registry_name(name, settings)
+    _check_name(settings.registry / f"{name}.rq", name, registry_files(settings),
+                settings.warehouse.result_names(), settings)
+    return name
+
+
+def _check_name(path: Path, name: str, registered: list[Path], stored: list[str], settings: Settings) -> None:
+    problem = reserved_name_problem(name)
+    if problem is None:
+        collision = name_collision(name, [p.stem for p in registered if DAG_ID.fullmatch(p.stem)])
+        if collision is not None:
+            other, table = collision
+            problem = collision_message(name, other, table, f"the registered query {other} ({other}.rq)")
+    if problem is None:
+        collision = name_collision(name, stored)
+        if collision is not None:
+            other, table = collision
+            problem = collision_message(name, other, table, f"the stored results of the query {other} "
+                                                             f"({settings.warehouse.root / 'results' / other})")
+    if problem is not None:
+        raise RegistrationError(path, problem)
+
+
+def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings) -> Deployment:
+    registration = plan.registration
+    facts = QueryFacts.of(plan)
+    return Deployment(
+        name=name,
+        path=path,
+        text=text,
+        plan=plan,
+        schedule=facts.schedule,
+        inputs=_inputs(path, facts, producers_of(settings), settings),
+        output_stream=facts.output_stream,
+        registered_as=registration.name if registration else None,
+    )
+
+
+def _inputs(path: Path, facts: QueryFacts, producers: dict[str, tuple[Path, Schedule | None]],
+            settings: Settings) -> tuple[StreamInput, ...]:
+    """The streams the query of ``path`` reads, each with its producer if a registry file produces it;
+    ``RegistrationError`` when an earlier registry file already produces the stream it registers, or when it
+    reads its own output."""
+    output = facts.output_stream
+    if output is not None and producers.get(output, (path,))[0] != path:
+        raise RegistrationError(
+            path, f"the stream <{output}> is already produced by {producers[output][0].name}: "
+            "give this query another REGISTER STREAM name"
+        )
+    inputs = []
+    for iri in facts.streams:
+        if output is not None and iri == output:
+            raise RegistrationError(path, f"the query reads the stream it produces (<{output}>)")
+        if iri in producers:
+            producer_path, producer_schedule = producers[iri]
+            inputs.append(StreamInput(iri, 0, registry_name(producer_path), producer_schedule))
+        else:
+            inputs.append(StreamInput(iri, settings.allowed_lateness))
+    return tuple(dict.fromkeys(inputs))
+
+
+def ingested_streams(settings: Settings) -> list[str]:
+    """The streams registered queries read that no registered query produces, in IRI order. Queries that
+    cannot be deployed (``deployment_of`` refuses them) are left out: their own loaders report them."""
+    registry = registry_facts(settings)
+    producers = producers_in(registry)
+    streams: set[str] = set()
+    for path, facts in registry:
+        if facts is None:
+            continue
+        try:
+            _check_name(path, path.stem, [other for other, _ in registry if other.name < path.name], [], settings)
+            inputs = _inputs(path, facts, producers, settings)
+        except RegistrationError:
+            continue
+        streams.update(stream.iri for stream in inputs if stream.producer is None)
+    return sorted(streams)
+
+
+def ingest_dag_id(stream: str) -> str:
+    """The id of the DAG that ingests a stream's landing folder."""
+    return "ingest_" + re.sub(r"[^A-Za-z0-9_]", "_", slug(stream))

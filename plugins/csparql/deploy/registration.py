@@ -1,0 +1,84 @@
+"""Changing the registry: registering a query (its file, its loader, its facts and a new version, after
+checking it deploys) and unregistering one. Every change holds the registry's lock."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+from csparql.deploy.history import log_event, record_version, versions
+from csparql.deploy.plan import deployment_of_text
+from csparql.deploy.registry import (
+    QueryFacts,
+    RegistrationError,
+    check_registry_name,
+    registry_lock,
+    store_facts,
+    write_loader,
+)
+from csparql.deploy.settings import Settings
+from csparql.frontend import compile_query
+from csparql.language.errors import QueryError
+from csparql.storage.files import write_text_atomically
+
+def register(source: str | os.PathLike, settings: Settings, name: str | None = None, replace: bool = False,
+             by: str | None = None) -> Path:
+    """Copy a query into the registry as ``<name>.rq`` with its loader, after checking it deploys; the name
+    defaults to the REGISTER name, else the file's stem. ``RegistrationError`` leaves the registry unchanged."""
+    source = Path(source)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RegistrationError(source, f"cannot be read: {error}") from None
+    return register_text(text, settings, name=name or None, replace=replace, source_name=source.name,
+                         default_name=source.stem, by=by)
+
+
+def register_text(text: str, settings: Settings, name: str | None = None, replace: bool = False,
+                  source_name: str = "<query>", default_name: str | None = None, by: str | None = None) -> Path:
+    """Put a query text into the registry as ``<name>.rq`` with its loader, after checking it deploys, and
+    record it as a new version (``versions``) when it differs from the latest one. The name defaults to the
+    REGISTER name, else ``default_name``. ``RegistrationError`` (with the parser's line, column and caret for
+    a query that does not parse) leaves the registry unchanged."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        plan = compile_query(text, source_name)
+    except QueryError as error:
+        raise RegistrationError(source_name, "\n" + error.render()) from None
+    name = name or (plan.registration.name if plan.registration else default_name)
+    if not name:
+        raise RegistrationError(source_name, "give the query a name: it has no REGISTER clause")
+    check_registry_name(name, settings)  # before the lock: a name with path tricks touches no folder
+    target = settings.registry / f"{name}.rq"
+    with registry_lock(settings):
+        previous = target.read_text(encoding="utf-8") if target.exists() else None
+        if previous is not None and not replace and previous != text:
+            raise RegistrationError(target, "a different query is already registered under this name: "
+                                            "unregister it first, pass --replace, or choose another name with --as")
+        deployment_of_text(text, name, settings, source_name)  # e.g. its name collides, or its stream has a producer
+        if previous is not None and not versions(name, settings):
+            record_version(name, previous, settings, by=None)  # registered before versions were kept
+        record_version(name, text, settings, by=by)
+        write_text_atomically(target, text)
+        store_facts(hashlib.sha256(text.encode("utf-8")).hexdigest(), QueryFacts.of(plan), settings)
+        write_loader(target)
+    return target
+
+
+def unregister(name: str, settings: Settings, by: str | None = None) -> list[Path]:
+    """Remove a query and its loader from the registry (its results and its versions stay)."""
+    check_registry_name(name, settings)
+    removed = []
+    with registry_lock(settings):
+        for suffix in (".rq", ".py"):
+            path = settings.registry / f"{name}{suffix}"
+            if path.exists():
+                path.unlink()
+                removed.append(path)
+        if not removed:
+            raise RegistrationError(settings.registry / f"{name}.rq", "no query is registered under this name")
+        if versions(name, settings):
+            log_event(name, settings, {"event": "unregistered", "at": time.time_ns() // 1000, "by": by})
+    return removed

@@ -1,0 +1,309 @@
+"""The registry: a folder of ``.rq`` files (``$CSPARQL_REGISTRY``, default ``dags/queries/``), each with the
+Airflow DAG loader beside it, and what compiling each file tells the deployments of the others.
+
+A file's stem is the registration's identity: its Airflow DAG id and the name of its result tables
+(``registry_name``). A deployment depends on the other registry files (which of them produces a stream the
+query reads). So that building one does not compile the whole registry, each file is compiled once per content
+in a process, and what the others need of it (``QueryFacts``) is kept per content in the warehouse
+(``_csparql/query_facts``): Airflow's DAG processor parses each DAG file in a process of its own, which then
+compiles only its own query.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import rdflib
+
+from csparql.algebra.operators import QueryPlan
+from csparql.deploy.settings import Settings
+from csparql.frontend import compile_query
+from csparql.language.errors import QueryError
+from csparql.schedule import Schedule, evaluation_period
+from csparql.storage.files import write_text_atomically
+from csparql.storage.warehouse import output_stream_iri
+
+DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+class RegistrationError(Exception):
+    """A registry file that cannot become a DAG; ``str()`` names the file and says why."""
+
+    def __init__(self, path: str | os.PathLike, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = str(path)
+        self.message = message
+
+
+def registry_name(path: str | os.PathLike) -> str:
+    """The registration name of a registry file: its stem, which must be a valid DAG id and table name."""
+    stem = Path(path).stem
+    if not DAG_ID.fullmatch(stem):
+        raise RegistrationError(
+            path,
+            f"'{stem}' cannot name a registered query: rename the file to letters, digits and '_', starting with "
+            "a letter or '_' (it becomes the DAG id and the result tables' name)",
+        )
+    return stem
+
+
+def check_registry_name(name: str, settings: Settings) -> str:
+    """``name`` itself when it can name a registered query (the ``DAG_ID`` rule: letters, digits and '_',
+    no path separators, dots or spaces); ``RegistrationError`` saying so otherwise."""
+    if not isinstance(name, str) or not DAG_ID.fullmatch(name) or len(name) > 200:
+        shown = name if isinstance(name, str) and len(name) <= 200 else f"{str(name)[:200]}…"
+        raise RegistrationError(
+            settings.registry,
+            f"'{shown}' cannot name a registered query: use letters, digits and '_', starting with a letter or "
+            "'_' (it becomes the DAG id and the result tables' name)",
+        )
+    return name
+
+
+def _content(path: Path) -> tuple[str, str]:
+    """The text of a registry file (line endings read as LF, as ``Path.read_text`` reads them) and the SHA-256
+    of its bytes; ``RegistrationError`` when it cannot be read."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RegistrationError(path, f"cannot be read: {error}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n"), hashlib.sha256(data).hexdigest()
+
+
+_COMPILED: dict[Path, tuple[str, QueryPlan | str]] = {}
+"""Per registry file, in this process: the digest of the content last compiled and its plan, or the parser's
+message. Plans are immutable (frozen dataclasses of tuples), so the deployments of one content share one."""
+
+
+def _compile(path: Path, text: str, digest: str) -> QueryPlan | str:
+    """The plan of ``text``, the content of ``path`` whose SHA-256 is ``digest``, or the parser's message (with
+    line, column and caret); compiled once per content in this process."""
+    key = path.absolute()
+    cached = _COMPILED.get(key)
+    if cached is None or cached[0] != digest:
+        try:
+            result: QueryPlan | str = compile_query(text, path.name)
+        except QueryError as error:
+            result = "\n" + error.render()
+        cached = _COMPILED[key] = (digest, result)
+    return cached[1]
+
+
+def compiled_file(path: Path) -> tuple[str, str, QueryPlan]:
+    """The name, text and plan of a registry file; ``RegistrationError`` when its name cannot name a query,
+    it cannot be read, or it is not a valid query."""
+    name = registry_name(path)
+    text, digest = _content(path)
+    plan = _compile(path, text, digest)
+    if isinstance(plan, str):
+        raise RegistrationError(path, plan)
+    return name, text, plan
+
+
+def _output_stream(plan: QueryPlan) -> str | None:
+    registration = plan.registration
+    if registration is not None and registration.kind == "STREAM":
+        return str(output_stream_iri(registration.name))
+    return None
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    """What compiling one registry file tells the deployments of the others: the stream it produces
+    (``REGISTER STREAM``; None otherwise), its schedule (None for a one-shot query) and the streams it reads,
+    in query order. Kept per file content, in memory and in the warehouse (``registry_facts``), so that
+    building one query's deployment does not compile the whole registry."""
+
+    output_stream: str | None
+    schedule: Schedule | None
+    streams: tuple[str, ...]
+
+    @classmethod
+    def of(cls, plan: QueryPlan) -> QueryFacts:
+        return cls(
+            output_stream=_output_stream(plan),
+            schedule=Schedule.of(plan) if evaluation_period(plan) is not None else None,
+            streams=tuple(str(stream.iri) for stream in plan.streams),
+        )
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"output_stream": self.output_stream, "streams": list(self.streams),
+                "schedule": self.schedule.to_dict() if self.schedule else None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> QueryFacts:
+        """The facts ``to_dict`` gave; ``ValueError``, ``KeyError`` or ``TypeError`` for anything else (a
+        damaged cache file)."""
+        output, streams, schedule = data["output_stream"], data["streams"], data["schedule"]
+        if not (output is None or isinstance(output, str)) or not _strings(streams):
+            raise ValueError("not the facts of a query")
+        if schedule is not None:
+            if type(schedule["period"]) is not int or not _strings([w["stream"] for w in schedule["windows"]]):
+                raise ValueError("not the schedule of a query")
+            schedule = Schedule.from_dict(schedule)  # each window checks its own numbers
+        return cls(output, schedule, tuple(streams))
+
+
+def _strings(values: object) -> bool:
+    return isinstance(values, list) and all(isinstance(value, str) for value in values)
+
+
+_FACTS: dict[Path, tuple[str, QueryFacts | None]] = {}
+"""Per registry file, in this process: the digest of its content and its facts (None: it does not compile)."""
+
+FACTS_FORMAT = 1
+"""The version of the compile cache's files (``Warehouse.query_facts``); part of ``code_version``."""
+
+
+@functools.cache
+def code_version() -> str:
+    """Names the code that compiles: a digest of csparql's sources (path, size and modification time of each
+    ``.py`` and ``.lark`` file), of rdflib's and Python's versions and of ``FACTS_FORMAT``. The compile cache
+    keeps facts per code version: another compiler may read the same text differently."""
+    package = Path(__file__).resolve().parents[1]  # the csparql package
+    digest = hashlib.sha256(f"{FACTS_FORMAT} {sys.version_info[:2]} rdflib {rdflib.__version__}\n".encode())
+    for source in sorted(package.rglob("*")):
+        if source.suffix in (".py", ".lark"):
+            stat = source.stat()
+            digest.update(f"{source.relative_to(package)} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _facts_file(digest: str, settings: Settings) -> Path:
+    return settings.warehouse.query_facts / code_version() / f"{digest}.json"
+
+
+def _stored_facts(digest: str, settings: Settings) -> tuple[bool, QueryFacts | None]:
+    """``(True, facts)`` when the warehouse's compile cache holds the facts of the content ``digest``
+    (``facts`` None: it does not compile); ``(False, None)`` when it does not, or when its file cannot be read
+    back (cut short, damaged): such a file is recomputed and replaced."""
+    try:
+        data = json.loads(_facts_file(digest, settings).read_text(encoding="utf-8"))
+        if data["digest"] != digest or type(data["compiles"]) is not bool:
+            return False, None
+        return True, QueryFacts.from_dict(data) if data["compiles"] else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False, None
+
+
+def store_facts(digest: str, facts: QueryFacts | None, settings: Settings) -> None:
+    """Keep the facts of the content ``digest`` in the warehouse's compile cache, written atomically: a reader
+    never sees half a file, and concurrent writers write the same facts. The first write of a new
+    ``code_version`` removes the facts of other code. A cache that cannot be written (a read-only warehouse)
+    only costs compiling again."""
+    target = _facts_file(digest, settings)
+    data = {"digest": digest, "compiles": facts is not None, **(facts.to_dict() if facts else {})}
+    try:
+        if not target.parent.is_dir():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            for other in target.parent.parent.iterdir():
+                if other != target.parent and other.is_dir():
+                    shutil.rmtree(other, ignore_errors=True)
+        write_text_atomically(target, json.dumps(data))
+    except OSError:
+        pass
+
+
+def _facts(path: Path, settings: Settings) -> QueryFacts | None:
+    """What compiling the registry file ``path`` tells; None when it cannot be deployed on its own (its name,
+    unreadable, not a valid query). From this process's memory, else from the warehouse's compile cache, else
+    compiled (and then kept in both); keyed by the file's content, so that an edit is seen at once."""
+    try:
+        registry_name(path)
+        text, digest = _content(path)
+    except RegistrationError:
+        return None
+    key = path.absolute()
+    cached = _FACTS.get(key)
+    if cached is not None and cached[0] == digest:
+        return cached[1]
+    found, facts = _stored_facts(digest, settings)
+    if not found:
+        plan = _compile(path, text, digest)
+        facts = None if isinstance(plan, str) else QueryFacts.of(plan)
+        store_facts(digest, facts, settings)
+    _FACTS[key] = (digest, facts)
+    return facts
+
+
+def registry_facts(settings: Settings) -> list[tuple[Path, QueryFacts | None]]:
+    """Each registry file in name order, with its facts (``_facts``): the registry as the deployment of any
+    one of its queries sees it. Only files whose content is new to this process and to the warehouse's
+    compile cache are compiled."""
+    return [(path, _facts(path, settings)) for path in registry_files(settings)]
+
+
+def registry_files(settings: Settings) -> list[Path]:
+    """The registry's query files, in name order."""
+    return sorted(settings.registry.glob("*.rq")) if settings.registry.is_dir() else []
+
+
+def producers_of(settings: Settings) -> dict[str, tuple[Path, Schedule | None]]:
+    """Which registry file produces each output stream (the first by file name wins), with its schedule;
+    files that do not parse produce nothing."""
+    return producers_in(registry_facts(settings))
+
+
+def producers_in(registry: list[tuple[Path, QueryFacts | None]]) -> dict[str, tuple[Path, Schedule | None]]:
+    producers: dict[str, tuple[Path, Schedule | None]] = {}
+    for path, facts in registry:
+        if facts is not None and facts.output_stream is not None and facts.output_stream not in producers:
+            producers[facts.output_stream] = (path, facts.schedule)
+    return producers
+
+
+LOADER = """# Airflow DAG loader for the C-SPARQL query in {query} (written by `csparql register`; do not edit).
+from csparql.orchestration.dags import registered_query_dag
+
+dag = registered_query_dag(__file__)
+"""
+"""The DAG file beside each registry file (see ``csparql.orchestration.dags``)."""
+
+
+@contextlib.contextmanager
+def registry_lock(settings: Settings) -> Iterator[None]:
+    """Hold the registry's lock (an exclusive ``flock`` on ``<registry>/.lock``, across processes and threads):
+    registrations, replacements and removals that overlap — two saves in the UI, the CLI at the same time —
+    happen one after the other, so each gets its own version number and none is lost."""
+    settings.registry.mkdir(parents=True, exist_ok=True)
+    with open(settings.registry / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def write_loader(query: Path) -> Path:
+    loader = query.with_suffix(".py")
+    write_text_atomically(loader, LOADER.format(query=query.name))
+    return loader
+
+
+def sync_loaders(settings: Settings) -> tuple[list[Path], list[Path]]:
+    """Write the loader of every registry file that lacks one (or has an outdated one) and remove loaders whose
+    query is gone; returns (written, removed)."""
+    written, removed = [], []
+    for query in registry_files(settings):
+        loader = query.with_suffix(".py")
+        if not loader.exists() or loader.read_text(encoding="utf-8") != LOADER.format(query=query.name):
+            written.append(write_loader(query))
+    for loader in sorted(settings.registry.glob("*.py")) if settings.registry.is_dir() else []:
+        if not loader.with_suffix(".rq").exists() and loader.read_text(encoding="utf-8").startswith("# Airflow DAG loader for the C-SPARQL"):
+            loader.unlink()
+            removed.append(loader)
+    return written, removed
+
+
