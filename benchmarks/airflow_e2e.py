@@ -292,7 +292,7 @@ def run(profile, work: Path, spark) -> dict:
     """The end-to-end figures (see the module docstring) as a dictionary for results.json."""
     from csparql.deploy.settings import Settings
     from csparql.engine.ingest import load_static
-    from csparql.orchestration.stack import AirflowStack
+    from csparql.stack.airflow_stack import AirflowStack
     from csparql.storage.warehouse import Warehouse
 
     if work.exists():

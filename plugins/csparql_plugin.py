@@ -1,7 +1,7 @@
 """The Airflow plugin of csparql: registers the query timetable with every Airflow component, and adds the
 C-SPARQL pages to the api-server and the UI.
 
-- ``fastapi_apps``: the pages' app (``csparql.orchestration.ui.app``) at ``/csparql``. It is built only when
+- ``fastapi_apps``: the pages' app (``csparql.web.app``) at ``/csparql``. It is built only when
   the api-server asks for it, so the scheduler, DAG processor, triggerer and task runners never import it.
 - ``external_views``: "C-SPARQL" in the Browse menu (the queries, the register page, the streams), and a
   "Query" tab on every DAG's page (``{DAG_ID}`` is filled in by the UI; a DAG that is not a query says so).
@@ -28,6 +28,6 @@ class CsparqlPlugin(AirflowPlugin):
 
     @property
     def fastapi_apps(self):
-        from csparql.orchestration.ui.app import app
+        from csparql.web.app import app
 
         return [{"app": app, "url_prefix": UI_PREFIX, "name": "C-SPARQL"}]

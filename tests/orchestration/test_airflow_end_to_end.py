@@ -27,7 +27,7 @@ from csparql.deploy.registration import register
 from csparql.deploy.settings import Settings
 from csparql.engine.ingest import ingest_stream, load_static
 from csparql.engine.stored import StoredResults
-from csparql.orchestration.stack import AirflowStack, free_port
+from csparql.stack.airflow_stack import AirflowStack, free_port
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run, read_watermarks

@@ -587,7 +587,7 @@ def test_docker_compose_accepts_the_file():
 
 
 def test_the_scheduler_examines_enough_runs_that_waiting_windows_do_not_starve_backfills():
-    from csparql.orchestration.stack import DAGRUNS_PER_LOOP
+    from csparql.stack.airflow_stack import DAGRUNS_PER_LOOP
 
     examined = int(variable(SCHEDULER, "AIRFLOW__SCHEDULER__MAX_DAGRUNS_PER_LOOP_TO_SCHEDULE"))
     assert examined == DAGRUNS_PER_LOOP, "the embedded stack and docker-compose should schedule alike"

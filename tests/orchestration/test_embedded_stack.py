@@ -17,11 +17,11 @@ import pytest
 from csparql.cli import main
 from csparql.deploy.plan import ingest_dag_id
 from csparql.deploy.settings import Settings
-from csparql.orchestration import embedded as embedded_module
-from csparql.orchestration.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress
-from csparql.orchestration.stack import AirflowStack, ServerError
 from csparql.samples import SampleFiles
 from csparql.spark.connect_server import ConnectServer
+from csparql.stack import embedded as embedded_module
+from csparql.stack.airflow_stack import AirflowStack, ServerError
+from csparql.stack.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress
 from csparql.storage import delta, schema
 from csparql.windows import parse_instant
 

@@ -10,7 +10,7 @@ import inspect
 from pathlib import Path
 
 from csparql.orchestration.dags import MAX_ACTIVE_RUNS
-from csparql.orchestration.stack import DAGRUNS_PER_LOOP, AirflowStack
+from csparql.stack.airflow_stack import DAGRUNS_PER_LOOP, AirflowStack
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "queries"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from csparql.orchestration import stack as stack_module
-from csparql.orchestration.stack import AirflowStack, StackError
+from csparql.stack import airflow_stack as stack_module
+from csparql.stack.airflow_stack import AirflowStack, StackError
 
 START, END = "2010-03-22T08:30:00Z", "2010-03-22T09:00:00Z"
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from csparql.orchestration.stack import COMPONENTS, AirflowStack
+from csparql.stack.airflow_stack import COMPONENTS, AirflowStack
 
 FAKE_AIRFLOW = """#!/bin/sh
 echo "$1" >> "$CSPARQL_TEST_CALLS"

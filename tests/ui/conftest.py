@@ -18,7 +18,7 @@ import pytest
 
 from csparql import samples
 from csparql.deploy.settings import Settings
-from csparql.orchestration.stack import AirflowStack, free_port
+from csparql.stack.airflow_stack import AirflowStack, free_port
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="csparql-airflow-home-"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
 
-from csparql.orchestration.ui.charts import nice_ceiling, time_chart
+from csparql.web.charts import nice_ceiling, time_chart
 from csparql.windows import parse_instant
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -12,7 +12,7 @@ import pytest
 from starlette.routing import Route
 
 from csparql.deploy.history import versions
-from csparql.orchestration.ui.app import SAFE_METHODS, create_app
+from csparql.web.app import SAFE_METHODS, create_app
 
 TOLLGATES = """REGISTER QUERY EndpointTollgates AS
 # a comment that tries to close the page: </pre><script>document.title = "pwned"</script>

@@ -166,8 +166,8 @@ def run_watermark(args: argparse.Namespace) -> int:
 
 
 def run_stack(args: argparse.Namespace) -> int:
-    from csparql.orchestration.embedded import EmbeddedStack
-    from csparql.orchestration.stack import StackError
+    from csparql.stack.airflow_stack import StackError
+    from csparql.stack.embedded import EmbeddedStack
 
     settings = _settings()
     if settings is None:

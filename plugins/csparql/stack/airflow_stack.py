@@ -103,8 +103,8 @@ class AirflowStack:
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(project_root() / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "csparql.orchestration.sqlite_settings.CONNECT_ARGS",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "csparql.orchestration.sqlite_settings.CONNECT_ARGS",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "csparql.stack.sqlite_settings.CONNECT_ARGS",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "csparql.stack.sqlite_settings.CONNECT_ARGS",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
             # Finish the runs already started before starting more: a task's priority is the tasks upstream of

@@ -39,8 +39,8 @@ from csparql.deploy.registry import RegistrationError
 from csparql.deploy.settings import Settings
 from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
-from csparql.orchestration.stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.samples import SampleFiles
+from csparql.stack.airflow_stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.spark.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
                                          connect_mode_left_alone, port_in_use)
 from csparql.storage.warehouse import project_root

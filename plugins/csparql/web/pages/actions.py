@@ -1,0 +1,90 @@
+"""Acting on a query's DAG: ``POST /queries/NAME/pause``, ``/unpause`` and ``/trigger`` (a run for a window
+end, or now); ``/queries/NAME/delete`` asks before deleting, ``POST`` to it unregisters the query, deletes its
+DAG and, when asked, drops its results."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse
+
+from csparql.deploy import monitoring
+from csparql.deploy.registration import unregister
+from csparql.web.security import allowed, readable, require
+from csparql.web.state import current_settings
+from csparql.web.views import Refused, done, page, user_name
+from csparql.windows import parse_evaluation_instant
+
+router = APIRouter()
+
+
+@router.post("/queries/{name}/pause")
+def pause(request: Request, name: str):
+    return set_paused(request, name, True)
+
+
+@router.post("/queries/{name}/unpause")
+def unpause(request: Request, name: str):
+    return set_paused(request, name, False)
+
+
+def set_paused(request: Request, name: str, paused: bool):
+    from csparql.web import airflow_state
+
+    readable(request, current_settings(request), name)
+    require(request, "PUT", name, f"{'pause' if paused else 'unpause'} {name}")
+    if not airflow_state.set_paused(name, paused):
+        raise Refused(409, f"Airflow has not parsed the DAG {name} yet: try again in a few seconds")
+    return done(request, f"/queries/{name}", "paused" if paused else "unpaused", {"name": name})
+
+
+@router.post("/queries/{name}/trigger")
+def trigger(request: Request, name: str, window_end: str = Form("")):
+    from csparql.web import airflow_state
+
+    readable(request, current_settings(request), name)
+    require(request, "POST", name, f"trigger runs of {name}", run=True)
+    if window_end.strip():
+        try:
+            at = parse_evaluation_instant(window_end.strip())
+        except ValueError as error:
+            raise Refused(400, f"window end: {error} (write e.g. 2010-03-22T08:35:00Z)") from None
+    else:
+        at = time.time_ns() // 1000
+    try:
+        run_id = airflow_state.trigger(name, at, user_name(request))
+    except airflow_state.TriggerRefused as error:
+        raise Refused(409, str(error)) from None
+    return done(request, f"/queries/{name}", "triggered", {"name": name, "run_id": run_id})
+
+
+@router.get("/queries/{name}/delete", response_class=HTMLResponse)
+def delete_page(request: Request, name: str):
+    settings = current_settings(request)
+    readable(request, settings, name)
+    return page(request, "delete.html", name=name, kind=monitoring.result_kind(settings.warehouse, name),
+                can_delete=allowed(request, "DELETE", name))
+
+
+@router.post("/queries/{name}/delete")
+def delete(request: Request, name: str, confirm: str = Form(""), drop_results: str = Form("")):
+    from csparql.web import airflow_state
+
+    settings = current_settings(request)
+    readable(request, settings, name)
+    require(request, "DELETE", name, f"delete {name}")
+    if confirm != name:
+        raise Refused(400, f"nothing was deleted: confirm by sending confirm={name} (the delete page asks first)")
+    if airflow_state.running_tasks(name):
+        raise Refused(409, f"nothing was deleted: a task of {name} is running; wait for it, or pause the DAG first")
+    unregister(name, settings, by=user_name(request))
+    airflow_state.delete_dag(name)
+    dropped = []
+    if drop_results == "yes":
+        folder = settings.warehouse.root / "results" / name
+        if folder.is_dir():
+            shutil.rmtree(folder)
+            dropped.append(str(folder))
+    return done(request, "/", "deleted", {"name": name, "results_dropped": dropped})

@@ -1,0 +1,38 @@
+"""What the app keeps between requests: its settings, and the warehouse's statistics for the editor."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import Request
+
+from csparql.deploy.settings import Settings
+
+
+def current_settings(request: Request) -> Settings:
+    """The settings the app was created with, else the environment's (read on first use)."""
+    state = request.app.state
+    if state.csparql_settings is None:
+        state.csparql_settings = state.csparql_given_settings or Settings.from_environment()
+    return state.csparql_settings
+
+
+_statistics_cache: dict = {}
+
+
+def warehouse_statistics(settings: Settings):
+    """The optimizer's statistics of the warehouse, read at most every 30 s (the editor asks on each pause
+    in typing)."""
+    from csparql.storage.statistics import read_statistics
+
+    key = str(settings.warehouse.root)
+    cached = _statistics_cache.get(key)
+    if cached is None or time.monotonic() - cached[0] > 30:
+        try:
+            cached = (time.monotonic(), read_statistics(settings.warehouse))
+        except Exception:  # an unreadable statistics table must not stop validation: plan without it
+            from csparql.optimizer import SourceStatistics
+
+            cached = (time.monotonic(), SourceStatistics({}))
+        _statistics_cache[key] = cached
+    return cached[1]
