@@ -1,4 +1,4 @@
-"""Each optimizer rule against its fixture file of input queries and expected plans; and the rules never
+"""Each optimizer rule, alone, against its fixture file of input plans and expected plans; and the rules never
 change a query's meaning on the cases (checked by evaluating both plans in the engine's tests)."""
 
 from __future__ import annotations

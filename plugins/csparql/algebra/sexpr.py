@@ -3,7 +3,8 @@
 ``format_plan(plan)`` prints a whole ``QueryPlan`` (registration, dataset, pattern); ``format_operator(op)``
 prints a pattern. Triple patterns that the optimizer has assigned to sources show them first:
 ``(bgp (from (window <s> (range 10m) (step 1m))) (triple ?t t:registers ?car))``. Optimizer fixtures and
-``csparql explain`` use this form, so a test reads like the plan it checks.
+``csparql explain`` use this form, so a test reads like the plan it checks; ``csparql.algebra.sexpr_reader``
+reads it back.
 """
 
 from __future__ import annotations
