@@ -1,11 +1,29 @@
 """Fixtures shared by the whole suite. One SparkSession serves every test that needs Spark (it takes 10–20 s
-to start), created on first use."""
+to start), created on first use.
+
+Markers (registered in pyproject.toml): a test that uses a Spark fixture is marked ``spark`` here, one that
+uses the ``ui`` stack ``airflow``; modules that start Spark, import or run Airflow, or drive a browser
+otherwise say so with ``pytestmark``. ``pytest -m "not spark and not airflow and not browser"`` runs the rest,
+the pure tests, in seconds."""
 
 from __future__ import annotations
 
 import logging
 
 import pytest
+
+
+SPARK_FIXTURES = {"spark", "conformance_spark"}
+AIRFLOW_FIXTURES = {"ui"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        fixtures = set(item.fixturenames)  # with every fixture the test's fixtures depend on
+        if fixtures & SPARK_FIXTURES:
+            item.add_marker(pytest.mark.spark)
+        if fixtures & AIRFLOW_FIXTURES:
+            item.add_marker(pytest.mark.airflow)
 
 
 @pytest.fixture(scope="session")

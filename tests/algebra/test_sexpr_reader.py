@@ -25,8 +25,8 @@ CORPORA = {
     "specification": lambda: [(p.name, p.read_text(encoding="utf-8")) for p in sorted(SPEC_QUERIES.glob("*.rq"))],
     "srbench": lambda: [(p.name, p.read_text(encoding="utf-8"))
                         for p in sorted((ROOT / "examples" / "srbench").glob("*.rq"))],
-    "language fixtures": lambda: [(f"{p.name}:{b.name}", b.text) for p in sorted(LANGUAGE_FIXTURES.glob("*.rq"))
-                                  for b in read_blocks(p)],
+    "language fixtures": lambda: [(f"valid_queries.rq:{b.name}", b.text)
+                                  for b in read_blocks(LANGUAGE_FIXTURES / "valid_queries.rq")],
     "w3c": lambda: [(str(p.relative_to(FIXTURES)), p.read_text(encoding="utf-8"))
                     for p in sorted((FIXTURES / "w3c").rglob("*.rq"))],
 }

@@ -17,6 +17,8 @@ from benchmarks.profiles import QUICK, SYSTEMS
 from benchmarks.run import SRBENCH_SYSTEMS
 from benchmarks.cli import ROOT
 
+pytestmark = [pytest.mark.airflow, pytest.mark.spark]
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):

@@ -33,6 +33,8 @@ from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run, read_watermarks
 from csparql.windows import format_instant, parse_instant
 
+pytestmark = pytest.mark.airflow
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLES = REPOSITORY / "examples" / "queries"
 MILAN = samples.STREAMS["milantollgates"]

@@ -24,6 +24,8 @@ from csparql.deploy.settings import SPARK_MODES, Settings
 from csparql.storage.warehouse import project_root
 from support import tool_missing
 
+pytestmark = pytest.mark.airflow
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPOSITORY / "docker-compose.yaml"
 DOCKERFILE = REPOSITORY / "Dockerfile"

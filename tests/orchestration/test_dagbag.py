@@ -21,6 +21,8 @@ from csparql.language.errors import QueryError
 from csparql.orchestration.dags import registered_query_dag
 from csparql.windows import to_micros
 
+pytestmark = pytest.mark.airflow
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPOSITORY / "examples" / "queries").glob("*.rq"))
 CITY_TOLLGATES = "http://streams.org/citytollgates.trdf"  # the stream of 04-cars-per-district

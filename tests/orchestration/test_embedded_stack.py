@@ -25,6 +25,8 @@ from csparql.stack.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progres
 from csparql.storage import delta, schema
 from csparql.windows import parse_instant
 
+pytestmark = pytest.mark.airflow
+
 
 @pytest.fixture
 def settings(tmp_path):

@@ -9,8 +9,12 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+import pytest
+
 from csparql.orchestration.dags import MAX_ACTIVE_RUNS
 from csparql.stack.airflow_stack import DAGRUNS_PER_LOOP, AirflowStack
+
+pytestmark = pytest.mark.airflow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "queries"
 

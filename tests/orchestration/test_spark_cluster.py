@@ -29,6 +29,8 @@ from csparql.storage.watermarks import advance_watermark
 from csparql.windows import format_instant
 from orchestration.spark_cluster import EVALUATE_WINDOW, standalone_cluster, submit_evaluation
 
+pytestmark = [pytest.mark.airflow, pytest.mark.spark]
+
 EXAMPLE = project_root() / "examples" / "queries" / "04-cars-per-district.rq"
 STREAM = "http://streams.org/citytollgates.trdf"
 

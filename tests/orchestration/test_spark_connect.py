@@ -20,6 +20,8 @@ from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, project_root
 from orchestration.spark_connect import evaluate_over_connect, test_server
 
+pytestmark = pytest.mark.spark
+
 EXAMPLES = project_root() / "examples" / "queries"
 TOLLGATES = "http://streams.org/citytollgates.trdf"
 CAMERAS = "http://streams.org/citycameras.trdf"

@@ -33,6 +33,8 @@ from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import read_watermarks
 
+pytestmark = [pytest.mark.airflow, pytest.mark.spark]
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 QUERY = "ex02_cars_per_tollgate"
 MILAN = STREAMS["milantollgates"]

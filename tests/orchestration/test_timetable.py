@@ -14,6 +14,8 @@ from csparql.frontend import compile_query
 from csparql.schedule import Schedule
 from csparql.windows import from_micros
 
+pytestmark = pytest.mark.airflow
+
 PREFIX = ""
 CASES = {
     # query head → (expected run instants, expected window bounds) over 00:00–01:00 of 2026-01-01

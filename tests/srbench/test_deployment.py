@@ -14,6 +14,8 @@ from csparql.srbench import query_files
 from csparql.srbench.vocabulary import OBSERVATIONS
 from csparql.storage.warehouse import Warehouse, output_stream_iri
 
+pytestmark = pytest.mark.airflow
+
 MINUTE = 60_000_000
 HOUR = 60 * MINUTE
 REPOSITORY = query_files()[0].parents[2]

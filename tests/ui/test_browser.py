@@ -19,6 +19,8 @@ import pytest
 from support import tool_missing
 from ui.conftest import MILAN
 
+pytestmark = [pytest.mark.airflow, pytest.mark.browser]
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGUMENTS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                       "--disable-background-networking", "--disable-component-update", "--disable-sync"]

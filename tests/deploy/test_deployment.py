@@ -22,14 +22,6 @@ WHERE { ?s ?p ?o }
 """
 
 
-@pytest.fixture
-def settings(tmp_path):
-    (tmp_path / "queries").mkdir()
-    return Settings.from_environment({"CSPARQL_REGISTRY": str(tmp_path / "queries"),
-                                      "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse"),
-                                      "CSPARQL_ALLOWED_LATENESS": "2m"})
-
-
 def test_a_window_waits_for_the_ingested_streams_watermark_and_for_every_producer_window_inside_it(settings):
     (settings.registry / "busy.rq").write_text(PRODUCER)
     (settings.registry / "reader.rq").write_text(CONSUMER)

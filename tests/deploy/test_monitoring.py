@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from rdflib import Literal, URIRef, Variable
 
 from csparql.deploy import monitoring
@@ -35,14 +34,6 @@ FROM STREAM <{STREAM}> [RANGE 10m STEP 5m]
 WHERE {{ ?gate <http://linkedurbandata.org/traffic#registers> ?car . }}
 GROUP BY ?gate
 """
-
-
-@pytest.fixture
-def settings(tmp_path):
-    (tmp_path / "registry").mkdir()
-    return Settings.from_environment({"CSPARQL_REGISTRY": str(tmp_path / "registry"),
-                                      "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse"),
-                                      "CSPARQL_ALLOWED_LATENESS": "2m"})
 
 
 def run_row(query: str, end: int, started: int, status: str = "succeeded", complete: bool | None = True,

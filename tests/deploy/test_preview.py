@@ -7,7 +7,6 @@ import pytest
 
 from csparql.deploy.preview import MAX_TEXT, preview
 from csparql.deploy.registration import register_text
-from csparql.deploy.settings import Settings
 from csparql.windows import parse_instant
 
 MINUTE = 60_000_000
@@ -25,14 +24,6 @@ CONSTRUCT { ?s <http://example.org/busy> true }
 FROM STREAM <http://example.org/in> [RANGE 10m STEP 5m]
 WHERE { ?s <http://example.org/p> ?o }
 """
-
-
-@pytest.fixture
-def settings(tmp_path):
-    (tmp_path / "registry").mkdir()
-    return Settings.from_environment({"CSPARQL_REGISTRY": str(tmp_path / "registry"),
-                                      "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse"),
-                                      "CSPARQL_ALLOWED_LATENESS": "2m"})
 
 
 def test_a_valid_query_previews_its_plan_and_next_windows(settings):
