@@ -13,6 +13,7 @@ from pathlib import Path
 from csparql.deploy.registry import check_registry_name
 from csparql.deploy.settings import Settings
 
+
 def text_version(text: str) -> str:
     """The version of a query text: the first 12 hex digits of its SHA-256 (line endings as stored, LF)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
@@ -57,6 +58,7 @@ def _events(name: str, settings: Settings) -> list[dict]:
 
 
 def log_event(name: str, settings: Settings, event: dict) -> None:
+    """Append ``event`` (a save, a removal) to the query's history log."""
     folder = history_folder(name, settings)
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "log.jsonl", "a", encoding="utf-8") as log:

@@ -36,6 +36,7 @@ from csparql.schedule import Schedule
 from csparql.storage.warehouse import collision_message, name_collision, reserved_name_problem, slug
 from csparql.windows import format_duration
 
+
 @dataclass(frozen=True)
 class StreamInput:
     """A stream the query reads. An ingested stream is complete for a window once its watermark passed the

@@ -23,6 +23,7 @@ from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.storage.files import write_text_atomically
 
+
 def register(source: str | os.PathLike, settings: Settings, name: str | None = None, replace: bool = False,
              by: str | None = None) -> Path:
     """Copy a query into the registry as ``<name>.rq`` with its loader, after checking it deploys; the name

@@ -35,6 +35,8 @@ from csparql.storage.files import write_text_atomically
 from csparql.storage.warehouse import output_stream_iri
 
 DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""What can name a registered query: its DAG id and the name of its result tables."""
+
 
 class RegistrationError(Exception):
     """A registry file that cannot become a DAG; ``str()`` names the file and says why."""
@@ -257,6 +259,7 @@ def producers_of(settings: Settings) -> dict[str, tuple[Path, Schedule | None]]:
 
 
 def producers_in(registry: list[tuple[Path, QueryFacts | None]]) -> dict[str, tuple[Path, Schedule | None]]:
+    """``producers_of`` over registry files and their facts already read (``registry_facts``)."""
     producers: dict[str, tuple[Path, Schedule | None]] = {}
     for path, facts in registry:
         if facts is not None and facts.output_stream is not None and facts.output_stream not in producers:
@@ -305,5 +308,3 @@ def sync_loaders(settings: Settings) -> tuple[list[Path], list[Path]]:
             loader.unlink()
             removed.append(loader)
     return written, removed
-
-

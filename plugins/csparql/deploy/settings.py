@@ -18,6 +18,7 @@ connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_connect_default``)."""
 
 MAX_FUTURE_SKEW_VARIABLE = "CSPARQL_MAX_FUTURE_SKEW"
 
+
 @dataclass(frozen=True)
 class Settings:
     """Deployment-wide settings, read from the environment (each documented in docs/orchestration.md)."""

@@ -2,12 +2,12 @@
 
 Pages (server-rendered HTML, a little JavaScript, nothing from the network), one router each in ``pages/``:
 
-    /                          the registered queries                                          (overview)
+    /                          the registered queries (overview)
     /register                  register a query: an editor validated as you type, with plan and windows (editor)
-    /queries/NAME              monitor a query: windows, charts, lag, latest results, versions  (query)
-    /queries/NAME/edit         edit it (a new version)                                          (editor)
-    /queries/NAME/delete       asks before deleting                                             (actions)
-    /queries/NAME/versions/N   one saved version of its text                                    (query)
+    /queries/NAME              monitor a query: windows, charts, lag, latest results, versions (query)
+    /queries/NAME/edit         edit it (a new version) (editor)
+    /queries/NAME/delete       asks before deleting (actions)
+    /queries/NAME/versions/N   one saved version of its text (query)
     /streams                   stream tables (watermark, triples per hour, files, size) and static graphs (streams)
     /dags/DAG_ID               the "Query" tab of every DAG page (a DAG that is not a query says so) (query)
 
