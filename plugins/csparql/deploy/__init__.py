@@ -8,6 +8,6 @@
 - ``preview``: what registering a text would do, before it is saved;
 - ``monitoring``: what the pages show of queries and streams, read from the warehouse.
 
-The Airflow layer (``csparql.orchestration``) builds on it; it imports neither Airflow nor Spark
-(``tests/test_architecture.py``).
+The Airflow integration (``csparql.orchestration``), the web pages (``csparql.web``) and the stack supervisor
+(``csparql.stack``) build on it; it imports neither Airflow nor Spark (``tests/test_architecture.py``).
 """
