@@ -31,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="override a parameter, e.g. --set window_sizes=10000,100000 --set repetitions=3 "
                              "(see benchmarks/profiles.py); repeatable")
     parser.add_argument("--no-airflow", action="store_true", help="skip the end-to-end Airflow measurement")
+    parser.add_argument("--only-airflow", action="store_true",
+                        help="only the end-to-end Airflow measurements: the capacity sweep and the shortest period "
+                             "(e.g. ./bench.sh --full --only-airflow --set airflow_modes=connect)")
     parser.add_argument("--keep-data", action="store_true", help="keep the generated data and warehouses (work/)")
     parser.add_argument("--report", metavar="RUN_DIR",
                         help="only write table.md and the plots again from RUN_DIR/results.json")
@@ -54,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     profile = PROFILES[args.mode]
     try:
-        assignments = list(args.set) + (["airflow=false"] if args.no_airflow else [])
+        assignments = (list(args.set) + (["airflow=false"] if args.no_airflow else [])
+                       + (["sweeps=false"] if args.only_airflow else []))
         profile = profile.override(assignments)
     except ValueError as error:
         print(f"bench: {error}")
