@@ -348,50 +348,33 @@ class SparkCompiler:
         if op.expression is None and not loose:
             df = self._joined(left.df, right.df, keys, "left") if keys else left.df.join(right.df, F.lit(True), "left")
             return self._merged(left, right, df)
-        # The OPTIONAL's filter sees the merged solution: rename the right side, evaluate, then merge.
-        right_only = [var for var in right.vars if var not in shared]
-        renames = {self.column(var): self.fresh("o") for var in right.vars}
-        stamp_renames = {name: self.fresh("os") for cols in right.stamps.values() for name, _ in cols}
-        graph_key = keys[-1:] if keys and keys[-1] == GRAPH_COLUMN else []
-        key_renames = {**{key: renames[key] for key in keys if key != GRAPH_COLUMN}, **{key: self.fresh("k") for key in graph_key}}
-        right_df = right.df
-        for old, new in {**renames, **stamp_renames, **{k: key_renames[k] for k in graph_key}}.items():
-            right_df = right_df.withColumnRenamed(old, new)
-        condition = F.lit(True)
-        for key in keys:
-            condition = condition & (F.col(key) == F.col(key_renames[key]))
-        for var in loose:
-            a, b = F.col(self.column(var)), F.col(renames[self.column(var)])
-            condition = condition & ((a == b) | a.isNull() | b.isNull())
-        if op.expression is not None:
-            merged_columns = {}
-            for var in left.vars:
-                name = self.column(var)
-                merged_columns[var] = F.coalesce(F.col(name), F.col(renames[name])) if var in shared else F.col(name)
-            for var in right_only:
-                merged_columns[var] = F.col(renames[self.column(var)])
-            stamps = {var: list(cols) for var, cols in left.stamps.items()}
-            for var, cols in right.stamps.items():
-                stamps.setdefault(var, []).extend((stamp_renames[c], s) for c, s in cols)
-            condition = condition & self._condition_over(merged_columns, stamps, op.expression)
-        df = self._joined(left.df, right_df, condition, "left")
-        for var in shared:
-            name = self.column(var)
-            df = df.withColumn(name, F.coalesce(F.col(name), F.col(renames[name]))).drop(renames[name])
-        for var in right_only:
-            df = df.withColumnRenamed(renames[self.column(var)], self.column(var))
-        for key in graph_key:
-            df = df.drop(key_renames[key])
-        for old, new in stamp_renames.items():
-            df = df.withColumnRenamed(new, old)
-        return self._merged(left, right, df)
+        if op.expression is None:
+            return self._merged(left, right, self._compatible_join(left, right, keys, loose, "left"))
+        return self._optional_with_filter(left, right, keys, loose, op.expression)
 
-    def _condition_over(self, columns: dict[Variable, Column], stamps, expression: ex.Expr) -> Column:
-        """An expression's EBV over explicit columns (used inside join conditions)."""
-        aliases = {var: self.fresh("c") for var in columns}
-        scope = Scope(columns=aliases, stamps=stamps, now=self.now, base=self.plan.base)
-        compiler = _ColumnExpressionCompiler(scope, columns, aliases)
-        return F.coalesce(compiler.condition(expression), F.lit(False))
+    def _optional_with_filter(self, left: Solutions, right: Solutions, keys: list[str], loose: list[Variable],
+                              expression: ex.Expr) -> Solutions:
+        """LeftJoin(Ω1, Ω2, expr) (SPARQL 1.1 §18.5): every merge of compatible μ1, μ2 for which expr is true,
+        and every μ1 with no such μ2. The filter is evaluated on the merged solutions as any FILTER is — its
+        sub-expressions computed as columns of their own — rather than inside the join condition, where each
+        operator would copy its operands and a nested expression (``?a + ?b + …``) grow exponentially. The
+        solutions of Ω1 that kept no merge are found again by value: equal solutions of Ω1 keep the same
+        merges, so the multiset comes out right."""
+        left_columns = left.df.columns
+        originals = {column: self.fresh("l") for column in left_columns}
+        tagged = left.df.select(*[F.col(c) for c in left_columns], *[F.col(c).alias(originals[c]) for c in left_columns])
+        tagged_left = dataclasses.replace(left, df=tagged)
+        if loose:
+            joined = self._compatible_join(tagged_left, right, keys, loose, "inner")
+        else:
+            joined = self._joined(tagged, right.df, keys, "inner") if keys else tagged.crossJoin(right.df)
+        merged = self._merged(tagged_left, right, joined)
+        kept = self._filtered(merged, expression)
+        matched = kept.df.select(*[F.col(originals[c]) for c in left_columns])
+        same = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(originals[c])) for c in left_columns])
+        unmatched = self._joined(left.df, matched, same, "left_anti")
+        df = kept.df.drop(*originals.values()).unionByName(unmatched, allowMissingColumns=True)
+        return dataclasses.replace(merged, df=df)
 
     def _Union(self, op: alg.Union) -> Solutions:
         left, right = self.compile(op.left), self.compile(op.right)
@@ -437,10 +420,13 @@ class SparkCompiler:
         return solutions, extra
 
     def _Filter(self, op: alg.Filter) -> Solutions:
-        solutions = self.compile(op.input)
-        solutions, extra = self._prepare(solutions, [op.expression])
+        return self._filtered(self.compile(op.input), op.expression)
+
+    def _filtered(self, solutions: Solutions, expression: ex.Expr) -> Solutions:
+        """The solutions for which the expression's effective boolean value is true."""
+        solutions, extra = self._prepare(solutions, [expression])
         compiler = ExpressionCompiler(self.scope(solutions, extra))
-        condition = compiler.condition(op.expression)
+        condition = compiler.condition(expression)
         df = compiler.bind(solutions.df).where(condition).drop(*compiler.let_names, *extra.values())
         return dataclasses.replace(solutions, df=df)
 
@@ -645,24 +631,6 @@ class SparkCompiler:
         if not previous:
             df = df.drop(GRAPH_COLUMN)
         return Solutions(df, tuple(dict.fromkeys((op.name,) + inner.vars)), inner.stamps, previous, inner.ordering)
-
-
-class _ColumnExpressionCompiler(ExpressionCompiler):
-    """An expression compiler whose variables are given as arbitrary columns (for join conditions)."""
-
-    def __init__(self, scope: Scope, columns: dict[Variable, Column], aliases: dict[Variable, str]):
-        super().__init__(scope, share=False)
-        self._columns = columns
-
-    def value(self, expression):
-        if isinstance(expression, Variable):
-            column = self._columns.get(expression)
-            return v.TermValue(column if column is not None else null_term())
-        return super().value(expression)
-
-    def _fn_bound(self, args):
-        column = self._columns.get(args[0])
-        return v.BooleanValue(column.isNotNull() if column is not None else F.lit(False))
 
 
 def _expressions(op: alg.Operator):
