@@ -15,7 +15,7 @@ set per DAG (``bench_dags.py`` in the stack's DAGs folder), so one stack serves 
 While a DAG is unpaused, a feeder thread lands the stream continuously: every ``tick`` seconds it writes the
 registrations of the last tick (``rate`` triples a second, timestamped with the wall clock) as timestamped
 N-Quads and lands them with ``ingest_stream``, which advances the stream's watermark; the query's
-``await_window`` waits for that watermark (allowed lateness 0 s). Every two seconds the lag — now minus the
+run waits for that watermark (allowed lateness 0 s). Every two seconds the lag — now minus the
 end of the latest window whose results are committed — is sampled. A period is kept up with when the lag
 does not grow over the observation (least-squares slope under ``KEEP_UP_SLOPE`` seconds per second) and at
 most one of the observation's windows (from the latest closed when the DAG is unpaused to the last closed a
@@ -345,6 +345,7 @@ def run(profile, work: Path, spark) -> dict:
         feeder.start()  # landing while the stack starts: a watermark exists before the first window waits
         stack.set_up()
         stack.start()
+        stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
         stack.wait_until_healthy()
         stack.wait_for_dags([dag_id(m, p) for m in modes for p in periods])
         if server:

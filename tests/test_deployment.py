@@ -228,3 +228,214 @@ def test_registry_files_dropped_by_hand_with_colliding_names_deploy_only_the_fir
         deployment_of(settings.registry / "caseq.rq", settings)
     with pytest.raises(RegistrationError, match="runs.rq: 'runs' cannot name a query"):
         deployment_of(settings.registry / "runs.rq", settings)
+
+
+# --- each registry file compiled once per content -------------------------------------------------------
+
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import threading  # noqa: E402
+from collections import Counter  # noqa: E402
+
+from csparql import deployment as deployment_module  # noqa: E402
+from csparql.compiler import compile_query  # noqa: E402
+from csparql.deployment import code_version, ingested_streams, producers_of  # noqa: E402
+
+
+def chain_registry(settings: Settings, length: int) -> list:
+    """``length`` registry files, each reading the stream the one before it registers (the first reads an
+    ingested stream); every second one also reads a stream of its own."""
+    paths = []
+    for i in range(length):
+        source = "<http://example.org/in>" if i == 0 else f"<urn:csparql:stream:S{i - 1}>"
+        extra = f"FROM STREAM <http://example.org/extra{i}> [RANGE 5m STEP 5m]\n" if i % 2 else ""
+        path = settings.registry / f"q{i:02}.rq"
+        path.write_text(f"REGISTER STREAM S{i} COMPUTED EVERY 5m AS\nCONSTRUCT {{ ?s <http://example.org/p{i}> ?o }}\n"
+                        f"FROM STREAM {source} [RANGE 10m STEP 5m]\n{extra}WHERE {{ ?s ?p ?o }}\n")
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """Counts ``compile_query`` calls of the deployment layer, per source name."""
+    calls: Counter = Counter()
+    real = deployment_module.compile_query
+
+    def counting(text, source_name="<query>"):
+        calls[source_name] += 1
+        return real(text, source_name)
+
+    monkeypatch.setattr(deployment_module, "compile_query", counting)
+    return calls
+
+
+def fresh_process(monkeypatch) -> None:
+    """Forget what this process compiled, as in each process Airflow's DAG processor forks to parse one DAG
+    file: only the warehouse's compile cache remains."""
+    monkeypatch.setattr(deployment_module, "_COMPILED", {})
+    monkeypatch.setattr(deployment_module, "_FACTS", {})
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def facts_files(settings: Settings) -> list:
+    return sorted((settings.warehouse.query_facts / code_version()).glob("*.json"))
+
+
+def test_building_every_deployment_of_a_registry_compiles_each_file_once(settings, compiles):
+    paths = chain_registry(settings, 12)
+    deployments = [deployment_of(path, settings) for path in paths]
+    assert ingested_streams(settings) == ["http://example.org/extra1", "http://example.org/extra11",
+                                          "http://example.org/extra3", "http://example.org/extra5",
+                                          "http://example.org/extra7", "http://example.org/extra9",
+                                          "http://example.org/in"]
+    assert compiles == Counter({path.name: 1 for path in paths})  # 12, not 12 × 13
+    assert [d.inputs[0].producer for d in deployments] == [None] + [f"q{i:02}" for i in range(11)]
+    assert deployments[3].plan is deployment_of(paths[3], settings).plan  # one plan per content, shared
+
+
+def test_each_process_of_the_dag_processor_compiles_only_its_own_file_once_the_facts_are_kept(
+        settings, compiles, monkeypatch):
+    paths = chain_registry(settings, 12)
+    first_loop = []
+    for path in paths:  # one parsing loop of Airflow's DAG processor: a fresh process per DAG file
+        fresh_process(monkeypatch)
+        deployment_of(path, settings)
+        first_loop.append(sum(compiles.values()))
+        compiles.clear()
+    assert first_loop == [12] + [1] * 11  # the first one compiles the registry and keeps its facts
+    assert len(facts_files(settings)) == 12
+    for path in paths:  # the next loop: each process compiles its own query, and only that
+        fresh_process(monkeypatch)
+        deployment = deployment_of(path, settings)
+        assert compiles == Counter({path.name: 1})
+        compiles.clear()
+    assert deployment.inputs[0].producer == "q10" and deployment.inputs[0].producer_schedule.period == 5 * MINUTE
+    fresh_process(monkeypatch)
+    assert len(ingested_streams(settings)) == 7 and not compiles  # the ingestion DAGs' file compiles nothing
+
+
+def test_an_edited_or_removed_registry_file_changes_what_the_other_deployments_see(settings, monkeypatch):
+    (settings.registry / "busy.rq").write_text(PRODUCER)
+    (settings.registry / "reader.rq").write_text(CONSUMER)
+    reader = settings.registry / "reader.rq"
+
+    def producer_of_busy(fresh: bool) -> str | None:
+        if fresh:
+            fresh_process(monkeypatch)
+        inputs = {s.iri: s for s in deployment_of(reader, settings).inputs}
+        return inputs["urn:csparql:stream:Busy"].producer
+
+    for fresh in (False, True):
+        busy = settings.registry / "busy.rq"
+        busy.write_text(PRODUCER)
+        assert producer_of_busy(fresh) == "busy"
+        assert "urn:csparql:stream:Busy" not in ingested_streams(settings)
+        # the same size and modification time, another content: it now registers another stream
+        stat = busy.stat()
+        busy.write_text(PRODUCER.replace("Busy", "Bust"))
+        os.utime(busy, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert busy.stat().st_size == stat.st_size
+        assert producer_of_busy(fresh) is None
+        assert "urn:csparql:stream:Busy" in ingested_streams(settings)
+        assert set(producers_of(settings)) == {"urn:csparql:stream:Bust"}
+        busy.write_text(PRODUCER)  # back: the producer again
+        assert producer_of_busy(fresh) == "busy"
+        busy.write_text(PRODUCER.replace("CONSTRUCT", "CONSTRUCT CONSTRUCT"))  # it no longer parses
+        assert producer_of_busy(fresh) is None
+        busy.write_text(PRODUCER)
+        assert producer_of_busy(fresh) == "busy"
+        busy.unlink()
+        assert producer_of_busy(fresh) is None
+        assert producers_of(settings) == {}
+
+
+def test_a_registry_file_that_does_not_parse_is_reported_by_its_own_deployment_every_time(settings, monkeypatch):
+    (settings.registry / "busy.rq").write_text(PRODUCER.replace("CONSTRUCT", "SELECT"))
+    (settings.registry / "reader.rq").write_text(CONSUMER)
+    assert deployment_of(settings.registry / "reader.rq", settings).inputs[0].producer is None
+    for fresh in (False, True, False):  # compiled here, kept as "does not compile", compiled again
+        if fresh:
+            fresh_process(monkeypatch)
+        with pytest.raises(RegistrationError, match=r"busy.rq: \nbusy.rq:2:13: error: unexpected '<http://example"
+                                                    r".org/busy>'.*\n.*\n    \|             \^\^\^"):
+            deployment_of(settings.registry / "busy.rq", settings)
+        assert ingested_streams(settings) == ["http://example.org/other", "urn:csparql:stream:Busy"]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: text[: len(text) // 2],  # cut short
+    lambda text: "",
+    lambda text: "\x00\xff garbage",
+    lambda text: "[]",
+    lambda text: text.replace('"compiles": true', '"compiles": "yes"'),
+    lambda text: text.replace('"urn:csparql:stream:Busy"', "42"),
+    lambda text: text.replace('"period": 300000000', '"period": "300000000"'),
+    lambda text: text.replace('"range": 600000000', '"range": -1'),
+    lambda text: text.replace('"digest": "', '"digest": "0'),
+], ids=["cut-short", "empty", "garbage", "not-an-object", "compiles", "output-stream", "period", "range",
+        "digest"])
+def test_a_damaged_cache_file_is_ignored_recomputed_and_replaced(settings, compiles, monkeypatch, damage):
+    (settings.registry / "busy.rq").write_text(PRODUCER)
+    (settings.registry / "reader.rq").write_text(CONSUMER)
+    deployment_of(settings.registry / "reader.rq", settings)
+    facts = settings.warehouse.query_facts / code_version() / f"{text_digest(PRODUCER)}.json"
+    kept = facts.read_text()
+    facts.write_text(damage(kept))
+    fresh_process(monkeypatch)
+    compiles.clear()
+    (busy,) = [s for s in deployment_of(settings.registry / "reader.rq", settings).inputs if s.producer]
+    assert busy.producer == "busy" and busy.producer_schedule.period == 5 * MINUTE
+    assert compiles == Counter({"reader.rq": 1, "busy.rq": 1})  # busy.rq compiled again
+    assert json.loads(facts.read_text()) == json.loads(kept)
+
+
+def test_a_cache_that_cannot_be_written_only_costs_compiling_again(settings, compiles, monkeypatch):
+    settings.warehouse.query_facts.parent.mkdir(parents=True)
+    settings.warehouse.query_facts.write_text("not a folder")  # like a read-only warehouse: no file can be made
+    (settings.registry / "busy.rq").write_text(PRODUCER)
+    (settings.registry / "reader.rq").write_text(CONSUMER)
+    for _ in range(2):
+        fresh_process(monkeypatch)
+        assert deployment_of(settings.registry / "reader.rq", settings).inputs[0].producer == "busy"
+    assert compiles == Counter({"reader.rq": 2, "busy.rq": 2})
+
+
+def test_facts_of_other_code_are_not_read_and_are_removed_once_this_code_keeps_its_own(settings, compiles):
+    (settings.registry / "busy.rq").write_text(PRODUCER)
+    (settings.registry / "reader.rq").write_text(CONSUMER)
+    other_code = settings.warehouse.query_facts / "0123456789abcdef"
+    other_code.mkdir(parents=True)
+    for text in (PRODUCER, CONSUMER):  # facts another compiler made: nothing produces anything
+        digest = text_digest(text)
+        (other_code / f"{digest}.json").write_text(json.dumps({"digest": digest, "compiles": False}))
+    assert deployment_of(settings.registry / "reader.rq", settings).inputs[0].producer == "busy"
+    assert compiles == Counter({"reader.rq": 1, "busy.rq": 1})
+    assert not other_code.exists() and len(facts_files(settings)) == 2
+
+
+def _store_repeatedly(settings: Settings, digest: str, facts, stop: threading.Event) -> None:
+    while not stop.is_set():
+        deployment_module._store_facts(digest, facts, settings)
+
+
+def test_concurrent_writers_of_the_cache_never_let_a_reader_see_half_a_file(settings):
+    digest = text_digest(PRODUCER)
+    facts = deployment_module.QueryFacts.of(compile_query(PRODUCER))
+    deployment_module._store_facts(digest, facts, settings)
+    stop = threading.Event()
+    writers = [threading.Thread(target=_store_repeatedly, args=(settings, digest, facts, stop)) for _ in range(4)]
+    for writer in writers:
+        writer.start()
+    try:
+        reads = [deployment_module._stored_facts(digest, settings) for _ in range(2000)]
+    finally:
+        stop.set()
+        for writer in writers:
+            writer.join()
+    assert set(reads) == {(True, facts)}
+    assert [p.name for p in (settings.warehouse.query_facts / code_version()).iterdir()] == [f"{digest}.json"]

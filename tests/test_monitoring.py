@@ -218,6 +218,29 @@ def test_a_window_being_evaluated_again_shows_as_running_and_new_windows_appear_
     assert views[3].dag_run.run_id == "retry-of-failed"
 
 
+def test_a_run_of_one_task_shows_waiting_while_its_task_is_deferred_and_evaluating_once_it_resumes(settings):
+    # A run is one task, evaluate_window: deferred on the triggerer while it waits, then in a worker. (The
+    # test above has runs of the two tasks await_window → evaluate_window that earlier versions made.)
+    schedule = deployment_of_text(QUERY, "Tollgates", settings).schedule
+    runs = [
+        AirflowRun("waiting", "running", T0 + 30 * MINUTE, "scheduled", T0 + 2 * HOUR, {"evaluate_window": "deferred"}),
+        AirflowRun("resumed", "running", T0 + 25 * MINUTE, "backfill", T0 + 2 * HOUR, {"evaluate_window": "scheduled"}),
+        AirflowRun("evaluating", "running", T0 + 20 * MINUTE, "manual", T0 + 2 * HOUR, {"evaluate_window": "running"}),
+        AirflowRun("retrying", "running", T0 + 15 * MINUTE, "scheduled", T0 + 2 * HOUR,
+                   {"evaluate_window": "up_for_retry"}),
+        AirflowRun("broken", "failed", T0 + 10 * MINUTE, "scheduled", T0 + 2 * HOUR, {"evaluate_window": "failed"}),
+    ]
+    views = monitoring.window_views([], runs, schedule=schedule)
+    assert [(v.window_end, v.state, v.detail, v.dag_run.run_id) for v in views] == [
+        (T0 + 30 * MINUTE, "running", "waiting for its inputs to land", "waiting"),
+        (T0 + 25 * MINUTE, "running", "evaluating", "resumed"),
+        (T0 + 20 * MINUTE, "running", "evaluating", "evaluating"),
+        (T0 + 15 * MINUTE, "running", "failed once, will retry", "retrying"),
+        (T0 + 10 * MINUTE, "failed", "the Airflow run failed before evaluating: see its log", "broken"),
+    ]
+    assert views[0].window_start == T0 + 20 * MINUTE and views[0].evaluation is None
+
+
 def test_the_page_signature_changes_when_a_committed_windows_airflow_run_finishes():
     # The evaluation commits its results, then the scheduler marks the run done: the page rendered in
     # between shows the window complete without its run; it must see that it is out of date once the run is done.

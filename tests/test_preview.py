@@ -83,3 +83,34 @@ def test_empty_and_oversized_texts_get_a_message(settings):
 def test_a_one_shot_query_has_no_schedule(settings):
     outcome = preview("SELECT * WHERE { ?s ?p ?o }", settings, name="adhoc")
     assert outcome.ok and outcome.next_runs == () and outcome.schedule is None
+
+
+GROUPS = "WHERE " + "{ " * 500 + "?gate t:registers ?car ." + " }" * 500
+OPTIONALS = "?gate t:registers ?car . " + "OPTIONAL { ?gate t:registers ?car . " * 500 + "}" * 500
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "message"),
+    [
+        (QUERY.replace("COMPUTED EVERY 5m", "COMPUTED EVERY 99999999999999999999d"), 1, 41,
+         "COMPUTED EVERY is longer than 36525d (100 years), the longest duration csparql accepts"),
+        (QUERY.replace("[RANGE 10m STEP 5m]", "[RANGE 99999999999999999999d STEP 1m]"), 4, 61,
+         "the window RANGE is longer than 36525d (100 years), the longest duration csparql accepts"),
+        # the SELECT expression is a level above WHERE, whose group is the next: the 64th '{' is too deep
+        (QUERY.replace("WHERE { ?gate t:registers ?car . }", GROUPS), 5, len("WHERE ") + 2 * 63 + 1,
+         "the query nests more than 64 levels deep here"),
+        (QUERY.replace("?gate t:registers ?car .", OPTIONALS), 5, None,
+         "the query nests more than 64 levels deep here"),
+    ],
+    ids=["computed-every", "range", "500-groups", "500-optionals"],
+)
+def test_limits_are_problems_at_their_place_not_server_errors(settings, text, line, column, message):
+    problem, = preview(text, settings).problems
+    assert problem.line == line and problem.column == (column or problem.column) and problem.message.startswith(message)
+    assert len(problem.rendered) < 1000
+
+
+def test_a_report_on_many_problems_lists_the_first_and_counts_the_rest(settings):
+    clauses = " ".join(f"AGGREGATE {{ (?n{i}, SUM, {{?gate}}) }}" for i in range(25))
+    outcome = preview(QUERY.replace("GROUP BY ?gate", clauses), settings)
+    assert len(outcome.problems) == 21 and outcome.problems[-1].message == "… and 5 more problems"

@@ -20,6 +20,10 @@ except ImportError:  # the package lives in the Airflow plugins folder
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 
 from csparql.windows import (  # noqa: E402
+    EARLIEST_INSTANT,
+    LATEST_INSTANT,
+    MAX_COUNT,
+    MAX_DURATION,
     MICROS_PER,
     PHYSICAL_WINDOW_DEFAULT_PERIOD,
     Evaluation,
@@ -37,6 +41,7 @@ from csparql.windows import (  # noqa: E402
     latest_window_end,
     next_evaluation,
     parse_duration,
+    parse_evaluation_instant,
     parse_instant,
     previous_evaluation,
     to_micros,
@@ -765,3 +770,60 @@ def test_negative_instants(us, window):
     if us % window.step:
         assert end < us
     assert parse_instant(format_instant(end)) == end
+
+
+# --- limits ------------------------------------------------------------------------------------------------
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def test_the_limits_are_100_years_32_bit_counts_and_years_1500_to_9500():
+    assert MAX_DURATION == 36_525 * DAY
+    assert MAX_COUNT == 2_147_483_647
+    assert EARLIEST_INSTANT == (datetime(1500, 1, 1, tzinfo=timezone.utc) - EPOCH) // timedelta(microseconds=1)
+    assert LATEST_INSTANT == (datetime(9500, 1, 1, tzinfo=timezone.utc) - EPOCH) // timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1500-01-01T00:00:00Z", EARLIEST_INSTANT),
+        ("9500-01-01T00:00:00Z", LATEST_INSTANT),
+        ("9500-01-01T01:00:00+01:00", LATEST_INSTANT),
+        ("2010-03-22T10:10:00Z", at(10, 10)),
+        ("-14831769600000", EARLIEST_INSTANT),
+    ],
+)
+def test_an_instant_a_user_gives_may_lie_anywhere_in_years_1500_to_9500(text, expected):
+    assert parse_evaluation_instant(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1499-12-31T23:59:59.999999Z", "9500-01-01T00:00:00.000001Z", "0001-01-01T00:00:00Z",
+     "9999-12-31T23:59:59Z", "99999999999999999", "-99999999999999999999999"],
+)
+def test_an_instant_outside_years_1500_to_9500_is_refused_naming_it_and_the_range(text):
+    with pytest.raises(ValueError) as info:
+        parse_evaluation_instant(text)
+    assert str(info.value) == (
+        f"the instant '{text}' is outside the instants csparql evaluates, 1500-01-01T00:00:00Z to 9500-01-01T00:00:00Z")
+
+
+durations_within_limits = st.integers(min_value=1, max_value=MAX_DURATION)
+
+
+@FEW
+@given(
+    st.integers(min_value=EARLIEST_INSTANT, max_value=LATEST_INSTANT),
+    durations_within_limits,
+    durations_within_limits,
+    durations_within_limits,
+)
+def test_every_instant_derived_within_the_limits_lies_in_years_1000_to_9999(us, a, b, period):
+    window = LogicalWindow(max(a, b), min(a, b))
+    bounds = window_at(window, us)
+    derived = [bounds.start, bounds.end, next_evaluation(period, us), previous_evaluation(period, us),
+               previous_evaluation(period, bounds.end - 1) - window.range, us - period]
+    for instant in derived:
+        assert "1000-01-01T00:00:00Z" <= format_instant(instant) <= "9999-12-31T23:59:59.999999Z"

@@ -6,21 +6,30 @@ one file and returns everything the Airflow layer needs to build its DAG — sch
 waits for, the tables it writes, the task settings — or raises ``RegistrationError`` with the file name and the
 parser's message. ``Settings`` gathers the deployment-wide knobs from the environment, so that the embedded
 stack, docker-compose and the tests configure the same code the same way.
+
+A deployment also depends on the other registry files (which of them produces a stream the query reads). So
+that building one does not compile the whole registry, each file is compiled once per content in a process,
+and what the others need of it (``QueryFacts``) is kept per content in the warehouse (``_csparql/query_facts``):
+Airflow's DAG processor parses each DAG file in a process of its own, which then compiles only its own query.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
 import re
+import shutil
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import rdflib
 from rdflib import URIRef
 
 from csparql.algebra.operators import QueryPlan
@@ -160,6 +169,17 @@ class StreamInput:
     producer: str | None = None
     producer_schedule: Schedule | None = field(default=None, compare=False)
 
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"iri": self.iri, "lateness": self.lateness, "producer": self.producer,
+                "producer_schedule": self.producer_schedule.to_dict() if self.producer_schedule else None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StreamInput:
+        schedule = data.get("producer_schedule")
+        return cls(data["iri"], int(data["lateness"]), data.get("producer"),
+                   Schedule.from_dict(schedule) if schedule else None)
+
 
 @dataclass(frozen=True)
 class WindowRequirements:
@@ -174,6 +194,49 @@ class WindowRequirements:
     def to_dict(self) -> dict:
         return {"at": self.at, "window_end": self.window_end, "streams": self.streams,
                 "producer_windows": self.producer_windows}
+
+
+@dataclass(frozen=True)
+class WindowWait:
+    """What each window of a query waits for: its schedule and the streams it reads. Holds no query text, so
+    that it travels to Airflow's triggerer in a trigger's arguments (``to_dict``/``from_dict``), where a run's
+    requirements are worked out once its instant is known."""
+
+    schedule: Schedule | None
+    inputs: tuple[StreamInput, ...]
+
+    def requirements(self, at: int) -> WindowRequirements:
+        """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
+        evaluation = self.schedule.evaluation_at(at) if self.schedule else None
+        streams: dict[str, int] = {}
+        producers: dict[str, list[int]] = {}
+        for stream in self.inputs:
+            bounds = evaluation.streams[URIRef(stream.iri)] if evaluation else None
+            end = bounds.end if bounds else at
+            if stream.producer is None or stream.producer_schedule is None:
+                streams[stream.iri] = end + stream.lateness
+                continue
+            start = bounds.start if bounds and bounds.start is not None else None
+            written = stream.producer_schedule.evaluations(
+                (start + 1) if start is not None else end - stream.producer_schedule.period + 1,
+                end + stream.producer_schedule.period,
+            )
+            ends = [e.end for e in written if e.end <= end and (start is None or e.end > start)]
+            if start is None:
+                ends = ends[-1:]  # a count-based window needs the producer's latest window
+            producers.setdefault(stream.producer, []).extend(ends)
+        return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"schedule": self.schedule.to_dict() if self.schedule else None,
+                "inputs": [stream.to_dict() for stream in self.inputs]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WindowWait:
+        schedule = data.get("schedule")
+        return cls(Schedule.from_dict(schedule) if schedule else None,
+                   tuple(StreamInput.from_dict(stream) for stream in data["inputs"]))
 
 
 @dataclass(frozen=True)
@@ -206,27 +269,14 @@ class Deployment:
         windows = ", ".join(f"<{iri}> [{window}]" for iri, window in self.schedule.windows)
         return f"{what}, computed every {format_duration(self.schedule.period)}" + (f" over {windows}" if windows else "")
 
+    @property
+    def wait(self) -> WindowWait:
+        """What each of the query's windows waits for."""
+        return WindowWait(self.schedule, self.inputs)
+
     def requirements(self, at: int) -> WindowRequirements:
         """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
-        evaluation = self.schedule.evaluation_at(at) if self.schedule else None
-        streams: dict[str, int] = {}
-        producers: dict[str, list[int]] = {}
-        for stream in self.inputs:
-            bounds = evaluation.streams[URIRef(stream.iri)] if evaluation else None
-            end = bounds.end if bounds else at
-            if stream.producer is None or stream.producer_schedule is None:
-                streams[stream.iri] = end + stream.lateness
-                continue
-            start = bounds.start if bounds and bounds.start is not None else None
-            written = stream.producer_schedule.evaluations(
-                (start + 1) if start is not None else end - stream.producer_schedule.period + 1,
-                end + stream.producer_schedule.period,
-            )
-            ends = [e.end for e in written if e.end <= end and (start is None or e.end > start)]
-            if start is None:
-                ends = ends[-1:]  # a count-based window needs the producer's latest window
-            producers.setdefault(stream.producer, []).extend(ends)
-        return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
+        return self.wait.requirements(at)
 
 
 def registry_name(path: str | os.PathLike) -> str:
@@ -259,16 +309,44 @@ def text_version(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def _read(path: Path) -> tuple[str, str, QueryPlan]:
-    name = registry_name(path)
+def _content(path: Path) -> tuple[str, str]:
+    """The text of a registry file (line endings read as LF, as ``Path.read_text`` reads them) and the SHA-256
+    of its bytes; ``RegistrationError`` when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise RegistrationError(path, f"cannot be read: {error}") from None
-    try:
-        plan = compile_query(text, path.name)
-    except QueryError as error:
-        raise RegistrationError(path, "\n" + error.render()) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n"), hashlib.sha256(data).hexdigest()
+
+
+_COMPILED: dict[Path, tuple[str, QueryPlan | str]] = {}
+"""Per registry file, in this process: the digest of the content last compiled and its plan, or the parser's
+message. Plans are immutable (frozen dataclasses of tuples), so the deployments of one content share one."""
+
+
+def _compile(path: Path, text: str, digest: str) -> QueryPlan | str:
+    """The plan of ``text``, the content of ``path`` whose SHA-256 is ``digest``, or the parser's message (with
+    line, column and caret); compiled once per content in this process."""
+    key = path.absolute()
+    cached = _COMPILED.get(key)
+    if cached is None or cached[0] != digest:
+        try:
+            result: QueryPlan | str = compile_query(text, path.name)
+        except QueryError as error:
+            result = "\n" + error.render()
+        cached = _COMPILED[key] = (digest, result)
+    return cached[1]
+
+
+def _compiled(path: Path) -> tuple[str, str, QueryPlan]:
+    """The name, text and plan of a registry file; ``RegistrationError`` when its name cannot name a query,
+    it cannot be read, or it is not a valid query."""
+    name = registry_name(path)
+    text, digest = _content(path)
+    plan = _compile(path, text, digest)
+    if isinstance(plan, str):
+        raise RegistrationError(path, plan)
     return name, text, plan
 
 
@@ -279,6 +357,133 @@ def _output_stream(plan: QueryPlan) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class QueryFacts:
+    """What compiling one registry file tells the deployments of the others: the stream it produces
+    (``REGISTER STREAM``; None otherwise), its schedule (None for a one-shot query) and the streams it reads,
+    in query order. Kept per file content, in memory and in the warehouse (``registry_facts``), so that
+    building one query's deployment does not compile the whole registry."""
+
+    output_stream: str | None
+    schedule: Schedule | None
+    streams: tuple[str, ...]
+
+    @classmethod
+    def of(cls, plan: QueryPlan) -> QueryFacts:
+        return cls(
+            output_stream=_output_stream(plan),
+            schedule=Schedule.of(plan) if evaluation_period(plan) is not None else None,
+            streams=tuple(str(stream.iri) for stream in plan.streams),
+        )
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form that ``from_dict`` reads back."""
+        return {"output_stream": self.output_stream, "streams": list(self.streams),
+                "schedule": self.schedule.to_dict() if self.schedule else None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> QueryFacts:
+        """The facts ``to_dict`` gave; ``ValueError``, ``KeyError`` or ``TypeError`` for anything else (a
+        damaged cache file)."""
+        output, streams, schedule = data["output_stream"], data["streams"], data["schedule"]
+        if not (output is None or isinstance(output, str)) or not _strings(streams):
+            raise ValueError("not the facts of a query")
+        if schedule is not None:
+            if type(schedule["period"]) is not int or not _strings([w["stream"] for w in schedule["windows"]]):
+                raise ValueError("not the schedule of a query")
+            schedule = Schedule.from_dict(schedule)  # each window checks its own numbers
+        return cls(output, schedule, tuple(streams))
+
+
+def _strings(values: object) -> bool:
+    return isinstance(values, list) and all(isinstance(value, str) for value in values)
+
+
+_FACTS: dict[Path, tuple[str, QueryFacts | None]] = {}
+"""Per registry file, in this process: the digest of its content and its facts (None: it does not compile)."""
+
+FACTS_FORMAT = 1
+"""The version of the compile cache's files (``Warehouse.query_facts``); part of ``code_version``."""
+
+
+@functools.cache
+def code_version() -> str:
+    """Names the code that compiles: a digest of csparql's sources (path, size and modification time of each
+    ``.py`` and ``.lark`` file), of rdflib's and Python's versions and of ``FACTS_FORMAT``. The compile cache
+    keeps facts per code version: another compiler may read the same text differently."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256(f"{FACTS_FORMAT} {sys.version_info[:2]} rdflib {rdflib.__version__}\n".encode())
+    for source in sorted(package.rglob("*")):
+        if source.suffix in (".py", ".lark"):
+            stat = source.stat()
+            digest.update(f"{source.relative_to(package)} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _facts_file(digest: str, settings: Settings) -> Path:
+    return settings.warehouse.query_facts / code_version() / f"{digest}.json"
+
+
+def _stored_facts(digest: str, settings: Settings) -> tuple[bool, QueryFacts | None]:
+    """``(True, facts)`` when the warehouse's compile cache holds the facts of the content ``digest``
+    (``facts`` None: it does not compile); ``(False, None)`` when it does not, or when its file cannot be read
+    back (cut short, damaged): such a file is recomputed and replaced."""
+    try:
+        data = json.loads(_facts_file(digest, settings).read_text(encoding="utf-8"))
+        if data["digest"] != digest or type(data["compiles"]) is not bool:
+            return False, None
+        return True, QueryFacts.from_dict(data) if data["compiles"] else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False, None
+
+
+def _store_facts(digest: str, facts: QueryFacts | None, settings: Settings) -> None:
+    """Keep the facts of the content ``digest`` in the warehouse's compile cache, written atomically: a reader
+    never sees half a file, and concurrent writers write the same facts. The first write of a new
+    ``code_version`` removes the facts of other code. A cache that cannot be written (a read-only warehouse)
+    only costs compiling again."""
+    target = _facts_file(digest, settings)
+    data = {"digest": digest, "compiles": facts is not None, **(facts.to_dict() if facts else {})}
+    try:
+        if not target.parent.is_dir():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            for other in target.parent.parent.iterdir():
+                if other != target.parent and other.is_dir():
+                    shutil.rmtree(other, ignore_errors=True)
+        write_text_atomically(target, json.dumps(data))
+    except OSError:
+        pass
+
+
+def _facts(path: Path, settings: Settings) -> QueryFacts | None:
+    """What compiling the registry file ``path`` tells; None when it cannot be deployed on its own (its name,
+    unreadable, not a valid query). From this process's memory, else from the warehouse's compile cache, else
+    compiled (and then kept in both); keyed by the file's content, so that an edit is seen at once."""
+    try:
+        registry_name(path)
+        text, digest = _content(path)
+    except RegistrationError:
+        return None
+    key = path.absolute()
+    cached = _FACTS.get(key)
+    if cached is not None and cached[0] == digest:
+        return cached[1]
+    found, facts = _stored_facts(digest, settings)
+    if not found:
+        plan = _compile(path, text, digest)
+        facts = None if isinstance(plan, str) else QueryFacts.of(plan)
+        _store_facts(digest, facts, settings)
+    _FACTS[key] = (digest, facts)
+    return facts
+
+
+def registry_facts(settings: Settings) -> list[tuple[Path, QueryFacts | None]]:
+    """Each registry file in name order, with its facts (``_facts``): the registry as the deployment of any
+    one of its queries sees it. Only files whose content is new to this process and to the warehouse's
+    compile cache are compiled."""
+    return [(path, _facts(path, settings)) for path in registry_files(settings)]
+
+
 def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     """The deployment of one registry file; ``RegistrationError`` when it cannot be read or is not a valid
     query (the parser's message, with line, column and caret, follows the file name), when its name would
@@ -286,7 +491,7 @@ def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     order (``check_name_is_free``), when another registry file already produces the stream it registers, or
     when it reads its own output."""
     path = Path(path)
-    name, text, plan = _read(path)
+    name, text, plan = _compiled(path)
     before = [other for other in registry_files(settings) if other.name < path.name]
     _check_name(path, name, before, [], settings)
     return _deployment(path, name, text, plan, settings)
@@ -335,17 +540,32 @@ def _check_name(path: Path, name: str, registered: list[Path], stored: list[str]
 
 def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings) -> Deployment:
     registration = plan.registration
-    schedule = Schedule.of(plan) if evaluation_period(plan) is not None else None
-    output = _output_stream(plan)
-    producers = producers_of(settings)
+    facts = QueryFacts.of(plan)
+    return Deployment(
+        name=name,
+        path=path,
+        text=text,
+        plan=plan,
+        schedule=facts.schedule,
+        inputs=_inputs(path, facts, producers_of(settings), settings),
+        output_stream=facts.output_stream,
+        registered_as=registration.name if registration else None,
+    )
+
+
+def _inputs(path: Path, facts: QueryFacts, producers: dict[str, tuple[Path, Schedule | None]],
+            settings: Settings) -> tuple[StreamInput, ...]:
+    """The streams the query of ``path`` reads, each with its producer if a registry file produces it;
+    ``RegistrationError`` when an earlier registry file already produces the stream it registers, or when it
+    reads its own output."""
+    output = facts.output_stream
     if output is not None and producers.get(output, (path,))[0] != path:
         raise RegistrationError(
             path, f"the stream <{output}> is already produced by {producers[output][0].name}: "
             "give this query another REGISTER STREAM name"
         )
     inputs = []
-    for stream in plan.streams:
-        iri = str(stream.iri)
+    for iri in facts.streams:
         if output is not None and iri == output:
             raise RegistrationError(path, f"the query reads the stream it produces (<{output}>)")
         if iri in producers:
@@ -353,16 +573,7 @@ def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Set
             inputs.append(StreamInput(iri, 0, registry_name(producer_path), producer_schedule))
         else:
             inputs.append(StreamInput(iri, settings.allowed_lateness))
-    return Deployment(
-        name=name,
-        path=path,
-        text=text,
-        plan=plan,
-        schedule=schedule,
-        inputs=tuple(dict.fromkeys(inputs)),
-        output_stream=output,
-        registered_as=registration.name if registration else None,
-    )
+    return tuple(dict.fromkeys(inputs))
 
 
 def registry_files(settings: Settings) -> list[Path]:
@@ -373,16 +584,14 @@ def registry_files(settings: Settings) -> list[Path]:
 def producers_of(settings: Settings) -> dict[str, tuple[Path, Schedule | None]]:
     """Which registry file produces each output stream (the first by file name wins), with its schedule;
     files that do not parse produce nothing."""
+    return _producers(registry_facts(settings))
+
+
+def _producers(registry: list[tuple[Path, QueryFacts | None]]) -> dict[str, tuple[Path, Schedule | None]]:
     producers: dict[str, tuple[Path, Schedule | None]] = {}
-    for path in registry_files(settings):
-        try:
-            _, _, plan = _read(path)
-        except RegistrationError:
-            continue
-        output = _output_stream(plan)
-        if output is not None and output not in producers:
-            schedule = Schedule.of(plan) if evaluation_period(plan) is not None else None
-            producers[output] = (path, schedule)
+    for path, facts in registry:
+        if facts is not None and facts.output_stream is not None and facts.output_stream not in producers:
+            producers[facts.output_stream] = (path, facts.schedule)
     return producers
 
 
@@ -433,6 +642,7 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
             record_version(name, previous, settings, by=None)  # registered before versions were kept
         record_version(name, text, settings, by=by)
         write_text_atomically(target, text)
+        _store_facts(hashlib.sha256(text.encode("utf-8")).hexdigest(), QueryFacts.of(plan), settings)
         write_loader(target)
     return target
 
@@ -560,15 +770,20 @@ def sync_loaders(settings: Settings) -> tuple[list[Path], list[Path]]:
 
 
 def ingested_streams(settings: Settings) -> list[str]:
-    """The streams registered queries read that no registered query produces, in IRI order."""
-    produced = set(producers_of(settings))
+    """The streams registered queries read that no registered query produces, in IRI order. Queries that
+    cannot be deployed (``deployment_of`` refuses them) are left out: their own loaders report them."""
+    registry = registry_facts(settings)
+    producers = _producers(registry)
     streams: set[str] = set()
-    for path in registry_files(settings):
+    for path, facts in registry:
+        if facts is None:
+            continue
         try:
-            deployment = deployment_of(path, settings)
+            _check_name(path, path.stem, [other for other, _ in registry if other.name < path.name], [], settings)
+            inputs = _inputs(path, facts, producers, settings)
         except RegistrationError:
-            continue  # its own loader reports it
-        streams.update(s.iri for s in deployment.inputs if s.iri not in produced)
+            continue
+        streams.update(stream.iri for stream in inputs if stream.producer is None)
     return sorted(streams)
 
 

@@ -445,11 +445,12 @@ class AirflowRun:
 
     @property
     def detail(self) -> str:
-        """What the run is doing, in plain words."""
+        """What the run is doing, in plain words. A run is one task, ``evaluate_window``, deferred while it
+        waits for its inputs; runs made before that had a separate ``await_window`` task for the wait."""
         wait, evaluate = self.task_states.get("await_window"), self.task_states.get("evaluate_window")
         if self.state == "queued":
             return "queued"
-        if wait == "deferred":
+        if "deferred" in (wait, evaluate):
             return "waiting for its inputs to land"
         if evaluate in ("running", "queued", "scheduled"):
             return "evaluating"

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from csparql.algebra.sexpr import format_plan
 from csparql.compiler import compile_query
 from csparql.deployment import Deployment, RegistrationError, Settings, check_registry_name, deployment_of_text
-from csparql.language.errors import QueryError
+from csparql.language.errors import MAX_REPORTED, QueryError
+from csparql.language.parser import MAX_QUERY_CHARACTERS
 from csparql.optimizer import SourceStatistics, optimize
 from csparql.windows import format_duration
 
-MAX_TEXT = 200_000
-"""The longest query text accepted (characters): a registry file is a query, not a data set."""
+MAX_TEXT = MAX_QUERY_CHARACTERS
+"""The longest query text accepted (characters), as everywhere else: a registry file is a query, not a data set."""
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,18 @@ class Preview:
 
 
 def _problems(error: QueryError, text: str) -> tuple[Problem, ...]:
+    """The error's problems (the first ``MAX_REPORTED``, and how many more there are)."""
     problems = []
-    for diagnostic in error.diagnostics:
+    for diagnostic in error.diagnostics[:MAX_REPORTED]:
         span = diagnostic.span
         rendered = diagnostic.render(text, "query")
         if span is None:
             problems.append(Problem(diagnostic.message, rendered=rendered))
         else:
             problems.append(Problem(diagnostic.message, span.line, span.column, span.length, rendered))
+    hidden = len(error.diagnostics) - MAX_REPORTED
+    if hidden > 0:
+        problems.append(Problem(f"… and {hidden:,} more problem{'s' if hidden > 1 else ''}"))
     return tuple(problems)
 
 

@@ -20,12 +20,15 @@ from rdflib import URIRef
 
 from csparql.algebra.operators import QueryPlan
 from csparql.windows import (
+    MAX_COUNT,
+    MAX_DURATION,
     LogicalWindow,
     PhysicalWindow,
     Window,
     WindowBounds,
     default_period,
     evaluation_times,
+    format_duration,
     window_at,
 )
 
@@ -100,6 +103,15 @@ class Schedule:
         """The evaluation at the latest instant ``<= at``."""
         return self.evaluation_at(at - at % self.period)
 
+    @property
+    def within_limits(self) -> bool:
+        """Whether its period and windows keep the limits the front end enforces (``MAX_DURATION``,
+        ``MAX_COUNT``): false only for a schedule stored before they were (e.g. with an Airflow DAG)."""
+        logical = [w for _, w in self.windows if isinstance(w, LogicalWindow)]
+        durations = [self.period] + [w.range for w in logical] + [w.step for w in logical]
+        counts = [w.count for _, w in self.windows if isinstance(w, PhysicalWindow)]
+        return all(0 < d <= MAX_DURATION for d in durations) and all(0 < c <= MAX_COUNT for c in counts)
+
     def to_dict(self) -> dict:
         """A JSON-ready form (durations in microseconds) that ``from_dict`` reads back."""
         return {
@@ -145,9 +157,21 @@ def previous_evaluation(plan: QueryPlan, evaluation: EvaluationWindow) -> Evalua
     return Schedule(evaluation_period(plan) or 1, tuple((str(s.iri), s.window) for s in plan.streams)).previous_evaluation(evaluation)
 
 
+MAX_REPLAYED = 100_000
+"""The most evaluation instants one replay may span: the evaluations are listed before the first is made."""
+
+
 def scheduled_evaluations(plan: QueryPlan, start: int, end: int) -> list[EvaluationWindow]:
     """The evaluations the schedule makes with instants in [start, end], in order, each distinct window once
-    (with COMPUTED EVERY shorter than STEP, several instants see the same windows)."""
-    if evaluation_period(plan) is None:
+    (with COMPUTED EVERY shorter than STEP, several instants see the same windows). ``ValueError`` for a query
+    without a schedule, or a range of more than ``MAX_REPLAYED`` evaluation instants."""
+    period = evaluation_period(plan)
+    if period is None:
         raise ValueError("the query reads no stream and has no COMPUTED EVERY, so it has no schedule to replay")
+    instants = max(0, (end - start) // period + 1)
+    if instants > MAX_REPLAYED:
+        raise ValueError(
+            f"the range holds about {instants:,} evaluations (one every {format_duration(period)}); a replay "
+            f"evaluates at most {MAX_REPLAYED:,}: split the range"
+        )
     return Schedule.of(plan).evaluations(start, end)

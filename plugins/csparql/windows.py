@@ -17,6 +17,12 @@ Semantics (the project's specification decisions):
   end t for a physical one. Without ``COMPUTED EVERY`` the period is σ (logical) or 60 s (physical).
   An e that is not a multiple of σ is accepted: some windows may then be seen by several evaluations, and
   others by none.
+
+Limits (docs/language.md, "Limits"): the arithmetic here is exact on any int, but the instants it produces go
+through Python datetimes, Arrow and Spark timestamps and Airflow dates. A query's durations are therefore at
+most ``MAX_DURATION`` (100 years) and its TRIPLES count at most ``MAX_COUNT``, and the instants a user gives
+lie in ``[EARLIEST_INSTANT, LATEST_INSTANT]`` (``check_instant``), so that every window bound and evaluation
+instant derived from them stays representable everywhere.
 """
 
 from __future__ import annotations
@@ -53,6 +59,13 @@ __all__ = [
     "from_micros",
     "parse_instant",
     "format_instant",
+    "MAX_DURATION",
+    "MAX_COUNT",
+    "EARLIEST_INSTANT",
+    "LATEST_INSTANT",
+    "INSTANT_RANGE",
+    "check_instant",
+    "parse_evaluation_instant",
 ]
 
 Micros = int
@@ -66,6 +79,24 @@ MICROS_PER = {"ms": 1_000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000, 
 """Microseconds in one of each canonical unit."""
 
 _MICROSECOND_UNIT = "us"
+
+MAX_DURATION = 36_525 * MICROS_PER["d"]
+"""The longest duration a query may write (RANGE, STEP, COMPUTED EVERY): 100 years of 365.25 days, 36525d."""
+
+MAX_COUNT = 2**31 - 1
+"""The largest count a query may write (TRIPLES, LIMIT, OFFSET): Spark's LIMIT and OFFSET take 32-bit ints."""
+
+EARLIEST_INSTANT = -14_831_769_600_000_000
+"""1500-01-01T00:00:00Z, the earliest instant a user may give (an evaluation instant, a watermark)."""
+
+LATEST_INSTANT = 237_623_846_400_000_000
+"""9500-01-01T00:00:00Z, the latest instant a user may give. With durations of at most ``MAX_DURATION``, the
+window bounds and evaluation instants derived from instants in ``[EARLIEST_INSTANT, LATEST_INSTANT]`` stay
+within years 1000..9999, which every layer represents (Python datetimes stop at 9999, and the predicates the
+engine gives delta-rs write a year before 1000 without its leading zeros, which delta-rs cannot parse)."""
+
+INSTANT_RANGE = "1500-01-01T00:00:00Z to 9500-01-01T00:00:00Z"
+"""``[EARLIEST_INSTANT, LATEST_INSTANT]`` as users read it in messages."""
 
 # Every accepted spelling (lower case) -> canonical short form.
 _UNIT_ALIASES: dict[str, str] = {}
@@ -484,6 +515,22 @@ def parse_instant(text: str) -> int:
     except ValueError as error:
         raise ValueError(f"invalid instant {text!r}: {error}") from None
     return to_micros(dt)
+
+
+def check_instant(us: int, written: str | None = None) -> int:
+    """``us`` itself when it lies in ``[EARLIEST_INSTANT, LATEST_INSTANT]``; otherwise ``ValueError`` naming the
+    instant (as ``written``, when given) and the range."""
+    _require_int(us, "instant")
+    if not EARLIEST_INSTANT <= us <= LATEST_INSTANT:
+        shown = repr(written) if written is not None else _describe_instant(us)
+        raise ValueError(f"the instant {shown} is outside the instants csparql evaluates, {INSTANT_RANGE}")
+    return us
+
+
+def parse_evaluation_instant(text: str) -> int:
+    """``parse_instant(text)``, refused (``ValueError``) outside the instants csparql evaluates
+    (``check_instant``): what every command and page that takes an instant from a user reads it with."""
+    return check_instant(parse_instant(text), text.strip() if isinstance(text, str) else None)
 
 
 def _describe_instant(us: int) -> str:

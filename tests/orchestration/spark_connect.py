@@ -1,13 +1,9 @@
 """A real Spark Connect server on 127.0.0.1 for tests, and windows evaluated through it in a fresh process.
 
-``connect_server(work)`` starts ``SparkConnectServer`` with the pyspark wheel's ``spark-submit`` (``local[1]``,
-1 GB driver) on a free port as its own process group, waits until the port accepts connections, yields the
-client URL ``sc://127.0.0.1:PORT`` and stops the group on exit (SIGTERM, SIGKILL after a grace period).
-``ConnectServer`` takes the same steps one at a time (``start``, ``wait``, ``stop``): a test can start it early.
-
-A Connect client sends only ``spark.sql.*`` settings, so the server is started with every other setting the
-engine's results depend on — the driver's UTC zone and quiet log4j configuration, the raw local file system,
-no ``_SUCCESS`` files — taken from ``csparql.spark.session.session_settings``, as a local session gets them.
+``test_server(work)`` is the product's launcher (``csparql.spark.connect_server.ConnectServer``: the settings a
+Connect client cannot send, the token, the process group) sized for a test: ``local[1]``, a 1 GB driver, a free
+port, and a JVM tuned for a short life. Start it early (``start``), take its URL when needed
+(``wait_until_answering``), ``stop`` it at the end.
 
 ``evaluate_over_connect(url, ...)`` evaluates windows with ``Engine.evaluate`` on a session from
 ``spark_session(url)`` in a new Python process: a process that holds a classic SparkSession (the test suite's)
@@ -18,109 +14,31 @@ cannot also open a Connect one (PySpark's builder refuses with ``SESSION_ALREADY
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
-from csparql.spark.session import session_settings
-from orchestration.spark_cluster import HOST, RESULT_PREFIX, VENV_BIN, _Daemon, _tail, free_port, spark_environment
+from csparql.spark.connect_server import ConnectServer
+from orchestration.spark_cluster import RESULT_PREFIX, free_port, spark_environment
 
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 SERVER_MASTER = "local[1]"
 DRIVER_MEMORY = "1g"
+SHORT_LIFE_JVM = "-XX:TieredStopAtLevel=1"
+"""A short-lived test JVM spends much of its CPU in the C2 JIT compiler: C1 alone serves a test faster."""
 
 
 class ConnectServerError(RuntimeError):
-    """The server did not come up, or an evaluation through it failed; the message carries the log tail."""
+    """An evaluation through the server failed; the message carries its output."""
 
 
-def server_settings(master: str = SERVER_MASTER) -> dict[str, str]:
-    """The ``--conf`` settings of the server: what a local session of the project gets, less the driver
-    memory (given as ``--driver-memory``), with the JIT tuned for a short life."""
-    settings = session_settings(master, app_name="csparql-connect", launch=True)
-    settings.pop("spark.driver.memory", None)
-    # A short-lived test JVM spends much of its CPU in the C2 JIT compiler: C1 alone serves a test faster.
-    settings["spark.driver.extraJavaOptions"] += " -XX:TieredStopAtLevel=1"
-    return settings
+def test_server(work: Path) -> ConnectServer:
+    """The product's Connect server, not started, sized for a test (see the module docstring)."""
+    return ConnectServer(Path(work), port=free_port(), master=SERVER_MASTER, memory=DRIVER_MEMORY,
+                         jvm_options=SHORT_LIFE_JVM)
 
 
-def server_command(port: int) -> list[str]:
-    settings = {
-        **server_settings(),
-        "spark.connect.grpc.binding.address": HOST,
-        "spark.connect.grpc.binding.port": str(port),
-        "spark.ui.enabled": "false",
-    }
-    command = [str(VENV_BIN / "spark-submit"), "--class", SERVER_CLASS, "--master", SERVER_MASTER,
-               "--driver-memory", DRIVER_MEMORY]
-    for key, value in settings.items():
-        command += ["--conf", f"{key}={value}"]
-    return command
-
-
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-class ConnectServer:
-    """A Spark Connect server process on 127.0.0.1 (``start``, ``wait``, ``stop``); its logs under ``work``."""
-
-    def __init__(self, work: Path):
-        self.work = Path(work)
-        self.port = free_port()
-        self.url = f"sc://{HOST}:{self.port}"
-        self.log = self.work / "logs" / "connect-server.log"
-        self._daemon: _Daemon | None = None
-
-    def start(self) -> None:
-        """Start the server (as its own process group, so stopping it stops the launcher and the JVM)."""
-        env = spark_environment(self.work)
-        # The launcher sizes a Connect server's heap by SPARK_DAEMON_MEMORY (as a Thrift server's) before
-        # --driver-memory.
-        env.pop("SPARK_DAEMON_MEMORY", None)
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as out:
-            process = subprocess.Popen(server_command(self.port), env=env, cwd=self.work, stdout=out,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        self._daemon = _Daemon("connect-server", process, self.log)
-
-    def wait(self, timeout: float = 120.0) -> str:
-        """Wait until the server accepts connections; its URL ``sc://127.0.0.1:PORT``."""
-        process = self._daemon.process
-        deadline = time.monotonic() + timeout
-        while not _accepts(self.port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                why = (f"it exited with status {process.returncode}" if process.poll() is not None
-                       else f"port {self.port} not accepting connections after {timeout:.0f} s")
-                raise ConnectServerError(f"the Spark Connect server did not start: {why}\n"
-                                         f"--- server log ({self.log}):\n{_tail(self.log)}")
-            time.sleep(0.5)
-        return self.url
-
-    def stop(self) -> None:
-        """SIGTERM to the server's process group, SIGKILL after 15 s."""
-        if self._daemon is not None:
-            self._daemon.stop(grace=15)
-
-
-@contextmanager
-def connect_server(work: Path, timeout: float = 120.0) -> Iterator[str]:
-    """A Spark Connect server on 127.0.0.1; yields its client URL ``sc://127.0.0.1:PORT`` once it accepts
-    connections, and stops it on exit."""
-    server = ConnectServer(work)
-    server.start()
-    try:
-        yield server.wait(timeout)
-    finally:
-        server.stop()
+test_server.__test__ = False  # a factory, not a test
 
 
 # Run in a fresh interpreter: compile each query file, evaluate its window through the Connect server (results

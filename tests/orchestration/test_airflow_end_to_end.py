@@ -7,13 +7,18 @@ compared with ``csparql replay`` of the same range, run as a separate process ov
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
+import psutil
 import pytest
 
 from csparql import samples
@@ -23,8 +28,8 @@ from csparql.engine.stored import StoredResults
 from csparql.orchestration.stack import AirflowStack, free_port
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import read_watermarks
-from csparql.windows import format_instant
+from csparql.storage.watermarks import latest_run, read_watermarks
+from csparql.windows import format_instant, parse_instant
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLES = REPOSITORY / "examples" / "queries"
@@ -60,9 +65,12 @@ def world(tmp_path_factory, spark):
     (root / "consumer.rq").write_text(CONSUMER, encoding="utf-8")
     register(root / "consumer.rq", settings, name="district_consumer")
     stack = AirflowStack(home=root / "airflow", dags=dags, settings_environment=environment, port=free_port(),
-                         pool_slots=2)
+                         pool_slots=2,
+                         # the scheduler looks for expired waits every 2 s (not 15): the timeout test is quicker
+                         extra_environment={"AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2"})
     stack.set_up()
     stack.start()
+    stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
     try:
         stack.wait_until_healthy()
         ingest_dag = ingest_dag_id(MILAN)
@@ -153,38 +161,153 @@ def _succeeded_runs(path, query: str) -> int:
     return sum(1 for r in rows if r["query"] == query and r["status"] == "succeeded")
 
 
-def test_a_chained_query_evaluates_its_window_only_after_the_producer_wrote_it(world):
+def test_a_chained_query_waits_without_a_task_process_and_evaluates_once_the_producer_wrote_its_window(world):
     stack, settings, files = world["stack"], world["settings"], world["files"]
     window_end = files.start + 55 * MINUTE  # the stream's watermark, its greatest timestamp, is past it
     instant = format_instant(window_end)
     for dag in ("districts", "district_consumer"):
         stack.unpause(dag)
     stack.backfill("district_consumer", instant, instant)  # the consumer first: it must wait
-    deadline = time.monotonic() + 180
-    state = None
-    while time.monotonic() < deadline:
-        runs = stack.dag_runs("district_consumer")
-        if runs:
-            tasks = stack.api("GET", f"dags/district_consumer/dagRuns/{runs[0]['dag_run_id']}/taskInstances")
-            state = {t["task_id"]: t["state"] for t in tasks["task_instances"]}
-            if state.get("await_window") == "deferred":
-                break
-        time.sleep(2)
-    assert state and state.get("await_window") == "deferred", state
+    waiting_run, waiting = _wait_for_task(stack, "district_consumer", "deferred", run_type="backfill")
+    # A run is one task, which starts deferred on the triggerer: it never went to an executor, never ran in a
+    # worker, and no process runs it.
+    tasks = stack.api("GET", f"dags/district_consumer/dagRuns/{waiting_run['dag_run_id']}/taskInstances")
+    assert [t["task_id"] for t in tasks["task_instances"]] == ["evaluate_window"]
+    assert (waiting["queued_when"], waiting["pid"], waiting["hostname"] or None) == (None, None, None), waiting
+    assert _task_processes(waiting["id"]) == set()
     assert not delta.exists(settings.warehouse.results("district_consumer", "bindings"))
+    # the UI's windows view shows the run waiting, linked to it
+    shown = _window_shown(stack, "district_consumer", instant)
+    assert (shown["state"], shown["detail"], shown["dag_run_id"]) == (
+        "running", "waiting for its inputs to land", waiting_run["dag_run_id"])
 
     stack.backfill("districts", instant, instant)
+    processes = _watch_task_processes(stack, "district_consumer", waiting_run["dag_run_id"], waiting["id"])
     producer_run, = stack.wait_for_runs("districts", 1, run_type="backfill")
     consumer_run, = stack.wait_for_runs("district_consumer", 1, run_type="backfill")
+    assert len(processes) == 1, processes  # the whole run took one task process: the evaluation's
     produced = _task(stack, "districts", producer_run, "evaluate_window")
     consumed = _task(stack, "district_consumer", consumer_run, "evaluate_window")
-    assert consumed["start_date"] > produced["end_date"]
+    assert consumed["try_number"] == 1 and consumed["pid"] in processes
     windows = rows_by_window(settings.warehouse, "district_consumer")
     assert list(windows) == [window_end] and sum(windows[window_end].values()) > 0
-    from csparql.storage.watermarks import latest_run
+    run = latest_run(settings.warehouse, "district_consumer", window_end)
+    assert run["complete"] is True
+    assert run["started_at"] > datetime.fromisoformat(produced["end_date"])  # evaluated after the producer wrote
+    shown = _window_shown(stack, "district_consumer", instant)
+    assert (shown["state"], shown["rows_written"]) == ("complete", sum(windows[window_end].values()))
 
-    assert latest_run(settings.warehouse, "district_consumer", window_end)["complete"] is True
+
+def test_after_the_wait_timeout_a_window_is_evaluated_anyway_and_recorded_incomplete(world):
+    stack, settings, files = world["stack"], world["settings"], world["files"]
+    marks = read_watermarks(settings.warehouse)
+    assert marks.get(MILAN), "the ingest test lands the stream first"
+    window_end = files.start + 2 * 60 * MINUTE  # an hour past the sample stream: its watermark is far behind
+    instant = format_instant(window_end)
+    stack.unpause("tollgates")
+    stack.backfill("tollgates", instant, instant)
+    run, waiting = _wait_for_task(stack, "tollgates", "deferred", run_type="backfill",
+                                  data_interval_end=window_end)
+    # The stack waits a day (CSPARQL_WAIT_TIMEOUT=1d, so that the scheduled runs of today's empty windows
+    # just wait); the test brings this task's deadline — the trigger timeout Airflow set from that setting
+    # when it deferred the task — to the past. Airflow's scheduler then ends the wait, as it would a day later.
+    _expire_trigger_timeout(stack, waiting["id"])
+    finished = _wait_for_run(stack, "tollgates", run["dag_run_id"])
+    assert finished["state"] == "success", stack.task_log_tail("tollgates", finished)
+    recorded = latest_run(settings.warehouse, "tollgates", window_end)
+    assert (recorded["status"], recorded["complete"]) == ("succeeded", False)
+    outcome = stack.api("GET", f"dags/tollgates/dagRuns/{run['dag_run_id']}/taskInstances/evaluate_window/"
+                               "xcomEntries/return_value")["value"]  # what the task returned
+    outcome = json.loads(outcome) if isinstance(outcome, str) else outcome
+    missing = f"<{MILAN}> until {format_instant(window_end)} (watermark {format_instant(marks[MILAN])})"
+    assert (outcome["complete"], outcome["missing"]) == (False, [missing])
+    assert f"still missing: {missing}" in stack.task_log_tail("tollgates", finished, lines=200)
+    shown = _window_shown(stack, "tollgates", instant)
+    assert shown["state"] == "late"
 
 
-def _task(stack: AirflowStack, dag: str, run: dict, task: str) -> dict:
-    return stack.api("GET", f"dags/{dag}/dagRuns/{run['dag_run_id']}/taskInstances/{task}")
+def _wait_for_task(stack: AirflowStack, dag: str, state: str, run_type: str, data_interval_end: int | None = None,
+                   timeout: float = 180) -> tuple[dict, dict]:
+    """The first run of ``run_type`` (ending its data interval at ``data_interval_end`` when given) whose
+    ``evaluate_window`` task reaches ``state``, and that task."""
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        for run in stack.dag_runs(dag):
+            if run["run_type"] != run_type or (
+                    data_interval_end is not None and parse_instant(run["data_interval_end"]) != data_interval_end):
+                continue
+            seen = _task(stack, dag, run, "evaluate_window", allow=(404,))
+            if seen.get("state") == state:
+                return run, seen
+        time.sleep(1)
+    raise AssertionError(f"{dag}: no {run_type} run's evaluate_window became {state} within {timeout:.0f} s: {seen}")
+
+
+def _wait_for_run(stack: AirflowStack, dag: str, run_id: str, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = stack.api("GET", f"dags/{dag}/dagRuns/{run_id}")
+        if run["state"] in ("success", "failed"):
+            return run
+        time.sleep(2)
+    raise AssertionError(f"{dag}: run {run_id} did not finish within {timeout:.0f} s")
+
+
+def _task_processes(task_instance_id: str) -> set[int]:
+    """The task processes running the task instance now. Airflow titles the process running a task
+    ``airflow worker -- <task instance id>`` (and the LocalExecutor worker supervising it
+    ``airflow worker -- LocalExecutor: <task instance id>``)."""
+    found = set()
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        title = " ".join(process.info["cmdline"] or [])
+        if task_instance_id in title and "LocalExecutor" not in title:
+            found.add(process.info["pid"])
+    return found
+
+
+def _watch_task_processes(stack: AirflowStack, dag: str, run_id: str, task_instance_id: str,
+                          timeout: float = 600) -> set[int]:
+    """Every task process that ran the task instance until its run finished (looked for five times a second:
+    a task process lives for seconds at least, to start Spark)."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    checked = 0.0
+    while time.monotonic() < deadline:
+        seen |= _task_processes(task_instance_id)
+        if time.monotonic() - checked > 2:
+            checked = time.monotonic()
+            if stack.api("GET", f"dags/{dag}/dagRuns/{run_id}")["state"] in ("success", "failed"):
+                return seen
+        time.sleep(0.2)
+    raise AssertionError(f"{dag}: run {run_id} did not finish within {timeout:.0f} s")
+
+
+def _expire_trigger_timeout(stack: AirflowStack, task_instance_id: str) -> None:
+    """Move a deferred task's trigger timeout a century back (keeping the format Airflow stored it in)."""
+    database = sqlite3.connect(stack.home / "airflow.db", timeout=60)
+    try:
+        with database:
+            # SQLAlchemy keeps a UUID on SQLite as 32 hex digits
+            (stored,), = database.execute("SELECT trigger_timeout FROM task_instance WHERE id = ?",
+                                          (task_instance_id.replace("-", ""),)).fetchall()
+            assert stored, "the deferred task has no trigger timeout"
+            database.execute("UPDATE task_instance SET trigger_timeout = ? WHERE id = ?",
+                             (str(int(stored[:4]) - 100) + stored[4:], task_instance_id.replace("-", "")))
+    finally:
+        database.close()
+
+
+def _window_shown(stack: AirflowStack, query: str, window_end: str) -> dict:
+    """The window as the query's page in the UI shows it (its JSON: ``GET /csparql/api/queries/<query>``)."""
+    request = urllib.request.Request(f"{stack.url}/csparql/api/queries/{query}",
+                                     headers={"Authorization": f"Bearer {stack.token()}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        windows = json.loads(response.read())["windows"]
+    shown = [w for w in windows if w["window_end"] == window_end]
+    assert len(shown) == 1, windows
+    return shown[0]
+
+
+def _task(stack: AirflowStack, dag: str, run: dict, task: str, allow: tuple[int, ...] = ()) -> dict:
+    return stack.api("GET", f"dags/{dag}/dagRuns/{run['dag_run_id']}/taskInstances/{task}", allow=allow)

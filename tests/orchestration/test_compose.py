@@ -425,6 +425,16 @@ def test_csparql_is_imported_from_the_mounted_plugins_and_finds_its_spark_jobs()
         f"'{SCHEDULER}' must mount ./spark_jobs at {root / 'spark_jobs'} (csparql's project root in the container)")
 
 
+@pytest.mark.parametrize("name", SPARK_SERVICES)
+def test_the_spark_python_workers_import_the_csparql_the_tasks_import(name):
+    # With CSPARQL_SPARK=connect an ingest's parsers (mapInArrow over csparql functions) run in the executors.
+    plugins = variable(SCHEDULER, "AIRFLOW__CORE__PLUGINS_FOLDER")
+    assert bind_target(name, "plugins") == plugins, (
+        f"'{name}' must mount ./plugins at {plugins}, as the Airflow services do, found {bind_target(name, 'plugins')}")
+    path = environment(name).get("PYTHONPATH", "").split(":")
+    assert path[0] == plugins, f"'{name}' must put {plugins} first on PYTHONPATH (found PYTHONPATH={path})"
+
+
 # Airflow's own settings
 
 

@@ -4,16 +4,37 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from csparql import deployment
 from csparql.compiler import compile_query
-from csparql.deployment import RegistrationError, Settings, register, sync_loaders, versions, write_loader
+from csparql.deployment import (
+    RegistrationError,
+    Settings,
+    deployment_of,
+    register,
+    sync_loaders,
+    versions,
+    write_loader,
+)
 from csparql.language.errors import QueryError
+from csparql.orchestration.dags import registered_query_dag
+from csparql.windows import to_micros
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPOSITORY / "examples" / "queries").glob("*.rq"))
+CITY_TOLLGATES = "http://streams.org/citytollgates.trdf"  # the stream of 04-cars-per-district
+CONSUMER = """REGISTER QUERY EnteringCarsPerDistrict AS
+PREFIX t: <http://linkedurbandata.org/traffic#>
+SELECT ?district ?passages
+FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrict> [RANGE 5m TUMBLING]
+WHERE { ?district t:has-entering-cars ?passages . }
+"""
 
 
 def registry_stem(example: Path) -> str:
@@ -28,8 +49,18 @@ def is_valid(example: Path) -> bool:
     return True
 
 
+COMPILES: Counter = Counter()
+"""The queries the deployment layer compiled while the module's DagBag was parsed, per registry file."""
+
+
+def counting_compile_query(text: str, source_name: str = "<query>"):
+    COMPILES[source_name] += 1
+    return compile_query(text, source_name)
+
+
 @pytest.fixture(scope="module")
-def bag(tmp_path_factory):
+def dags_folder(tmp_path_factory):
+    """An Airflow DAG folder with every example query registered, and the ingestion DAGs' file."""
     root = tmp_path_factory.mktemp("airflow")
     dags = root / "dags"
     registry = dags / "queries"
@@ -40,9 +71,18 @@ def bag(tmp_path_factory):
     monkey = pytest.MonkeyPatch()
     monkey.setenv("CSPARQL_REGISTRY", str(registry))
     monkey.setenv("CSPARQL_WAREHOUSE", str(root / "warehouse"))
+    yield dags
+    monkey.undo()
+
+
+@pytest.fixture(scope="module")
+def bag(dags_folder):
     from airflow.dag_processing.dagbag import DagBag
 
-    yield DagBag(str(dags))
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(deployment, "compile_query", counting_compile_query)
+    COMPILES.clear()
+    yield DagBag(str(dags_folder))
     monkey.undo()
 
 
@@ -58,13 +98,114 @@ def test_one_dag_per_valid_example_and_one_import_error_for_the_invalid_one(bag)
     assert "^^^^^^" in message  # the caret under SELECT
 
 
-def test_each_query_dag_waits_then_evaluates_on_its_schedule(bag):
+def test_parsing_the_whole_registry_compiles_each_query_once(bag):
+    assert COMPILES == Counter({f"{registry_stem(e)}.rq": 1 for e in EXAMPLES})  # not once per DAG file
+
+
+def test_a_dag_processor_process_per_file_compiles_only_its_own_query_once_the_facts_are_kept(dags_folder, tmp_path):
+    # Airflow 3's DAG processor parses each DAG file in a process it forks for that file: nothing compiled in
+    # one survives to the next but the warehouse's compile cache. Two parsing loops, each file in a fresh state.
+    from airflow.dag_processing.dagbag import DagBag
+
+    files = [dags_folder / "csparql_streams.py", *sorted((dags_folder / "queries").glob("*.py"))]
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(deployment, "compile_query", counting_compile_query)
+    monkey.setenv("CSPARQL_WAREHOUSE", str(tmp_path / "warehouse"))  # a cold compile cache
+    try:
+        loops = []
+        for _ in range(2):
+            per_file = {}
+            for file in files:
+                monkey.setattr(deployment, "_COMPILED", {})
+                monkey.setattr(deployment, "_FACTS", {})
+                COMPILES.clear()
+                parsed = DagBag(str(file))
+                per_file[file.stem] = (dict(COMPILES), len(parsed.dags), list(parsed.import_errors.values()))
+            loops.append(per_file)
+    finally:
+        monkey.undo()
+    queries = [file.stem for file in files[1:]]
+    invalid = next(registry_stem(e) for e in EXAMPLES if not is_valid(e))
+    first, second = loops
+    assert first["csparql_streams"][:2] == ({f"{q}.rq": 1 for q in queries}, 6)  # the first compiles them all
+    for loop in loops:
+        for query in queries:  # then each process compiles its own query only, the ingestion DAGs' none
+            compiled, dags, errors = loop[query]
+            assert compiled == {f"{query}.rq": 1} and dags == (0 if query == invalid else 1)
+        (error,) = loop[invalid][2]  # the invalid query's import error, as when it was compiled by others
+        assert f"{invalid}.rq:7:1: error: only CONSTRUCT and DESCRIBE queries can be registered as STREAM" in error
+    assert second["csparql_streams"] == ({}, 6, [])
+
+
+def test_each_query_dag_is_one_task_that_starts_waiting_on_the_triggerer_then_evaluates(bag):
     dag = bag.dags["q04_cars_per_district"]
-    assert [t.task_id for t in dag.topological_sort()] == ["await_window", "evaluate_window"]
-    assert dag.get_task("evaluate_window").pool == "csparql_spark"
+    assert [t.task_id for t in dag.topological_sort()] == ["evaluate_window"]
     assert type(dag.timetable).__name__ == "WindowTimetable"
     assert dag.timetable.schedule.period == 5 * 60 * 1_000_000
     assert bag.dags["q01_sensors_per_street"].timetable.can_be_scheduled is False  # one-shot: on demand
+    # what the scheduler and the triggerer read: the serialized DAG
+    task = serialized(dag).get_task("evaluate_window")
+    assert task.pool == "csparql_spark"
+    assert task.start_from_trigger is True  # the scheduler defers it on the triggerer: no task process to wait
+    start = task.start_trigger_args
+    assert (start.trigger_cls, start.next_method, start.timeout) == (
+        "csparql.orchestration.triggers.WindowCompleteTrigger", "evaluate", timedelta(minutes=10))  # the wait timeout
+    assert "window_instant" in task.template_fields  # the triggerer renders the run's instant into the trigger
+
+
+def serialized(dag):
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    return DagSerialization.from_dict(DagSerialization.to_dict(dag))
+
+
+def trigger_of(task, run_after: datetime, data_interval_end: datetime | None):
+    """The trigger the triggerer runs for a run of ``task`` (a serialized task): built from the trigger's
+    arguments as the metadata database stores them, its instant rendered from the run as the triggerer does."""
+    from airflow.models.trigger import Trigger
+    from airflow.serialization.decoders import smart_decode_trigger_kwargs
+
+    from csparql.orchestration.triggers import WindowCompleteTrigger
+
+    start = task.start_trigger_args
+    stored = Trigger(classpath=start.trigger_cls, kwargs=start.trigger_kwargs)
+    arguments = {k: smart_decode_trigger_kwargs(v) for k, v in Trigger._decrypt_kwargs(stored.encrypted_kwargs).items()}
+    trigger = WindowCompleteTrigger(**arguments)
+    trigger.task_instance = SimpleNamespace(task=task, task_id=task.task_id)  # picks the fields to render
+    trigger.render_template_fields({"dag_run": SimpleNamespace(run_after=run_after,
+                                                               data_interval_end=data_interval_end)})
+    return trigger
+
+
+def test_the_trigger_waits_for_what_the_run_s_window_needs(bag):
+    dag = bag.dags["q04_cars_per_district"]
+    task = serialized(dag).get_task("evaluate_window")
+    settings = Settings.from_environment({"CSPARQL_REGISTRY": str(Path(dag.fileloc).parent),
+                                          "CSPARQL_WAREHOUSE": str(Path(dag.fileloc).parents[2] / "warehouse")})
+    deployment = deployment_of(Path(dag.fileloc).with_suffix(".rq"), settings)
+    window_end = datetime(2010, 3, 22, 8, 50, tzinfo=timezone.utc)
+    scheduled = trigger_of(task, window_end + timedelta(seconds=5), window_end)  # a scheduled run or a backfill
+    assert scheduled.requirements() == deployment.requirements(to_micros(window_end))
+    manual = trigger_of(task, window_end + timedelta(minutes=2), None)  # a manual run: its window closed before
+    assert manual.requirements() == deployment.requirements(to_micros(window_end + timedelta(minutes=2)))
+    assert manual.requirements().window_end == to_micros(window_end)
+    assert scheduled.requirements().streams == {CITY_TOLLGATES: to_micros(window_end) + 60_000_000}  # + lateness
+    assert scheduled.missing() == [f"<{CITY_TOLLGATES}> until 2010-03-22T08:51:00Z (no watermark yet)"]
+
+
+def test_a_query_reading_another_query_s_stream_has_its_asset_as_inlet(tmp_path):
+    settings = Settings.from_environment({"CSPARQL_REGISTRY": str(tmp_path / "registry"),
+                                          "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse")})
+    register(REPOSITORY / "examples" / "queries" / "07-register-stream-construct.rq", settings, name="districts")
+    (tmp_path / "consumer.rq").write_text(CONSUMER, encoding="utf-8")
+    loader = register(tmp_path / "consumer.rq", settings, name="consumer").with_suffix(".py")
+    task = serialized(registered_query_dag(loader, settings)).get_task("evaluate_window")
+    assert [i.uri for i in task.inlets] == ["csparql://streams/CarsEnteringCityCenterPerDistrict"]
+    assert task.outlets == []
+    assert task.start_trigger_args.trigger_kwargs  # the wait for the producer's windows travels with the task
+    window_end = datetime(2010, 3, 22, 8, 55, tzinfo=timezone.utc)
+    trigger = trigger_of(task, window_end, window_end)
+    assert trigger.requirements().producer_windows == {"districts": [to_micros(window_end)]}
 
 
 def test_a_register_stream_query_produces_an_asset(bag):
@@ -82,7 +223,7 @@ def test_every_task_is_retried_so_that_a_transient_airflow_error_does_not_fail_i
     # an ingest whose files landed can still fail when the api-server times out (SQLite under load); its retry
     # finds nothing waiting and succeeds
     tasks = [bag.dags[d].get_task("ingest_landed_files") for d in bag.dag_ids if d.startswith("ingest_")]
-    tasks += [bag.dags["q04_cars_per_district"].get_task(t) for t in ("await_window", "evaluate_window")]
+    tasks += [bag.dags["q04_cars_per_district"].get_task("evaluate_window")]
     assert {(t.retries, t.retry_delay.total_seconds()) for t in tasks} == {(Settings.retries, 30.0)}
 
 
@@ -101,3 +242,17 @@ def test_register_refuses_a_second_producer_of_the_same_stream_and_keeps_the_reg
     assert versions("Copy", settings) == []  # a refused registration keeps no version either
     first.unlink()
     assert sync_loaders(settings) == ([], [first.with_suffix(".py")])
+
+
+def test_run_without_the_triggerer_the_task_defers_from_the_worker_while_its_window_is_incomplete(bag, monkeypatch):
+    # ``airflow tasks test`` runs ``execute`` in a worker: with nothing landed, it defers on the same wait.
+    from airflow.sdk.exceptions import TaskDeferred
+
+    task = bag.dags["q04_cars_per_district"].get_task("evaluate_window")
+    monkeypatch.setattr(task, "window_instant", "2010-03-22T08:50:00+00:00")  # as a worker renders it for 08:50
+    with pytest.raises(TaskDeferred) as deferred:
+        task.execute({})
+    assert (deferred.value.method_name, deferred.value.timeout) == ("evaluate", timedelta(minutes=10))
+    trigger = deferred.value.trigger
+    assert trigger.serialize()[1]["window_instant"] == "2010-03-22T08:50:00+00:00"
+    assert trigger.missing() == [f"<{CITY_TOLLGATES}> until 2010-03-22T08:51:00Z (no watermark yet)"]

@@ -18,7 +18,7 @@ from csparql.engine.stored import StoredResults
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, project_root
-from orchestration.spark_connect import ConnectServer, evaluate_over_connect
+from orchestration.spark_connect import evaluate_over_connect, test_server
 
 EXAMPLES = project_root() / "examples" / "queries"
 TOLLGATES = "http://streams.org/citytollgates.trdf"
@@ -36,7 +36,7 @@ QUERIES = {
 @pytest.fixture(scope="module")
 def starting_server(tmp_path_factory):
     """The Connect server, started first so that it comes up while the city is ingested."""
-    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"))
+    server = test_server(tmp_path_factory.mktemp("spark-connect"))
     server.start()
     yield server
     server.stop()
@@ -59,8 +59,8 @@ def over_connect(city_hour, starting_server):
     """Every query's window ending at 09:00 (within the hour of data) evaluated through the server, its
     results and run written to the warehouse: the CSPARQL_RESULT record of each."""
     tmp_path, warehouse, samples = city_hour
-    url = starting_server.wait()
-    assert url.startswith("sc://127.0.0.1:")
+    url = starting_server.wait_until_answering()
+    assert url.startswith("sc://localhost:")
     return evaluate_over_connect(url, [(query, name) for name, query in QUERIES.items()], samples.end,
                                  warehouse.root, tmp_path)
 
@@ -85,3 +85,19 @@ def test_a_window_evaluated_over_spark_connect_matches_the_local_evaluation(spar
     assert run["run_id"] == record["run_id"]
     assert run["status"] == "succeeded" and run["error"] is None
     assert run["rows_written"] == record["rows_written"]
+
+
+def test_the_server_runs_only_requests_that_carry_its_token(starting_server):
+    from pyspark.errors import PySparkException
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    from csparql.spark.connect_server import close_session, connect_mode_left_alone
+
+    starting_server.wait_until_answering()  # with the token: answers
+    with connect_mode_left_alone():
+        intruder = ConnectSession(connection=f"sc://127.0.0.1:{starting_server.port}")
+        try:
+            with pytest.raises(PySparkException, match="UNAUTHENTICATED"):
+                intruder.range(1).count()
+        finally:
+            close_session(intruder)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from csparql.orchestration import stack as stack_module
-from csparql.orchestration.stack import AirflowStack
+from csparql.orchestration.stack import AirflowStack, StackError
 
 START, END = "2010-03-22T08:30:00Z", "2010-03-22T09:00:00Z"
 
@@ -37,6 +37,8 @@ class ScriptedStack(AirflowStack):
         answer, stores = self.posts.pop(0)
         if stores is not None:
             self.stored.append(stores)
+        if "status" in answer and answer["status"] not in allow:  # as the real api() does
+            raise StackError(f"POST {path} answered {answer['status']}")
         return answer
 
 
@@ -64,3 +66,8 @@ def test_an_older_unfinished_backfill_of_the_same_range_is_not_taken_for_the_new
 def test_a_409_without_an_earlier_503_is_waited_out():
     stack = ScriptedStack(posts=[({"status": 409}, None), (backfill(5), backfill(5))], stored=[backfill(4, True)])
     assert stack.backfill("q", START, END)["id"] == 5
+
+
+def test_a_500_of_a_database_locked_past_its_timeout_is_tried_again_like_a_503():
+    stack = ScriptedStack(posts=[({"status": 500}, None), (backfill(7), backfill(7))], stored=[])
+    assert stack.backfill("q", START, END)["id"] == 7

@@ -56,3 +56,19 @@ def test_stopping_leaves_no_component_running(stack):
     processes = list(stack.processes.values())
     stack.stop(grace=5)
     assert all(process.poll() is not None for process in processes)
+
+
+def test_a_stack_supervised_in_the_background_restarts_an_exited_component_by_itself(stack, tmp_path):
+    """What tests and benchmarks run their stacks with (``supervise_in_background``): the scheduler that exits
+    is started again without anyone calling ``restart_exited``, and the restart is logged."""
+    stack.supervise_in_background(interval=0.2)
+    deadline = time.monotonic() + 30
+    while not stack.restarts and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (tmp_path / "calls.recovered").touch()  # from now on the scheduler stays up
+    assert stack.restarts and stack.restarts[0] == ("scheduler", 3)
+    assert "the scheduler exited with code 3; started again" in (stack.home / "logs" / "supervisor.log").read_text()
+    time.sleep(1.0)  # a scheduler started before the file existed may exit once more; the next stays up
+    count = len(stack.restarts)
+    time.sleep(1.5)
+    assert len(stack.restarts) == count and stack.processes["scheduler"].poll() is None

@@ -162,3 +162,42 @@ def test_a_manual_run_evaluates_the_latest_window_closed_at_its_time():
 def test_a_backfill_range_past_the_last_window_ends():
     timetable = timetable_of(CASES["TUMBLING 15m"][0])
     assert as_minutes(catch_up(timetable, minute(1), minute(44))) == [(15, 0, 15), (30, 15, 30)]
+
+
+# --- limits: never a run at an instant no layer represents, never an exception in the scheduler ----------
+
+
+def test_a_schedule_stored_before_the_limits_were_checked_has_no_runs():
+    """A DAG registered with COMPUTED EVERY 99999999999999999999d, as the scheduler still holds it: its
+    timetable neither raises nor schedules a run at 1970-01-01 (the front end refuses such a query now)."""
+    from csparql.orchestration.timetable import WindowTimetable
+
+    stored = {"period": 99999999999999999999 * 86_400_000_000,
+              "windows": [{"stream": "http://s", "range": 1_800_000_000, "step": 300_000_000}]}
+    timetable = WindowTimetable.deserialize(stored)
+    for catchup in (False, True):
+        for earliest in (None, pendulum.datetime(2000, 1, 1, tz="UTC")):
+            restriction = TimeRestriction(earliest, None, catchup)
+            assert timetable.next_dagrun_info(last_automated_data_interval=None, restriction=restriction) is None
+
+
+def test_a_backfill_from_before_1500_starts_at_the_earliest_instant_csparql_evaluates():
+    timetable = timetable_of(CASES["RANGE 30m STEP 5m"][0])
+    start = pendulum.datetime(1, 1, 1, tz="UTC")
+    info = timetable.next_dagrun_info(last_automated_data_interval=None,
+                                      restriction=TimeRestriction(start, None, True))
+    assert info.run_after == pendulum.datetime(1500, 1, 1, tz="UTC")
+    assert info.data_interval.start == pendulum.datetime(1499, 12, 31, 23, 30, tz="UTC")
+
+
+def test_runs_end_at_the_latest_instant_csparql_evaluates():
+    timetable = timetable_of("REGISTER QUERY q AS SELECT * FROM STREAM <http://s> [RANGE 36525d TUMBLING] "
+                             "WHERE { ?a <http://example.org/p> ?b }")
+    restriction = TimeRestriction(pendulum.datetime(9000, 1, 1, tz="UTC"), None, True)
+    infos, last = [], None
+    while (info := timetable.next_dagrun_info(last_automated_data_interval=last, restriction=restriction)) is not None:
+        infos.append(info)
+        last = info.data_interval
+        assert len(infos) < 10
+    # every 100 years (36525 days) from the epoch: 9070-01-01, 9170, …, 9470; the next one, in 9570, is past 9500
+    assert [i.run_after.year for i in infos] == [9070, 9170, 9270, 9370, 9470]

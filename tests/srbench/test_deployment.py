@@ -62,7 +62,7 @@ def test_the_dag_processor_builds_seventeen_query_dags_and_the_ingestion_dag(reg
     assert len(ingestion) == 1 and bag.dags[ingestion[0]].get_task("ingest_landed_files").stream == str(OBSERVATIONS)
     for dag_id in queries:
         dag = bag.dags[dag_id]
-        assert [t.task_id for t in dag.topological_sort()] == ["await_window", "evaluate_window"]
+        assert [t.task_id for t in dag.topological_sort()] == ["evaluate_window"]
         assert type(dag.timetable).__name__ == "WindowTimetable"
 
 

@@ -69,6 +69,7 @@ def ui(tmp_path_factory, spark) -> UI:
                          pool_slots=2, other_users={VIEWER[0]: ("viewer", VIEWER[1])})
     stack.set_up()
     stack.start()
+    stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
     try:
         stack.wait_until_healthy()
         yield UI(root, files, settings, stack)

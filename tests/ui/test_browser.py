@@ -128,6 +128,12 @@ def test_register_watch_and_run_a_query_from_the_airflow_ui(browser, ui, screens
         frame.locator(f'#windows tr[data-window-end="{window_end}"]').wait_for()  # its run shows at once
     for window_end in WINDOWS:
         frame.locator(f'#windows tr[data-window-end="{window_end}"][data-state="complete"]').wait_for(timeout=900_000)
+    # Unpaused, the DAG runs today's latest window too: its stream has no data for it, so the run waits (its one
+    # task deferred on the triggerer), shown with a link to that task.
+    waiting = frame.locator('#windows tr[data-state="running"]', has_text="waiting for its inputs to land").first
+    waiting.wait_for()
+    assert re.search(r"/dags/ui_tollgates/runs/scheduled__[^/]+/tasks/evaluate_window$",
+                     waiting.get_by_role("link", name="log").get_attribute("href"))
 
     # The windows, their figures and links, the charts and the latest results.
     row = frame.locator(f'#windows tr[data-window-end="{WINDOWS[-1]}"]')

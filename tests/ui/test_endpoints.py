@@ -246,6 +246,26 @@ def test_names_sql_would_confuse_with_another_query_or_a_warehouse_table_are_ref
     assert registry_state(ui) == before
 
 
+def test_queries_beyond_the_limits_get_their_problems_not_a_server_error(ui, registered):
+    before = registry_state(ui)
+    nested = TOLLGATES.replace("WHERE { ?tollgate t:registers ?car . }",
+                               "WHERE " + "{ " * 500 + "?tollgate t:registers ?car ." + " }" * 500)
+    forever = TOLLGATES.replace("[RANGE 10m STEP 10m]", "[RANGE 99999999999999999999d STEP 10m]")
+    with client(ui, ui.token()) as admin:
+        for text, message, line in ((nested, "the query nests more than 64 levels deep here", 6),
+                                    (forever, "the window RANGE is longer than 36525d (100 years)", 5)):
+            checked = admin.post("/api/check", json={"text": text})
+            assert checked.status_code == 200, checked.text
+            answer = checked.json()
+            assert answer["ok"] is False and answer["problems"][0]["message"].startswith(message)
+            assert answer["problems"][0]["line"] == line and len(checked.content) < 5000
+            saved = admin.post("/queries", data={"name": "too_deep", "text": text})
+            assert saved.status_code == 400 and message in saved.json()["detail"]
+        when = admin.post(f"/queries/{registered}/trigger", data={"window_end": "0001-01-01T00:00:00Z"})
+        assert when.status_code == 400 and "is outside the instants csparql evaluates" in when.json()["detail"]
+    assert registry_state(ui) == before
+
+
 def test_query_text_is_escaped_everywhere_it_is_shown(ui, registered):
     with client(ui, ui.token()) as admin:
         pages = [admin.get(path, headers={"Accept": "text/html"}).text

@@ -97,10 +97,12 @@ def register(commands) -> None:
 
 
 def _instant(text: str, option: str) -> int | None:
-    from csparql.windows import parse_instant
+    """The instant an option gives, or None after a one-line message naming the option (a malformed instant, or
+    one outside the instants csparql evaluates)."""
+    from csparql.windows import parse_evaluation_instant
 
     try:
-        return parse_instant(text)
+        return parse_evaluation_instant(text)
     except ValueError as error:
         print(f"csparql: {option}: {error}", file=sys.stderr)
         return None

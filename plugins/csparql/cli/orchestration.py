@@ -2,12 +2,13 @@
 
 ``register`` checks a query and puts it in the registry (``$CSPARQL_REGISTRY``, default ``dags/queries/``)
 with its DAG loader; Airflow's DAG processor picks it up within seconds. ``stack`` runs the embedded Airflow
-(the README's main command).
+and its Spark Connect server (the README's main command).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -53,12 +54,20 @@ def register(commands) -> None:
 
     stack = commands.add_parser(
         "stack",
-        help="run the embedded Airflow with the example queries (Ctrl-C stops it)",
-        description="Start Airflow (api-server, scheduler, DAG processor, triggerer) on 127.0.0.1 with SQLite and "
-        "local Spark; register the example queries, land the sample streams through their ingestion DAGs, "
-        "backfill each query's last sample windows, and print the address and login. Ctrl-C stops everything.",
+        help="run the embedded Airflow and Spark with the example queries (Ctrl-C stops it)",
+        description="Start one Spark Connect server and Airflow (api-server, scheduler, DAG processor, triggerer) "
+        "on 127.0.0.1 with SQLite; register the example queries and print the address and login as soon as "
+        "Airflow answers; then land the sample streams through their ingestion DAGs, backfill each query's last "
+        "sample windows, and report the progress. Evaluations and ingests run on the Connect server (--spark "
+        "local: each task starts a Spark of its own). Every process that exits is started again. Ctrl-C stops "
+        "everything.",
     )
     stack.add_argument("--port", type=int, default=8080, help="the UI and API port (default 8080)")
+    stack.add_argument("--spark", choices=("connect", "local"), default=None,
+                       help="where evaluations and ingests run: the stack's Spark Connect server (connect, the "
+                       "default unless CSPARQL_SPARK=local) or a local Spark inside each task (local)")
+    stack.add_argument("--connect-port", type=int, default=None, metavar="PORT",
+                       help="the Spark Connect server's port on 127.0.0.1 (default 15002)")
     stack.add_argument("--home", metavar="DIR", help="AIRFLOW_HOME (default: .airflow/ in the repository)")
     stack.add_argument("--windows", type=int, default=3, help="sample windows backfilled per query (default 3)")
     stack.add_argument("--examples", nargs="*", metavar="NN", help="only these example numbers (default: all)")
@@ -122,12 +131,12 @@ def run_watermark(args: argparse.Namespace) -> int:
     from csparql.deployment import max_future_skew_setting
     from csparql.storage.warehouse import Warehouse
     from csparql.storage.watermarks import advance_watermark, read_watermarks
-    from csparql.windows import format_duration, format_instant, parse_instant
+    from csparql.windows import format_duration, format_instant, parse_evaluation_instant
 
     warehouse = Warehouse.locate(args.warehouse)
     if args.stream and args.instant:
         try:
-            instant = parse_instant(args.instant)
+            instant = parse_evaluation_instant(args.instant)
         except ValueError as error:
             print(f"csparql: T: {error}", file=sys.stderr)
             return EXIT_REFUSED
@@ -161,6 +170,15 @@ def run_stack(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings is None:
         return EXIT_REFUSED
+    spark = args.spark or os.environ.get("CSPARQL_SPARK") or "connect"
+    if spark == "standalone":
+        print("csparql stack: CSPARQL_SPARK=standalone: the embedded stack has no cluster; it runs Spark on its own "
+              "Connect server (--spark connect) or inside each task (--spark local)", file=sys.stderr)
+        return EXIT_REFUSED
+    for name, port in (("--port", args.port), ("--connect-port", args.connect_port)):
+        if port is not None and not 0 < port < 65536:
+            print(f"csparql stack: {name} {port}: a port is a number from 1 to 65535", file=sys.stderr)
+            return 2
     stopping = threading.Event()
 
     def stop(signum, frame):
@@ -168,14 +186,14 @@ def run_stack(args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     embedded = EmbeddedStack(settings, port=args.port, home=Path(args.home) if args.home else None,
-                             windows=args.windows, examples=args.examples)
+                             windows=args.windows, examples=args.examples, spark=spark, connect_port=args.connect_port)
     try:
         embedded.run(stopping)
     except StackError as error:
         print(f"csparql stack: {error}", file=sys.stderr)
         return EXIT_REFUSED
     finally:
-        print("stopping Airflow …", file=sys.stderr)
+        print("stopping Airflow and Spark …", file=sys.stderr)
         embedded.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -42,11 +42,11 @@ def run_generate(args: argparse.Namespace) -> int:
 
     from csparql.srbench.generator import Size, generate
     from csparql.srbench.workload import write_files
-    from csparql.windows import parse_instant
+    from csparql.windows import parse_evaluation_instant
 
     try:
         size = Size(args.stations, args.hours, args.rate, args.towns)
-        start = datetime.fromtimestamp(parse_instant(args.start) / 1_000_000, tz=timezone.utc)
+        start = datetime.fromtimestamp(parse_evaluation_instant(args.start) / 1_000_000, tz=timezone.utc)
     except ValueError as error:
         print(f"csparql srbench generate: {error}", file=sys.stderr)
         return EXIT_REFUSED

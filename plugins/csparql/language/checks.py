@@ -3,7 +3,9 @@
 ``check(query, bound_in_where)`` returns every problem found, so a user sees them all at once:
 
 - REGISTER STREAM only for CONSTRUCT and DESCRIBE (000 §3.3, decision 9);
-- every FROM STREAM has a window; durations are positive; STEP is not longer than RANGE; TRIPLES n ≥ 1;
+- every FROM STREAM has a window; durations are positive and at most ``MAX_DURATION`` (100 years, so that
+  window arithmetic stays within the instants every layer represents); STEP is not longer than RANGE;
+  TRIPLES n ≥ 1 (the parser refuses counts above ``MAX_COUNT``);
 - a stream has one window per query (the same IRI with two different windows is refused; written twice
   with the same window it is one stream);
 - AGGREGATE clauses (000 §3.4): the new variable occurs neither in WHERE nor in another clause; SUM, AVG,
@@ -22,6 +24,7 @@ from rdflib import Variable
 from csparql.language import syntax as sx
 from csparql.language.errors import Diagnostic
 from csparql.language.printer import format_window
+from csparql.windows import MAX_DURATION, format_duration
 
 AGGREGATE_CLAUSE_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 # The entailment regimes a registration may switch on (docs/entailment.md), with what each infers.
@@ -132,7 +135,16 @@ def _registration(query: sx.Query) -> list[Diagnostic]:
     every = registration.computed_every
     if every is not None and every.micros <= 0:
         problems.append(Diagnostic("COMPUTED EVERY must be a positive duration", every.span))
+    elif every is not None and every.micros > MAX_DURATION:
+        problems.append(_too_long("COMPUTED EVERY", every))
     return problems
+
+
+def _too_long(what: str, duration: sx.Duration) -> Diagnostic:
+    return Diagnostic(
+        f"{what} is longer than {format_duration(MAX_DURATION)} (100 years), the longest duration csparql accepts",
+        duration.span,
+    )
 
 
 def _windows(query: sx.Query) -> list[Diagnostic]:
@@ -152,8 +164,12 @@ def _windows(query: sx.Query) -> list[Diagnostic]:
         if isinstance(window, sx.LogicalWindowSpec):
             if window.range.micros <= 0:
                 problems.append(Diagnostic("the window RANGE must be a positive duration", window.range.span))
+            elif window.range.micros > MAX_DURATION:
+                problems.append(_too_long("the window RANGE", window.range))
             if window.step is not None and window.step.micros <= 0:
                 problems.append(Diagnostic("the window STEP must be a positive duration", window.step.span))
+            elif window.step is not None and window.step.micros > MAX_DURATION:
+                problems.append(_too_long("the window STEP", window.step))
             elif window.step is not None and window.range.micros > 0 and window.step.micros > window.range.micros:
                 problems.append(
                     Diagnostic(

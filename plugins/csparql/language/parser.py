@@ -15,6 +15,7 @@ import re
 import sys
 import tempfile
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path as FilePath
 from urllib.parse import urljoin
 
@@ -31,12 +32,21 @@ from csparql.language.errors import (
     QuerySyntaxError,
     Span,
     UnsupportedFeatureError,
+    shorten,
 )
 from csparql.terms import RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
-from csparql.windows import canonical_unit, unit_micros
+from csparql.windows import MAX_COUNT, canonical_unit, unit_micros
 
 GRAMMAR_FILE = FilePath(__file__).with_name("grammar.lark")
 RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
+MAX_QUERY_CHARACTERS = 200_000
+"""The longest query text accepted, in characters: a query is a program, not a data set (a query at the limit
+is checked in a few seconds)."""
+MAX_NESTING = 64
+"""The most levels a query may nest (see ``nesting_depth``): every later stage (translation, optimizer, Spark
+compiler, printers) walks the query recursively, and this keeps them well within Python's recursion limit."""
+MAX_INTEGER_DIGITS = 4300
+"""The longest integer literal read (Python converts no longer digit strings to ints)."""
 UPDATE_KEYWORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH")
 
 
@@ -93,16 +103,26 @@ def _save_parser(parser: lark.Lark, path: FilePath) -> None:
 def parse(text: str, source_name: str = "<query>") -> sx.Query:
     """Parse C-SPARQL text into its syntax tree.
 
-    Raises ``QuerySyntaxError`` when the text is not C-SPARQL, ``UnsupportedFeatureError`` for SPARQL Update
-    and SERVICE, and ``QuerySemanticError`` for what the builder can already tell is wrong (an undefined
-    prefix, a duration finer than a microsecond). The language rules that need the whole query are checked
-    by ``csparql.language.checks``.
+    Raises ``QuerySyntaxError`` when the text is not C-SPARQL or is longer than ``MAX_QUERY_CHARACTERS``,
+    ``UnsupportedFeatureError`` for SPARQL Update and SERVICE, and ``QuerySemanticError`` for what the builder
+    can already tell is wrong (nesting deeper than ``MAX_NESTING``, an undefined prefix, a duration finer than
+    a microsecond). The language rules that need the whole query are checked by ``csparql.language.checks``.
     """
+    if len(text) > MAX_QUERY_CHARACTERS:
+        raise QuerySyntaxError(
+            Diagnostic(
+                f"the query is {len(text):,} characters long; csparql accepts queries of at most "
+                f"{MAX_QUERY_CHARACTERS:,} characters (docs/language.md, Limits)"
+            ),
+            text,
+            source_name,
+        )
     try:
         tree = _lark().parse(text)
     except lark.exceptions.UnexpectedInput as error:
         raise _syntax_error(error, text).with_source(text, source_name) from None
     try:
+        _check_nesting(tree)
         return _TreeBuilder().build(tree)
     except QueryError as error:
         raise error.with_source(text, source_name) from None
@@ -186,10 +206,7 @@ def _describe_expected(names) -> str:
 def _describe_token(token: Token) -> str:
     if token.type == "$END":
         return "end of query"
-    text = str(token).split("\n")[0]
-    if len(text) > 30:
-        text = text[:27] + "…"
-    return f"'{text}'"
+    return f"'{shorten(str(token))}'"
 
 
 def _word_at(text: str, line: int, column: int) -> str:
@@ -244,15 +261,186 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> QueryErr
     elif char == "<" and "IRIREF" in allowed:
         message = "unterminated or malformed IRI: an IRI is written <…> with no spaces, quotes or braces inside"
     elif word and allowed & {"TIME_UNIT"}:
-        message = f"unknown time unit '{word}'; expected {_describe_expected(allowed)}"
+        message = f"unknown time unit '{shorten(word)}'; expected {_describe_expected(allowed)}"
     elif word:
-        message = f"unexpected '{word}'; expected {_describe_expected(allowed)}"
+        message = f"unexpected '{shorten(word)}'; expected {_describe_expected(allowed)}"
     else:
         shown = char if char.strip() else repr(char)
         message = f"unexpected character '{shown}'"
         if allowed:
             message += f"; expected {_describe_expected(allowed)}"
     return QuerySyntaxError(Diagnostic(message, Span(line, column, len(word) or 1)))
+
+
+# --- how deeply a query nests ---------------------------------------------------------------------------
+
+# The rules that are one level of the trees the later stages walk: groups, sub-selects, EXISTS, every
+# operator and function call of an expression, nested collections and blank nodes.
+_LEVEL_RULES = (
+    "group_graph_pattern", "exists", "not_exists",
+    "or_expression", "and_expression", "comparison", "in_expression", "not_in_expression", "additive",
+    "additive_signed", "multiplicative", "signed_multiplicative", "unary", "builtin_fixed", "builtin_list",
+    "aggregate", "function_call", "iri_or_function", "timestamp_call",
+    "collection", "collection_path", "blank_node_property_list", "blank_node_property_list_path",
+)
+# Rules whose parts are joined one after another (a group's patterns, a UNION's operands, HAVING conditions:
+# the first part ends up deepest), so that each later part adds a level to the parts before it.
+_CHAIN_RULES = ("group_graph_pattern_sub", "group_or_union_graph_pattern", "having_clause")
+# What each rule that needs more than the deepest of its children is (one lookup per node: the rest of the
+# tree, most of it, takes the fast way).
+_LEVEL, _CHAIN, _SELECT_QUERY, _SUB_SELECT, _SELECT_CLAUSE, _TRIPLES_BLOCK, _PATH, _PATH_ELT, _NEGATED_SET, \
+    _PATH_PRIMARY = range(10)
+_RULE_KINDS = {
+    **dict.fromkeys(_LEVEL_RULES, _LEVEL),
+    **dict.fromkeys(_CHAIN_RULES, _CHAIN),
+    "select_query": _SELECT_QUERY,
+    "sub_select": _SUB_SELECT,
+    "select_clause": _SELECT_CLAUSE,
+    "triples_block": _TRIPLES_BLOCK,
+    "path": _PATH,
+    "path_elt": _PATH_ELT,
+    "path_negated_property_set": _NEGATED_SET,
+    "path_primary": _PATH_PRIMARY,
+}
+
+
+def _is_path_operator(node: Tree, kind: int | None) -> bool:
+    """A part of a property path that makes it a path pattern of its own (joined to the triples around it):
+    an alternative, a '*', '+' or '?', a negated property set."""
+    if kind == _PATH or kind == _PATH_ELT:
+        return len(node.children) > 1
+    return kind == _NEGATED_SET
+
+
+def _weight(node: Tree, kind: int | None) -> int:
+    """The levels a node is by itself: one for a rule of ``_LEVEL_RULES``, a sub-select and a bracketed path."""
+    if kind == _LEVEL or kind == _SUB_SELECT:
+        return 1
+    if kind == _PATH_PRIMARY:
+        return int(_tree(node.children[0], "path"))
+    return 0
+
+
+def _select_expressions(select_clause: Tree) -> list[Tree]:
+    return [c for c in select_clause.children if _tree(c, "select_item") and len(c.children) > 1]
+
+
+def _offsets(node: Tree, kind: int | None, children: list[Tree]) -> list[int]:
+    """The levels each child of ``node`` sits below it besides its own, as the algebra will nest them."""
+    count = len(children)
+    if kind == _CHAIN:
+        return [count - 1 - index for index in range(count)]
+    if kind == _SELECT_CLAUSE:
+        expressions = {id(c): index for index, c in enumerate(_select_expressions(node))}
+        return [len(expressions) - 1 - expressions[id(c)] if id(c) in expressions else 0 for c in children]
+    if kind == _SELECT_QUERY or kind == _SUB_SELECT:
+        # Each SELECT expression extends the solutions of the WHERE clause: one level above it.
+        select = next((c for c in children if c.data == "select_clause"), None)
+        above = len(_select_expressions(select)) if select is not None else 0
+        return [above if c.data == "where_clause" else 0 for c in children]
+    return [0] * count
+
+
+def _heights(tree: Tree) -> dict[int, int]:
+    """Per node (by id): how many levels its subtree nests, counted as ``nesting_depth`` says. Iterative, and
+    written for speed: it runs on every query."""
+    heights: dict[int, int] = {}
+    path_operators = 0
+    stack: list[tuple[Tree, int]] = [(tree, -1)]
+    while stack:
+        node, operators_before = stack.pop()
+        if operators_before < 0:  # first visit: the children first
+            stack.append((node, path_operators))
+            for child in node.children:
+                if isinstance(child, Tree):
+                    stack.append((child, -1))
+            continue
+        kind = _RULE_KINDS.get(node.data)
+        if kind is None:  # most nodes: as deep as their deepest child
+            height = 0
+            for child in node.children:
+                if isinstance(child, Tree) and heights[id(child)] > height:
+                    height = heights[id(child)]
+            heights[id(node)] = height
+            continue
+        children = [child for child in node.children if isinstance(child, Tree)]
+        below = max((heights[id(c)] + o for c, o in zip(children, _offsets(node, kind, children))), default=0)
+        if kind == _TRIPLES_BLOCK:
+            # Each path pattern of a block is joined to the triples before it (and those after it).
+            below += 2 * (path_operators - operators_before)
+        elif _is_path_operator(node, kind):
+            path_operators += 1
+        heights[id(node)] = below + _weight(node, kind)
+    return heights
+
+
+def nesting_depth(tree: Tree) -> int:
+    """How many levels deep a parsed query nests: the depth of the trees that translation, the optimizer, the
+    Spark compiler and the printers walk, as it can be read off the parse tree.
+
+    Each group ``{ … }``, sub-select, EXISTS, operator, function call, nested collection or ``[ … ]`` and
+    bracketed property path is a level. Parts that are joined one after another count as nested: in a group,
+    each pattern (triples, OPTIONAL, UNION, BIND, FILTER, …) adds a level to those before it, and so does each
+    operand of a UNION, each HAVING condition, each SELECT expression and each path pattern of a block of
+    triples (twice: the triples around it are joined too). Brackets around an expression add nothing.
+    """
+    return _heights(tree)[id(tree)]
+
+
+def _check_nesting(tree: Tree) -> None:
+    """``QuerySemanticError`` at the place where the query goes deeper than ``MAX_NESTING`` levels."""
+    heights = _heights(tree)
+    if heights[id(tree)] <= MAX_NESTING:
+        return
+    # Go down the first (in reading order) branch that is too deep, to the node where the limit is crossed.
+    node, budget, place = tree, MAX_NESTING, None
+    while True:
+        kind = _RULE_KINDS.get(node.data)
+        place = _position(node) or place
+        budget -= _weight(node, kind)
+        if budget < 0:
+            break
+        children = [child for child in node.children if isinstance(child, Tree)]
+        if kind == _TRIPLES_BLOCK:
+            operators = [n for n in _preorder(node) if _is_path_operator(n, _RULE_KINDS.get(n.data))]
+            budget -= 2 * len(operators)
+            if budget < 0:
+                place = _position(operators[len(operators) + budget // 2]) or place
+                break
+        offsets = _offsets(node, kind, children)
+        deeper = [(c, budget - o) for c, o in zip(children, offsets) if heights[id(c)] > budget - o]
+        if not deeper:
+            break
+        node, budget = deeper[0]
+    raise QuerySemanticError(
+        Diagnostic(
+            f"the query nests more than {MAX_NESTING} levels deep here; csparql reads at most {MAX_NESTING} levels, "
+            "counting each group { }, sub-select, operator and function call, and each pattern of a group as one "
+            "level above the patterns before it (docs/language.md, Limits)",
+            place,
+        )
+    )
+
+
+def _preorder(tree: Tree) -> list[Tree]:
+    nodes, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(reversed([c for c in node.children if isinstance(c, Tree)]))
+    return nodes
+
+
+def _position(node: Tree) -> Span | None:
+    """Where a node is best pointed at: its first keyword or operator, else the first character it starts with
+    (the right operand of an operator written without a token of its own: ``||``, ``&&``, ``1 +2``)."""
+    if node.data in ("or_expression", "and_expression", "additive_signed"):
+        node = node.children[-1] if isinstance(node.children[-1], Tree) else node
+    token = next((c for c in node.children if isinstance(c, Token)), None)
+    if token is not None:
+        return Span.of_token(token)
+    span = Span.of_meta(node.meta)
+    return Span(span.line, span.column) if span is not None else None
 
 
 # --- lark tree to syntax tree --------------------------------------------------------------------------
@@ -347,10 +535,12 @@ class _TreeBuilder:
         unit = tree.children[1]
         span = Span(number_token.line, number_token.column, unit.end_column - number_token.column if unit.line == number_token.line else len(number_token))
         amount = Decimal(str(number_token))
-        micros = amount * unit_micros(str(unit))
-        if micros != micros.to_integral_value():
+        micros = Fraction(amount) * unit_micros(str(unit))  # exact: Decimal arithmetic rounds to 28 digits
+        if micros.denominator != 1:
             raise QuerySemanticError(
-                Diagnostic(f"the duration {number_token}{unit} is not a whole number of microseconds", span)
+                Diagnostic(
+                    f"the duration {shorten(str(number_token))}{unit} is not a whole number of microseconds", span
+                )
             )
         return sx.Duration(amount=amount, unit=canonical_unit(str(unit)), micros=int(micros), span=span)
 
@@ -483,13 +673,25 @@ class _TreeBuilder:
         )
 
     def whole_number(self, tree: Tree, clause: str, allow_negative: bool = False) -> int:
-        """The integer a ``count_number`` holds; a clear error when it is not a whole number (or is negative)."""
+        """The integer a ``count_number`` holds; a clear error when it is not a whole number, is negative, or is
+        larger than ``MAX_COUNT`` (Spark's LIMIT takes a 32-bit int)."""
         token = tree.children[0]
         if token.type not in ("INTEGER", "INTEGER_POSITIVE", "INTEGER_NEGATIVE") or (
             token.type == "INTEGER_NEGATIVE" and not allow_negative
         ):
             raise QuerySyntaxError(
-                Diagnostic(f"{clause} takes a whole number of at least 0, not {token}", Span.of_token(token))
+                Diagnostic(
+                    f"{clause} takes a whole number of at least 0, not {shorten(str(token))}", Span.of_token(token)
+                )
+            )
+        digits = str(token).lstrip("+-").lstrip("0")
+        # Compared as text first: int() refuses numbers of more than 4300 digits.
+        if len(digits) > len(str(MAX_COUNT)) or int(digits or "0") > MAX_COUNT:
+            raise QuerySemanticError(
+                Diagnostic(
+                    f"{clause} takes a whole number of at most {MAX_COUNT:,}, not {shorten(str(token))}",
+                    Span.of_token(token),
+                )
             )
         return int(str(token))
 
@@ -820,6 +1022,14 @@ class _TreeBuilder:
             return literal(text, XSD_DOUBLE)
         if "DECIMAL" in token.type:
             return literal(text, XSD_DECIMAL)
+        if len(text.lstrip("+-")) > MAX_INTEGER_DIGITS:
+            raise QuerySemanticError(
+                Diagnostic(
+                    f"this integer has {len(text.lstrip('+-')):,} digits; csparql reads integers of at most "
+                    f"{MAX_INTEGER_DIGITS:,} digits",
+                    Span.of_token(token),
+                )
+            )
         return literal(text, XSD_INTEGER)
 
     # expressions

@@ -10,6 +10,7 @@ makes it more selective, subject most, then object, then predicate).
 from __future__ import annotations
 
 import dataclasses
+import heapq
 
 from rdflib import Variable
 
@@ -45,17 +46,37 @@ def order_joins(plan: alg.QueryPlan, statistics: SourceStatistics) -> alg.QueryP
 
 
 def _greedy(items: list, cost, variables) -> list:
-    """Items ordered cheapest-first, preferring items connected to those already chosen (stable on ties)."""
-    remaining = list(enumerate(items))
-    chosen: list = []
+    """Items ordered cheapest-first, preferring items connected to those already chosen (stable on ties).
+
+    Each step takes the item of least (cost, position) among those sharing a variable with the items chosen so
+    far, or among all remaining items when none does. Heaps keyed by (cost, position) and an index from each
+    variable to its items make that O(n log n) rather than a scan of every remaining item at every step."""
+    keys = [(cost(item), index) for index, item in enumerate(items)]
+    item_variables = [variables(item) for item in items]
+    by_variable: dict[Variable, list[int]] = {}
+    for index, names in enumerate(item_variables):
+        for name in names:
+            by_variable.setdefault(name, []).append(index)
+    everything = list(keys)
+    heapq.heapify(everything)
+    connected: list[tuple] = []
+    taken = [False] * len(items)
     bound: set[Variable] = set()
-    while remaining:
-        connected = [(i, item) for i, item in remaining if bound & variables(item)] if chosen else []
-        pool = connected or remaining
-        index, best = min(pool, key=lambda pair: (cost(pair[1]), pair[0]))
-        remaining = [(i, item) for i, item in remaining if i != index]
-        chosen.append(best)
-        bound |= variables(best)
+    chosen: list = []
+    while len(chosen) < len(items):
+        while connected and taken[connected[0][1]]:
+            heapq.heappop(connected)
+        pool = connected if connected else everything
+        while taken[pool[0][1]]:
+            heapq.heappop(pool)
+        _, index = heapq.heappop(pool)
+        taken[index] = True
+        chosen.append(items[index])
+        for name in item_variables[index] - bound:
+            bound.add(name)
+            for other in by_variable[name]:
+                if not taken[other]:
+                    heapq.heappush(connected, keys[other])
     return chosen
 
 

@@ -1,6 +1,7 @@
 """DAGs built from the registry: one per registered query, one ingestion DAG per stream the queries read.
 
-A query's DAG is ``await_window >> evaluate_window``; its timetable is the query's schedule (``timetable``).
+A query's DAG is one task, ``evaluate_window``, which waits for its window on the triggerer and then evaluates
+it (``EvaluateWindowOperator``); its timetable is the query's schedule (``timetable``).
 Each registry file ``<name>.rq`` has a loader ``<name>.py`` beside it (written by ``csparql register``) that
 calls ``registered_query_dag(__file__)``: Airflow records an import error per DAG file and marks every DAG of
 a failing file stale, so one file per query is what keeps one broken query from stopping the others. The
@@ -17,7 +18,7 @@ import pendulum
 from airflow.sdk import DAG, Asset
 
 from csparql.deployment import Deployment, RegistrationError, Settings, deployment_of, ingest_dag_id, ingested_streams
-from csparql.orchestration.operators import AwaitWindowOperator, EvaluateWindowOperator, IngestLandedFilesOperator
+from csparql.orchestration.operators import EvaluateWindowOperator, IngestLandedFilesOperator
 from csparql.orchestration.timetable import WindowTimetable
 from csparql.storage.warehouse import OUTPUT_STREAM_PREFIX
 
@@ -70,17 +71,13 @@ def query_dag(deployment: Deployment, settings: Settings) -> DAG:
         doc_md=f"**{deployment.description}**\n\nRegistry file `{deployment.path}`\n\n```sparql\n{deployment.text}\n```",
         default_args=task_defaults(settings),
     ) as dag:
-        wait = AwaitWindowOperator(
-            task_id="await_window", deployment=deployment, settings=settings, inlets=producer_assets,
-            doc_md="Waits (deferred) until the window's streams have landed: watermarks past the window's end "
-                   "plus the allowed lateness, producers' windows written.",
-        )
-        evaluate = EvaluateWindowOperator(
-            task_id="evaluate_window", deployment=deployment, settings=settings, await_task_id="await_window",
+        EvaluateWindowOperator(
+            task_id="evaluate_window", deployment=deployment, settings=settings, inlets=producer_assets,
             pool=settings.pool, outlets=[stream_asset(deployment.registered_as)] if deployment.output_stream else [],
-            doc_md="Evaluates the window on Spark and replaces its results.",
+            doc_md="Waits, deferred on the triggerer (no task process), until the window's streams have landed: "
+                   "watermarks past the window's end plus the allowed lateness, producers' windows written; "
+                   "then evaluates the window on Spark and replaces its results.",
         )
-        wait >> evaluate
     return dag
 
 

@@ -1,6 +1,18 @@
-"""``csparql stack``: the embedded product on one machine — Airflow on SQLite with local Spark, the example
-queries registered, the sample streams landing through their ingestion DAGs, and each query backfilled over
-its last sample windows.
+"""``csparql stack``: the embedded product on one machine — one warm Spark (a local Spark Connect server),
+Airflow on SQLite, the example queries registered, the sample streams landing through their ingestion DAGs,
+and each query backfilled over its last sample windows.
+
+The order is chosen so that a new user waits as little as possible: the Spark Connect server starts first (its
+JVM takes 15–30 s, while the examples are registered and Airflow's database is set up), the address and the
+login are printed as soon as Airflow's api-server answers, and everything after that — the static graphs
+loaded through the server, the ingestion DAGs started, the sample history declared complete once it landed,
+the backfills created — happens in a loop that also supervises every process (a component or the Connect
+server that exits is started again, and the stack says so) and prints, one line each, what changed: files
+landed, window evaluations written, backfills done.
+
+With ``spark="connect"`` (the default) every evaluation and every ingest is a client of that one server
+(``CSPARQL_SPARK=connect`` and the Airflow connection ``spark_connect_default`` in Airflow's environment); with
+``spark="local"`` each task starts a Spark of its own inside its process, as before.
 
 Scheduled runs of the examples evaluate windows of *now*, for which the 2010 sample streams have no data:
 they wait (deferred, holding no worker) for the streams' watermarks. The stack sets the wait timeout to a day
@@ -14,22 +26,37 @@ import os
 import re
 import secrets
 import signal
+import statistics
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from csparql.compiler import compile_query
 from csparql.deployment import RegistrationError, Settings, deployment_of, ingest_dag_id, ingested_streams, register
 from csparql.language.errors import QueryError
-from csparql.orchestration.stack import AirflowStack, StackError
-from csparql.storage.warehouse import project_root
+from csparql.orchestration.stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.samples import SampleFiles
+from csparql.spark.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
+                                         connect_mode_left_alone, port_in_use)
+from csparql.storage.warehouse import project_root
 from csparql.storage.watermarks import advance_watermark, read_watermarks
-from csparql.windows import format_instant
+from csparql.windows import format_instant, to_micros
 
 EXAMPLES = project_root() / "examples" / "queries"
 STACK_DEFAULTS = {"CSPARQL_WAIT_TIMEOUT": "1d"}
+SPARK_MODES = ("connect", "local")
+CONNECTION_ID = "spark_connect_default"
+TICK_SECONDS = 5
+"""How often the stack supervises its processes and looks for progress."""
+STARTUP_TIMEOUT = 300
+"""Seconds Airflow's api-server and the Spark Connect server each have to answer after they are started."""
+BACKFILL_CHECK_SECONDS = 60
+"""How often the stack looks for backfills Airflow lost (``EmbeddedStack.recreate_lost_backfills``)."""
+MAX_BACKFILL_ATTEMPTS = 3
+SAMPLES_TIMEOUT = 1800
+"""Seconds the sample streams have to land once their ingestion DAGs are started."""
 
 
 def example_name(path: Path) -> str:
@@ -37,19 +64,134 @@ def example_name(path: Path) -> str:
     return "ex" + re.sub(r"[^A-Za-z0-9_]", "_", path.stem)
 
 
+@dataclass
+class Progress:
+    """What the stack has done since its start, as the terminal shows it: each call of ``changes`` returns one
+    line per thing that changed since the previous call."""
+
+    settings: Settings
+    dropped: dict[str, Path] = field(default_factory=dict)
+    """The sample files dropped in landing folders by this start, by stream IRI."""
+    backfilled: dict[str, set[int] | None] = field(default_factory=dict)
+    """Query → the window ends its backfill evaluates (None: a one-shot query, run once)."""
+    _landed: int = 0
+    _written: int = 0
+    _done: int = 0
+    _failures: set[tuple[str, int]] = field(default_factory=set)
+    _runs_version: int | None = None
+    _runs: list[dict] = field(default_factory=list)
+    _run_files: dict[str, list[dict]] = field(default_factory=dict)
+
+    def landed_files(self) -> int:
+        """How many of the dropped sample files have landed (moved to ``done/``) or been refused."""
+        return sum(1 for iri, path in self.dropped.items()
+                   for outcome in ("done", "rejected")
+                   if (self.settings.landing_folder(iri) / outcome / path.name).exists())
+
+    def refused_files(self) -> list[str]:
+        reasons = []
+        for iri, path in self.dropped.items():
+            reason = self.settings.landing_folder(iri) / "rejected" / f"{path.name}.reason"
+            if reason.exists():
+                reasons.append(f"{path.name}: {reason.read_text(encoding='utf-8', errors='replace').strip()}")
+        return reasons
+
+    def runs(self) -> list[dict]:
+        """The rows of the runs table. A new version's new files only are read (the table grows by a file per
+        evaluation, and the stack looks every few seconds for days)."""
+        import pyarrow.parquet as pq
+
+        from csparql.storage import delta
+
+        path = self.settings.warehouse.runs
+        if not delta.exists(path):
+            return []
+        try:
+            table = delta.open_table(path)
+            if table.version() != self._runs_version:
+                live = {f.uri for f in delta.live_files(table, path)}
+                for uri in live - self._run_files.keys():
+                    self._run_files[uri] = pq.read_table(uri).to_pylist()
+                for uri in self._run_files.keys() - live:
+                    del self._run_files[uri]
+                self._runs = [row for rows in self._run_files.values() for row in rows]
+                self._runs_version = table.version()
+        except Exception:  # a commit in flight: the next look reads it
+            pass
+        return self._runs
+
+    def without_runs(self) -> list[str]:
+        """The backfilled queries none of whose windows has a run in the runs table, succeeded or failed."""
+        seen = {(r["query"], _micros(r["window_end"])) for r in self.runs()}
+        queries = {query for query, _ in seen}
+        return [query for query, ends in self.backfilled.items()
+                if (query not in queries if ends is None else not any((query, end) in seen for end in ends))]
+
+    def changes(self) -> list[str]:
+        lines = []
+        if self.dropped:
+            landed = self.landed_files()
+            if landed != self._landed:
+                self._landed = landed
+                lines.append(f"sample files landed: {landed} of {len(self.dropped)}")
+        runs = self.runs()
+        succeeded = {(r["query"], _micros(r["window_end"])): r for r in runs if r["status"] == "succeeded"}
+        if len(succeeded) != self._written:
+            self._written = len(succeeded)
+            durations = [r["duration_ms"] for r in succeeded.values() if r.get("duration_ms") is not None]
+            median = f" (median {statistics.median(durations) / 1000:.1f} s each)" if durations else ""
+            lines.append(f"window evaluations written: {len(succeeded)}{median}")
+        latest: dict[tuple[str, int], dict] = {}
+        for r in sorted(runs, key=lambda r: r["started_at"]):
+            latest[(r["query"], _micros(r["window_end"]))] = r
+        for key, r in sorted(latest.items()):
+            if r["status"] != "succeeded" and r["status"] != "running" and key not in self._failures:
+                self._failures.add(key)
+                error = " ".join(str(r.get("error") or r["status"]).split())[:200]
+                lines.append(f"evaluation failed: {key[0]}, window ending {format_instant(key[1])}: {error}")
+        if self.backfilled:
+            done = sum(1 for query, ends in self.backfilled.items()
+                       if (any(q == query for q, _ in succeeded) if ends is None
+                           else ends <= {end for q, end in succeeded if q == query}))
+            if done != self._done:
+                self._done = done
+                lines.append(f"backfills done: {done} of {len(self.backfilled)}")
+        return lines
+
+
+def _micros(value) -> int:
+    """A runs-table timestamp (a datetime read from Parquet) as epoch microseconds."""
+    return value if isinstance(value, int) else to_micros(value)
+
+
 class EmbeddedStack:
     def __init__(self, settings: Settings, port: int = 8080, home: Path | None = None, windows: int = 3,
-                 examples: list[str] | None = None, out=sys.stdout) -> None:
+                 examples: list[str] | None = None, out=sys.stdout, spark: str = "connect",
+                 connect_port: int | None = None) -> None:
+        if spark not in SPARK_MODES:
+            raise StackError(f"the embedded stack runs Spark as one of {', '.join(SPARK_MODES)}, not {spark!r}")
         self.settings = settings
         self.port = port
         self.home = (home or project_root() / ".airflow").resolve()
         self.windows = windows
         self.examples = examples
         self.out = out
+        self.spark = spark
+        self.connect_port = connect_port or DEFAULT_PORT
         self.stack: AirflowStack | None = None
+        self.server: ConnectServer | None = None  # with spark="connect"
+        self.server_answered = False  # the server has answered once: from then on it is started again when it exits
+        self.server_restarted: float | None = None  # when the server was last started again, until it answers
+        self.started = time.monotonic()
+        self.backfill_ranges: dict[str, tuple[str, str]] = {}  # query → the instants its backfill covers
+        self.backfill_attempts: dict[str, int] = {}
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def report(self, text: str) -> None:
+        """A line of what happens while the stack runs, with the time of day."""
+        self.say(f"  {time.strftime('%H:%M:%S')}  {text}")
 
     # the steps
 
@@ -73,42 +215,69 @@ class EmbeddedStack:
         self.say(f"registered {len(names)} example queries in {self.settings.registry}")
         return names
 
-    def land_samples(self, streams: set[str]) -> SampleFiles:
-        """Write the sample files, load the static graphs, and drop the files of ``streams`` (those the
-        registered queries read) in their landing folders, unless they landed on an earlier start."""
+    def drop_samples(self, streams: set[str]) -> tuple[SampleFiles, bool]:
+        """Write the sample files and drop those of ``streams`` (the ones the registered queries read) in their
+        landing folders, unless they landed on an earlier start; the files, and whether the static graphs
+        must be loaded (on a first start)."""
         from csparql.samples import write_samples
 
         folder = self.settings.warehouse.root / "samples"
         files = write_samples(folder)
         files.streams = {iri: path for iri, path in files.streams.items() if iri in streams}
         marks = read_watermarks(self.settings.warehouse)
-        if not all(iri in marks for iri in files.streams):
-            from csparql.engine.ingest import load_static
-            from csparql.spark.session import spark_session
+        first = not all(iri in marks for iri in files.streams)
+        for iri, path in files.streams.items():
+            if iri not in marks:
+                landing = self.settings.landing_folder(iri)
+                landing.mkdir(parents=True, exist_ok=True)
+                (landing / path.name).write_bytes(path.read_bytes())
+        return files, first
 
-            handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-            spark = spark_session()
+    def load_static_graphs(self, files: SampleFiles) -> None:
+        """Load the sample static graphs (through the Connect server, else with a local Spark)."""
+        from csparql.engine.ingest import load_static
+        from csparql.spark.session import spark_session
+
+        if self.server is not None:
+            with connect_mode_left_alone():
+                spark = spark_session(self.server.url)
+                try:
+                    for iri, path in files.graphs.items():
+                        load_static(spark, self.settings.warehouse, iri, [path], replace=True)
+                finally:
+                    close_session(spark)
+            return
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        spark = spark_session()
+        try:
             for iri, path in files.graphs.items():
                 load_static(spark, self.settings.warehouse, iri, [path], replace=True)
+        finally:
             spark.stop()
             for s, handler in handlers.items():  # PySpark installs a SIGINT handler of its own
                 signal.signal(s, handler)
-            for iri, path in files.streams.items():
-                if iri not in marks:
-                    landing = self.settings.landing_folder(iri)
-                    landing.mkdir(parents=True, exist_ok=True)
-                    (landing / path.name).write_bytes(path.read_bytes())
-            self.say(f"sample streams dropped in {self.settings.landing}; static graphs loaded")
-        return files
 
     def environment(self) -> dict[str, str]:
+        """The csparql settings every Airflow component runs with."""
         env = {k: v for k, v in os.environ.items() if k.startswith("CSPARQL_")}
         for key, value in STACK_DEFAULTS.items():
             env.setdefault(key, value)
         env["CSPARQL_REGISTRY"] = str(self.settings.registry)
         env["CSPARQL_WAREHOUSE"] = str(self.settings.warehouse.root)
         env["CSPARQL_LANDING"] = str(self.settings.landing)
+        env["CSPARQL_SPARK"] = self.spark
+        env.pop("CSPARQL_SPARK_CONN_ID", None)
+        if self.server is not None:
+            env["CSPARQL_SPARK_CONN_ID"] = CONNECTION_ID
         return env
+
+    def connections(self) -> dict[str, str]:
+        """The Airflow connection to the stack's Connect server, as an ``AIRFLOW_CONN_*`` variable (its
+        password is the server's token; ``SparkConnectHook`` makes it ``sc://localhost:PORT/;token=…``)."""
+        if self.server is None:
+            return {}
+        uri = f"spark-connect://:{self.server.token}@localhost:{self.server.port}"
+        return {f"AIRFLOW_CONN_{CONNECTION_ID.upper()}": uri}
 
     def password(self) -> str:
         stored = self.home / "passwords.json"
@@ -119,89 +288,215 @@ class EmbeddedStack:
                 pass
         return secrets.token_urlsafe(12)
 
+    def check_ports(self) -> None:
+        if port_in_use(self.port):
+            raise StackError(f"port {self.port} is in use (another csparql stack or Airflow?): pass --port to use "
+                             "another one")
+        if self.spark == "connect" and port_in_use(self.connect_port):
+            raise StackError(f"port {self.connect_port} is in use (another Spark Connect server?): pass "
+                             "--connect-port to use another one, or --spark local")
+
+    def start_connect_server(self) -> None:
+        self.server = ConnectServer(self.home / "spark-connect", port=self.connect_port,
+                                    log=self.home / "logs" / "spark-connect.log")
+        self.server.start()
+        self.say(f"starting the Spark Connect server on {self.server.address} ({DEFAULT_MASTER}, driver memory "
+                 f"{self.server.memory}; log in {self.server.log}) …")
+
     def run(self, stopping: threading.Event) -> None:
         dags = Path(os.environ.get("AIRFLOW__CORE__DAGS_FOLDER") or project_root() / "dags").resolve()
         if dags not in self.settings.registry.parents:
             raise StackError(f"the registry {self.settings.registry} is not inside the DAGs folder {dags}: "
                              "Airflow would not see its queries (set CSPARQL_REGISTRY or AIRFLOW__CORE__DAGS_FOLDER)")
+        self.check_ports()
+        self.started = time.monotonic()
+        if self.spark == "connect":
+            self.start_connect_server()
         names = self.register_examples()
-        files = self.land_samples(set(ingested_streams(self.settings)))
-        self.stack = stack = AirflowStack(home=self.home, dags=dags,
-                                          settings_environment=self.environment(), port=self.port,
-                                          password=self.password())
+        files, first_start = self.drop_samples(set(ingested_streams(self.settings)))
+        self.stack = stack = AirflowStack(home=self.home, dags=dags, settings_environment=self.environment(),
+                                          port=self.port, password=self.password(),
+                                          extra_environment=self.connections())
         self.say(f"starting Airflow in {self.home} (logs in {self.home / 'logs'}) …")
         stack.set_up()
         stack.start()
-        stack.wait_until_healthy()
-        ingest = [ingest_dag_id(iri) for iri in files.streams]
-        stack.wait_for_dags(names + ingest)
-        for dag_id in ingest:
-            stack.unpause(dag_id)
-            stack.api("POST", f"dags/{dag_id}/dagRuns", {"logical_date": None})
-        self.say(f"Airflow answers at {stack.url}; landing the sample streams through their ingestion DAGs …")
-        self.wait_for_samples(files, stopping)
-        backfilled = self.backfill(names, files)
+        self.wait_for_api_server(stopping)
+        if stopping.is_set():
+            return
         self.say("")
         self.say(f"Airflow is up: {stack.url}   login: {stack.username} / {stack.password}")
         self.say(f"  the C-SPARQL pages: {stack.url}/plugin/csparql (Browse → C-SPARQL; every DAG has a Query tab)")
-        self.say(f"  {len(names)} query DAGs; {backfilled} backfills replaying the sample history; "
-                 "results land in the warehouse as the runs finish")
-        self.say(f"  query results with SQL:  .venv/bin/csparql sql \"SELECT query, window_end, rows_written "
-                 f"FROM runs ORDER BY started_at DESC LIMIT 20\"")
+        self.say(f"  {len(names)} query DAGs; meanwhile the sample streams land through their ingestion DAGs and "
+                 f"each query replays its last {self.windows} sample window(s): progress below, "
+                 f"first results within a few minutes")
+        self.say("  query results with SQL:  .venv/bin/csparql sql \"SELECT query, window_end, rows_written "
+                 "FROM runs ORDER BY started_at DESC LIMIT 20\"")
         self.say("Ctrl-C stops the stack.")
-        reported = -1
-        while not stopping.wait(10):
-            for name, code in stack.restart_exited():
-                self.say(f"  the Airflow {name} exited with code {code}; started it again "
-                         f"(its log: {self.home / 'logs' / (name + '.log')})")
-            done = self.succeeded_runs()
-            if done != reported:
-                self.say(f"  {done} window evaluation(s) written so far")
-                reported = done
+        self.say("")
+        self.supervise(stopping, names, files, first_start)
 
-    def wait_for_samples(self, files: SampleFiles, stopping: threading.Event) -> None:
-        """Wait until every sample stream has landed, then declare the sample history complete: no triple
-        will ever arrive for it, so its watermarks move a day past its end (windows closing after the data,
-        such as the daily ones, then count as complete)."""
-        deadline = time.monotonic() + 1800
+    def wait_for_api_server(self, stopping: threading.Event) -> None:
+        """Wait until the api-server answers (a component that exits meanwhile stops the stack: it failed to
+        start, and starting it again would fail again)."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
         while not stopping.is_set():
-            marks = read_watermarks(self.settings.warehouse)
-            if all(iri in marks for iri in files.streams):
-                break
+            exited = [(n, p.returncode) for n, p in self.stack.processes.items() if p.poll() is not None]
+            if exited:
+                name, code = exited[0]
+                raise StackError(f"the Airflow {name} exited with code {code}:\n{self.stack.log_tail(name)}")
+            if self.server is not None and self.server.exit_code() is not None:
+                raise StackError(f"the Spark Connect server exited with code {self.server.exit_code()} as it "
+                                 f"started:\n{self.server.log_tail()}")
+            if self.stack.answers():
+                return
             if time.monotonic() > deadline:
-                raise StackError("the sample streams did not land within 30 minutes: see the ingest_* DAGs")
-            stopping.wait(5)
+                raise StackError(f"Airflow's api-server did not answer within {STARTUP_TIMEOUT} s:\n"
+                                 + self.stack.log_tail("api-server", 15))
+            stopping.wait(1)
+
+    def supervise(self, stopping: threading.Event, names: list[str], files: SampleFiles, first_start: bool) -> None:
+        """Until ``stopping``: every ``TICK_SECONDS``, start again whatever exited, take each step of the start
+        that has become due, and report what changed.
+
+        The steps: once Spark is ready (the Connect server answers) and Airflow has parsed the DAGs, the
+        ingestion DAGs are unpaused and triggered, and on a first start the static graphs are loaded meanwhile;
+        once both the graphs and the sample streams have landed, the sample history is declared complete and
+        the query DAGs are unpaused and backfilled."""
+        progress = Progress(self.settings, dropped={iri: p for iri, p in files.streams.items()
+                                                    if (self.settings.landing_folder(iri) / p.name).exists()})
+        ingest = [ingest_dag_id(iri) for iri in files.streams]
+        spark_ready = ingesting = backfilled = False
+        static_loaded = not first_start
+        next_check = 0.0
+        samples_deadline = time.monotonic() + SAMPLES_TIMEOUT
+        while not stopping.is_set():
+            self.restart_exited()
+            try:
+                spark_ready = spark_ready or self.spark_ready()
+                if spark_ready and not ingesting and self.dags_parsed(names + ingest):
+                    for dag_id in ingest:
+                        self.stack.unpause(dag_id)
+                        self.stack.api("POST", f"dags/{dag_id}/dagRuns", {"logical_date": None})
+                    if progress.dropped:
+                        self.report(f"ingestion DAGs started: {len(progress.dropped)} sample file(s) to land")
+                    ingesting = True
+                    samples_deadline = time.monotonic() + SAMPLES_TIMEOUT
+                if spark_ready and not static_loaded:
+                    began = time.monotonic()
+                    self.load_static_graphs(files)
+                    self.report(f"static graphs loaded ({time.monotonic() - began:.1f} s)")
+                    static_loaded = True
+                if static_loaded and ingesting and not backfilled:
+                    backfilled = self.backfill_when_landed(names, files, progress, samples_deadline)
+                    next_check = time.monotonic() + BACKFILL_CHECK_SECONDS
+                if backfilled and time.monotonic() > next_check:
+                    self.recreate_lost_backfills(progress)
+                    next_check = time.monotonic() + BACKFILL_CHECK_SECONDS
+            except (NoAnswer, ServerError) as error:  # the api-server busy or restarting: the step is taken again
+                self.report(f"{' '.join(str(error).split())[:300]}; trying again")
+            for line in progress.changes():
+                self.report(line)
+            stopping.wait(TICK_SECONDS)
+
+    def backfill_when_landed(self, names: list[str], files: SampleFiles, progress: Progress, deadline: float) -> bool:
+        """Once every sample stream has landed, declare the history complete and backfill; whether it did."""
+        if all(iri in read_watermarks(self.settings.warehouse) for iri in files.streams):
+            self.declare_samples_complete(files)
+            self.backfill(names, files, progress.backfilled)
+            self.report(f"the sample history is complete; {len(progress.backfilled)} queries replay their last "
+                        "sample windows")
+            return True
+        refused = progress.refused_files()
+        if refused:
+            raise StackError("a sample file was refused: " + "; ".join(refused))
+        if time.monotonic() > deadline:
+            raise StackError(f"the sample streams did not land within {SAMPLES_TIMEOUT // 60} minutes: see the "
+                             "ingest_* DAGs")
+        return False
+
+    def restart_exited(self) -> None:
+        for name, code in self.stack.restart_exited():
+            self.report(f"the Airflow {name} exited with code {code}; started it again "
+                        f"(its log: {self.home / 'logs' / (name + '.log')})")
+        if self.server is None:
+            return
+        if not self.server_answered and self.server.exit_code() is not None:
+            raise StackError(f"the Spark Connect server exited with code {self.server.exit_code()} before it "
+                             f"answered:\n{self.server.log_tail()}")
+        code = self.server.restart_if_exited()
+        if code is not None:
+            self.server_restarted = time.monotonic()
+            self.report(f"the Spark Connect server exited with code {code}; started it again "
+                        f"(its log: {self.server.log})")
+        elif self.server_restarted is not None and self.server.answers():
+            self.report(f"the Spark Connect server answers again "
+                        f"({time.monotonic() - self.server_restarted:.0f} s after its restart)")
+            self.server_restarted = None
+
+    def spark_ready(self) -> bool:
+        """Whether Spark is ready for ingests and evaluations: the Connect server answers (local Spark always
+        is); ``StackError`` when the server has not answered within ``STARTUP_TIMEOUT``."""
+        if self.server is None:
+            return True
+        elapsed = time.monotonic() - self.started
+        if not self.server.answers():
+            if elapsed > STARTUP_TIMEOUT:
+                raise StackError(f"the Spark Connect server did not answer within {STARTUP_TIMEOUT} s:\n"
+                                 f"{self.server.log_tail()}")
+            return False
+        self.server_answered = True
+        self.report(f"the Spark Connect server answers on {self.server.address} ({elapsed:.0f} s after the start); "
+                    "evaluations and ingests run on it")
+        return True
+
+    def dags_parsed(self, dag_ids: list[str]) -> bool:
+        return all(self.stack.api("GET", f"dags/{d}", allow=(404,)).get("status") != 404 for d in dag_ids)
+
+    def declare_samples_complete(self, files: SampleFiles) -> None:
+        """Declare the sample history complete: no triple will ever arrive for it, so its watermarks move a day
+        past its end (windows closing after the data, such as the daily ones, then count as complete)."""
         for iri in files.streams:
             advance_watermark(self.settings.warehouse, iri, files.end + 86_400_000_000, "csparql stack: sample history")
 
-    def backfill(self, names: list[str], files: SampleFiles) -> int:
-        count = 0
+    def recreate_lost_backfills(self, progress: Progress) -> None:
+        """Create again a backfill Airflow marked complete without any of its windows evaluated. On SQLite under
+        load, the api-server can store a backfill, fail to create its runs (503: the database is locked), and
+        not manage to remove it either: the retry then takes that empty backfill for the new one."""
+        for query in progress.without_runs():
+            if query not in self.backfill_ranges or self.backfill_attempts.get(query, 1) >= MAX_BACKFILL_ATTEMPTS:
+                continue
+            backfills = self.stack.api("GET", f"backfills?dag_id={query}").get("backfills", [])
+            if backfills and all(b.get("completed_at") for b in backfills):
+                start, end = self.backfill_ranges[query]
+                self.stack.backfill(query, start, end, reprocess="failed")
+                self.backfill_attempts[query] = self.backfill_attempts.get(query, 1) + 1
+                self.report(f"the backfill of {query} ended with none of its windows evaluated (Airflow lost its "
+                            "runs); created it again")
+
+    def backfill(self, names: list[str], files: SampleFiles, backfilled: dict[str, set[int] | None]) -> None:
+        """Unpause each query DAG and backfill its last ``windows`` sample windows (a one-shot query is
+        triggered once), recording in ``backfilled`` query → the window ends evaluated (None for a one-shot
+        query); the queries already in it are left alone (a second call resumes an interrupted one)."""
         for name in names:
+            if name in backfilled:
+                continue
             deployment = deployment_of(self.settings.registry / f"{name}.rq", self.settings)
             self.stack.unpause(name)
             if deployment.schedule is None:
                 self.stack.api("POST", f"dags/{name}/dagRuns", {"logical_date": None})
+                backfilled[name] = None
                 continue
             # The last windows holding sample data: up to the first one closing after the data ends.
             period = deployment.schedule.period
             chosen = deployment.schedule.evaluations(files.start + 1, files.end + period - 1)[-self.windows:]
             if not chosen:
                 continue
-            self.stack.backfill(name, format_instant(chosen[0].at), format_instant(chosen[-1].at))
-            count += 1
-        return count
-
-    def succeeded_runs(self) -> int:
-        from csparql.storage import delta
-        from csparql.storage.statistics import read_table
-
-        if not delta.exists(self.settings.warehouse.runs):
-            return 0
-        try:
-            return sum(1 for r in read_table(self.settings.warehouse.runs).to_pylist() if r["status"] == "succeeded")
-        except Exception:  # a commit in flight; the next poll reads it
-            return 0
+            self.backfill_ranges[name] = (format_instant(chosen[0].at), format_instant(chosen[-1].at))
+            self.stack.backfill(name, *self.backfill_ranges[name])
+            backfilled[name] = {window.end for window in chosen}
 
     def stop(self) -> None:
         if self.stack is not None:
             self.stack.stop()
+        if self.server is not None:
+            self.server.stop()

@@ -1,94 +1,114 @@
-"""The tasks of a query's DAG — wait for the window, evaluate it — and of a stream's ingestion DAG.
+"""The task of a query's DAG — wait for the window, then evaluate it — and of a stream's ingestion DAG.
 
 Operators hold the ``Deployment`` built when the DAG file is parsed (the task runner parses it again, so
-nothing here is serialized but the trigger). Errors users can act on fail the task with one plain message.
+nothing here is serialized but the trigger's arguments). Errors users can act on fail the task with one plain
+message.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
 from airflow.exceptions import AirflowException
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import TaskDeferralTimeout
+from airflow.triggers.base import StartTriggerArgs
 
 from csparql.deployment import Deployment, Settings
 from csparql.storage.warehouse import project_root
 from csparql.storage.watermarks import latest_run
-from csparql.windows import format_instant, to_micros
+from csparql.windows import format_instant, parse_instant
 
 EVALUATE_WINDOW_JOB = project_root() / "spark_jobs" / "evaluate_window.py"
 LOG4J = project_root() / "plugins" / "csparql" / "spark" / "log4j2.properties"
 
 
-def evaluation_instant(context) -> int:
-    """The instant (µs) a run evaluates: its data interval's end — the window end t_f — when it has one
-    (scheduled runs and backfills), else the moment it was triggered (manual or asset-triggered runs)."""
-    end = context.get("data_interval_end")
-    if end is not None:
-        return to_micros(end)
-    return to_micros(context["dag_run"].run_after)
+EVALUATION_INSTANT = "{{ (dag_run.data_interval_end or dag_run.run_after).isoformat() }}"
+"""The instant a run evaluates (ISO 8601), as a template: its data interval's end — the window end t_f — when
+it has one (scheduled runs and backfills), else the moment it was triggered (manual or asset-triggered runs).
+Rendered by the triggerer when the task starts there, and by the worker when it evaluates."""
 
 
-class AwaitWindowOperator(BaseOperator):
-    """Waits, deferred, until every input of the run's window has landed (``WindowRequirements``), or until
-    the wait timeout; returns ``{"at", "window_end", "complete", "missing"}`` for the evaluation task."""
+class EvaluateWindowOperator(BaseOperator):
+    """One run of a query: waits until every input of the run's window has landed (``WindowRequirements``),
+    then evaluates the window and writes its results, replacing any earlier copy (so retries and re-runs never
+    duplicate).
 
-    ui_color = "#e8f1fb"
+    The task starts deferred on Airflow's triggerer (``start_from_trigger``): the scheduler hands the wait,
+    ``WindowCompleteTrigger``, straight to the triggerer, so a waiting run has no task process and holds no
+    worker or pool slot. When the window is complete the task resumes in a worker, in ``evaluate``: one task
+    process per run. After ``Settings.wait_timeout`` Airflow ends the wait (the trigger timeout) and the task
+    resumes all the same: the window is evaluated anyway and recorded as incomplete when something is still
+    missing, which the log names. Run without the triggerer (``airflow tasks test``), ``execute`` evaluates a
+    complete window at once and defers from the worker otherwise.
+
+    Spark runs where ``Settings.spark`` says: in the task's process (local), on a standalone cluster through
+    spark-submit, or on a Spark Connect server."""
+
+    template_fields = ("window_instant",)
+    start_from_trigger = True
+    ui_color = "#fdf0e0"
 
     def __init__(self, *, deployment: Deployment, settings: Settings, **kwargs) -> None:
         super().__init__(**kwargs)
         self.deployment = deployment
         self.settings = settings
+        self.window_instant = EVALUATION_INSTANT
+        self.start_trigger_args = StartTriggerArgs(
+            trigger_cls="csparql.orchestration.triggers.WindowCompleteTrigger",
+            trigger_kwargs=self._trigger_arguments(EVALUATION_INSTANT),
+            next_method="evaluate",
+            next_kwargs=None,
+            timeout=self.wait_timeout,
+        )
+
+    @property
+    def wait_timeout(self) -> timedelta:
+        """How long a run waits for its window before it is evaluated anyway (``CSPARQL_WAIT_TIMEOUT``)."""
+        return timedelta(microseconds=self.settings.wait_timeout)
+
+    def _trigger_arguments(self, window_instant: str) -> dict:
+        """The arguments of the run's ``WindowCompleteTrigger``; ``window_instant`` a template or an instant."""
+        return {"warehouse": str(self.settings.warehouse.root), "wait": self.deployment.wait.to_dict(),
+                "window_instant": window_instant, "poll_seconds": self.settings.poll_interval / 1e6}
 
     def execute(self, context):
+        """Only when the task did not start on the triggerer: evaluate now if nothing is missing, else defer."""
         from csparql.orchestration.triggers import WindowCompleteTrigger
 
-        requirements = self.deployment.requirements(evaluation_instant(context))
-        trigger = WindowCompleteTrigger(
-            str(self.settings.warehouse.root), requirements.streams, requirements.producer_windows,
-            deadline=time.time_ns() // 1000 + self.settings.wait_timeout,
-            poll_seconds=self.settings.poll_interval / 1e6,
-        )
+        trigger = WindowCompleteTrigger(**self._trigger_arguments(self.window_instant))
         missing = trigger.missing()
         if not missing:
-            return _waited(requirements.to_dict(), [])
-        self.log.info("window ending %s waits for: %s", format_instant(requirements.window_end), "; ".join(missing))
-        self.defer(trigger=trigger, method_name="resume", kwargs={"requirements": requirements.to_dict()},
-                   timeout=timedelta(microseconds=self.settings.wait_timeout) + timedelta(minutes=5))
+            return self.evaluate(context)
+        self.log.info("window ending %s waits for: %s", format_instant(trigger.requirements().window_end),
+                      "; ".join(missing))
+        self.defer(trigger=trigger, method_name="evaluate", timeout=self.wait_timeout)
 
-    def resume(self, context, event=None, requirements=None):
-        missing = (event or {}).get("missing", [])
+    def resume_execution(self, next_method: str, next_kwargs: dict | None, context):
+        """Resume after the wait: ``evaluate`` when the window is complete; when the wait timed out (Airflow
+        fails the resumption with ``TaskDeferralTimeout``), evaluate the window anyway."""
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
+        except TaskDeferralTimeout:
+            return self.evaluate_after_timeout(context)
+
+    def evaluate(self, context, event: dict | None = None) -> dict:
+        """Evaluate the run's window, complete: nothing was missing when the wait ended."""
+        return self._evaluate(context, complete=True, missing=[])
+
+    def evaluate_after_timeout(self, context) -> dict:
+        """Evaluate the run's window after the wait timed out: incomplete if something is still missing."""
+        from csparql.orchestration.triggers import WindowCompleteTrigger
+
+        missing = WindowCompleteTrigger(**self._trigger_arguments(self.window_instant)).missing()
         if missing:
             self.log.warning("wait timed out; evaluating an incomplete window, still missing: %s", "; ".join(missing))
-        return _waited(requirements, missing)
+        return self._evaluate(context, complete=not missing, missing=missing)
 
-
-def _waited(requirements: dict, missing: list[str]) -> dict:
-    """What the wait hands to the evaluation: the instant, the window end, and whether nothing was missing."""
-    return {"at": requirements["at"], "window_end": requirements["window_end"], "complete": not missing,
-            "missing": missing}
-
-
-class EvaluateWindowOperator(BaseOperator):
-    """Evaluates the run's window and writes its results, replacing any earlier copy (so retries and
-    re-runs never duplicate). Spark runs where ``Settings.spark`` says: in this task's process (local), on a
-    standalone cluster through spark-submit, or on a Spark Connect server."""
-
-    ui_color = "#fdf0e0"
-
-    def __init__(self, *, deployment: Deployment, settings: Settings, await_task_id: str, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.deployment = deployment
-        self.settings = settings
-        self.await_task_id = await_task_id
-
-    def execute(self, context):
-        waited = context["ti"].xcom_pull(task_ids=self.await_task_id) or {}
-        at = waited.get("at", evaluation_instant(context))
-        complete = waited.get("complete")
+    def _evaluate(self, context, complete: bool, missing: list[str]) -> dict:
+        at = parse_instant(self.window_instant)
         if self.settings.spark == "standalone":
             outcome = self._submit(at, complete)
         else:
@@ -98,7 +118,7 @@ class EvaluateWindowOperator(BaseOperator):
                 context["outlet_events"][outlet].extra = {
                     "stream": self.deployment.output_stream, "window_end": format_instant(outcome["window_end"])
                 }
-        return outcome
+        return {**outcome, "missing": missing}
 
     def _evaluate_here(self, at: int, complete: bool | None) -> dict:
         from csparql.engine.runner import Engine, EvaluationFailed
@@ -163,7 +183,10 @@ class IngestLandedFilesOperator(BaseOperator):
     lands moves to ``done/``, a file refused as a whole moves to ``rejected/`` with a ``.reason`` beside it;
     lines refused inside a landed file (malformed, or timestamped later than the clock plus
     ``CSPARQL_MAX_FUTURE_SKEW``) are written to ``rejected/<file>.rejects.tsv``. Ingest advances the stream's
-    watermark. Starts Spark only when there is something to land."""
+    watermark. Starts Spark only when there is something to land: with ``CSPARQL_SPARK=connect`` a session of
+    the Spark Connect server (which must see the landing folder and the warehouse at the same paths, as on one
+    machine or on a volume every Spark container mounts), else a local Spark inside the task (a standalone
+    cluster takes only spark-submitted jobs)."""
 
     ui_color = "#e9f7ec"
 
@@ -177,8 +200,18 @@ class IngestLandedFilesOperator(BaseOperator):
         from csparql.engine.landing import land_waiting_files
         from csparql.spark.session import spark_session
 
-        summary = land_waiting_files(spark_session, self.settings.warehouse, self.stream, self.landing,
+        def start_spark():
+            return spark_session(connect_url(self.settings) if self.settings.spark == "connect" else None)
+
+        summary = land_waiting_files(start_spark, self.settings.warehouse, self.stream, self.landing,
                                      max_future_skew=self.settings.max_future_skew)
         if not summary.files:
             self.log.info("nothing waiting in %s", self.landing)
         return summary.to_dict()
+
+
+def connect_url(settings: Settings) -> str:
+    """The client URL of the Spark Connect server the Airflow connection ``settings.connection_id`` names."""
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    return SparkConnectHook(conn_id=settings.connection_id).get_connection_url()

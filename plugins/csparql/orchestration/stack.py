@@ -16,6 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -49,6 +50,11 @@ class NoAnswer(StackError):
     """The api-server did not answer in time."""
 
 
+class ServerError(StackError):
+    """The api-server answered a request with a server error (5xx): on SQLite, mostly a database locked for
+    longer than its timeout; the same request may succeed later."""
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -70,7 +76,9 @@ class AirflowStack:
     other_users: dict[str, tuple[str, str]] = field(default_factory=dict)
     """More logins besides the admin: user name → (SimpleAuthManager role, password), e.g. a viewer."""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    restarts: list[tuple[str, int]] = field(default_factory=list)
     _token: str | None = None
+    _supervising: threading.Event | None = None
 
     @property
     def url(self) -> str:
@@ -82,7 +90,11 @@ class AirflowStack:
 
     def environment(self) -> dict[str, str]:
         """The environment every component and ``airflow`` command runs with."""
+        from csparql.spark.connect_server import CLIENT_MODE_VARIABLES
+
         env = dict(os.environ)
+        for key in CLIENT_MODE_VARIABLES:  # left by a Connect session of this process: not for Airflow's
+            env.pop(key, None)
         bin_folder = str(Path(sys.executable).parent)
         env.update(self.settings_environment)
         env.update({
@@ -95,6 +107,10 @@ class AirflowStack:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "csparql.orchestration.sqlite_settings.CONNECT_ARGS",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
+            # Finish the runs already started before starting more: a task's priority is the tasks upstream of
+            # it, so a run's evaluation goes before the waits of runs not yet begun (with Airflow's default,
+            # "downstream", every run's wait went first and the first results came last).
+            "AIRFLOW__CORE__DEFAULT_TASK_WEIGHT_RULE": "upstream",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
                 [f"{self.username}:admin"] + [f"{name}:{role}" for name, (role, _) in self.other_users.items()]),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
@@ -173,11 +189,37 @@ class AirflowStack:
                 restarted.append((name, code))
         return restarted
 
+    def supervise_in_background(self, interval: float = 2.0) -> None:
+        """Restart every component that exits, every ``interval`` seconds, until ``stop`` (for stacks without
+        a supervisor of their own, as tests and benchmarks run them; ``csparql stack`` restarts components in
+        its own loop, to say so). Each restart is logged in ``home/logs/supervisor.log`` and kept in
+        ``restarts``."""
+        self._supervising = threading.Event()
+
+        def watch() -> None:
+            while not self._supervising.wait(interval):
+                for name, code in self.restart_exited():
+                    self.restarts.append((name, code))
+                    with open(self.home / "logs" / "supervisor.log", "a", encoding="utf-8") as log:
+                        log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} the {name} exited with code {code}; "
+                                  "started again\n")
+
+        threading.Thread(target=watch, name="airflow-supervisor", daemon=True).start()
+
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.home / "logs" / f"{name}.log"
         if not path.exists():
             return "(no log)"
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+    def answers(self) -> bool:
+        """Whether the api-server answers (its health endpoint, which needs no login)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5) as response:
+                json.load(response)
+            return True
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
 
     def wait_until_healthy(self, timeout: float = 240) -> None:
         """Wait until the api-server answers and reports the scheduler, DAG processor and triggerer healthy."""
@@ -202,6 +244,8 @@ class AirflowStack:
 
     def stop(self, grace: float = 30) -> None:
         """Stop every component: SIGTERM to its process group, SIGKILL after ``grace`` seconds."""
+        if self._supervising is not None:
+            self._supervising.set()
         for process in self.processes.values():
             if process.poll() is None:
                 try:
@@ -262,7 +306,8 @@ class AirflowStack:
                 if error.code >= 500 and method in ("GET", "PATCH") and attempt < attempts:
                     time.sleep(2)
                     continue
-                raise StackError(f"{method} {path} answered {error.code}: {detail}") from None
+                kind = ServerError if error.code >= 500 else StackError
+                raise kind(f"{method} {path} answered {error.code}: {detail}") from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
                 # An api-server slow under load: try again (a POST that did land shows as 409 to backfill()).
                 if attempt < attempts:
@@ -288,9 +333,9 @@ class AirflowStack:
     def backfill(self, dag_id: str, start: str, end: str, reprocess: str = "none", max_active_runs: int = 2,
                  timeout: float = 300) -> dict:
         """Create a backfill of the DAG's runs with instants in [start, end] (ISO 8601). Tries again while
-        the api-server refuses it for a passing reason: on SQLite (503) while the scheduler holds the
-        database, and (409) while the DAG's previous backfill is not yet marked complete (the scheduler
-        does that every 30 s)."""
+        the api-server refuses it for a passing reason: on SQLite (503, or 500 when the database stayed locked
+        past its timeout) while the scheduler holds the database, and (409) while the DAG's previous backfill
+        is not yet marked complete (the scheduler does that every 30 s)."""
         body = {"dag_id": dag_id, "from_date": start, "to_date": end, "reprocess_behavior": reprocess,
                 "max_active_runs": max_active_runs, "run_backwards": False, "dag_run_conf": {}}
         earlier = {b["id"] for b in self.api("GET", f"backfills?dag_id={dag_id}").get("backfills", [])}
@@ -298,9 +343,11 @@ class AirflowStack:
         refused_busy = False
         while time.monotonic() < deadline:
             try:
-                answer = self.api("POST", "backfills", body, allow=(409, 503), attempts=1)
+                answer = self.api("POST", "backfills", body, allow=(409, 500, 503), attempts=1)
             except NoAnswer:
                 answer = {"status": 503}  # it may have been stored, as after a 503
+            if answer.get("status") == 500:
+                answer = {"status": 503}  # "database is locked" past SQLite's timeout: as busy as a 503
             if answer.get("status") == 409 and refused_busy:
                 # A 503 can come after the backfill was stored: then the 409 is about ours, which is new. An
                 # older backfill of the same range (not yet marked complete) is not ours.

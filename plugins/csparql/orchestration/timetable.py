@@ -6,6 +6,10 @@ it evaluates, ``(t_f − RANGE, t_f]`` (the longest window's; Airflow sets the l
 start). Instants that would see the same window as the previous run are skipped. ``start_date``/``end_date``
 and a backfill's range bound the instants, inclusively, exactly as ``csparql replay --from --to`` does.
 Without catch-up, windows missed for more than ``LATE_WINDOWS_KEPT`` periods are skipped.
+
+Runs fall only on instants csparql evaluates (``EARLIEST_INSTANT`` to ``LATEST_INSTANT``): a range reaching
+beyond them is cut there, and a schedule beyond the front end's limits (stored before they were checked) has
+no runs, rather than one at an instant no layer can represent.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import pendulum
 from airflow.timetables.base import DagRunInfo, DataInterval, TimeRestriction, Timetable
 
 from csparql.schedule import EvaluationWindow, Schedule
-from csparql.windows import format_duration, from_micros, to_micros
+from csparql.windows import EARLIEST_INSTANT, LATEST_INSTANT, format_duration, from_micros, to_micros
 
 
 LATE_WINDOWS_KEPT = 4
@@ -71,8 +75,10 @@ class WindowTimetable(Timetable):
     def next_dagrun_info(
         self, *, last_automated_data_interval: DataInterval | None, restriction: TimeRestriction
     ) -> DagRunInfo | None:
+        if not self.schedule.within_limits:
+            return None
         now = _micros(pendulum.now("UTC"))
-        earliest = _micros(restriction.earliest) if restriction.earliest is not None else None
+        earliest = max(_micros(restriction.earliest), EARLIEST_INSTANT) if restriction.earliest is not None else None
         if last_automated_data_interval is not None:
             last_end = _micros(last_automated_data_interval.end)
             evaluation = self.schedule.next_evaluation(last_end, last_end + 1)
@@ -91,5 +97,7 @@ class WindowTimetable(Timetable):
         if earliest is not None and evaluation.at < earliest:
             evaluation = self.schedule.next_evaluation(None, earliest)
         if restriction.latest is not None and evaluation.at > _micros(restriction.latest):
+            return None
+        if evaluation.at > LATEST_INSTANT:
             return None
         return self.run_info(evaluation)

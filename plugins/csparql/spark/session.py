@@ -15,6 +15,7 @@ them — those the engine's results depend on (``RESULT_SETTINGS``) always win. 
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -26,6 +27,7 @@ from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 _LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 LOG4J_CONFIGURATION = _LOG4J
 """The log4j2 configuration that keeps Spark to warnings and errors (for ``-Dlog4j2.configurationFile``)."""
@@ -125,10 +127,17 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
         _quiet_python_loggers()
         master = configured_master(master)
         if master.startswith("sc://"):
+            log.info("Spark: a session of the Spark Connect server %s", without_secrets(master))
             return configure(SparkSession.builder.remote(master), master, app_name).getOrCreate()
+        log.info("Spark: a session of its own in this process, master %s", master)
         session = configure(SparkSession.builder.master(master), master, app_name).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         return session
+
+
+def without_secrets(url: str) -> str:
+    """A Spark Connect URL fit for a log: ``sc://host:port`` with its parameters (a token) left out."""
+    return url.split(";", 1)[0].rstrip("/")
 
 
 def submitted_session(app_name: str = "csparql") -> SparkSession:

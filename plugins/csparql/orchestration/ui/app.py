@@ -56,7 +56,7 @@ from csparql.deployment import (
 )
 from csparql.orchestration.ui import charts
 from csparql.preview import MAX_TEXT, preview
-from csparql.windows import format_instant, parse_instant
+from csparql.windows import format_instant, parse_evaluation_instant
 
 PREFIX = "/csparql"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -419,7 +419,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         require(request, "POST", name, f"trigger runs of {name}", run=True)
         if window_end.strip():
             try:
-                at = parse_instant(window_end.strip())
+                at = parse_evaluation_instant(window_end.strip())
             except ValueError as error:
                 raise Refused(400, f"window end: {error} (write e.g. 2010-03-22T08:35:00Z)") from None
         else:

@@ -1,0 +1,167 @@
+"""How ``csparql stack`` wires Airflow to its Spark, checked without starting anything: with the default
+``--spark connect`` every task's Spark is the stack's Connect server, reached through the Airflow connection
+the product's operators resolve (token included); ``--spark local`` keeps a Spark inside each task; a mode the
+stack cannot run is refused with one line; a backfill Airflow lost is created again; a server error of a busy
+api-server during the start is reported and the step taken again. (``test_stack_command`` runs the real
+stack.)"""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from csparql.cli import main
+from csparql.deployment import Settings, ingest_dag_id
+from csparql.orchestration import embedded as embedded_module
+from csparql.orchestration.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress
+from csparql.orchestration.stack import AirflowStack, ServerError
+from csparql.samples import SampleFiles
+from csparql.spark.connect_server import ConnectServer
+from csparql.storage import delta, schema
+from csparql.windows import parse_instant
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings.from_environment({"CSPARQL_WAREHOUSE": str(tmp_path / "warehouse"),
+                                      "CSPARQL_REGISTRY": str(tmp_path / "dags" / "queries")})
+
+
+def test_tasks_reach_the_stacks_connect_server_through_their_airflow_connection(settings, tmp_path, monkeypatch):
+    from csparql.orchestration.operators import connect_url
+
+    monkeypatch.setenv("CSPARQL_SPARK_CONN_ID", "someone_elses_cluster")  # the stack's own server wins
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", spark="connect", connect_port=15099)
+    embedded.server = ConnectServer(tmp_path / "connect", port=15099)  # not started: only its address matters
+    environment = embedded.environment()
+    assert environment["CSPARQL_SPARK"] == "connect"
+    for name, value in embedded.connections().items():
+        monkeypatch.setenv(name, value)
+    task_settings = Settings.from_environment(environment)
+    assert task_settings.spark == "connect"
+    assert connect_url(task_settings) == embedded.server.url == f"sc://localhost:15099/;token={embedded.server.token}"
+
+
+def test_local_spark_stays_available(settings, tmp_path):
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", spark="local")
+    assert Settings.from_environment(embedded.environment()).spark == "local"
+    assert embedded.connections() == {}
+
+
+def test_a_spark_mode_the_stack_cannot_run_is_refused_in_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("CSPARQL_SPARK", "standalone")
+    assert main(["stack"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("csparql stack: CSPARQL_SPARK=standalone: the embedded stack has no cluster")
+    assert len(error.splitlines()) == 1
+
+
+# A backfill Airflow lost: stored, its runs never created (a 503 on SQLite), marked complete empty. Airflow cannot
+# be made to lose one on demand, so the REST answers are scripted (``api`` and ``backfill`` are what is
+# replaced); the runs table is a real Delta table.
+
+START, END = "2010-03-22T10:50:00Z", "2010-03-22T11:00:00Z"
+
+
+class ScriptedAirflow(AirflowStack):
+    def __init__(self, backfills: dict[str, list[dict]]):
+        super().__init__(home=Path("/nonexistent"), dags=Path("/nonexistent"), settings_environment={})
+        self.backfills = backfills
+        self.created: list[tuple] = []
+
+    def api(self, method, path, body=None, allow=(), attempts=5):
+        assert method == "GET" and path.startswith("backfills?dag_id=")
+        return {"backfills": self.backfills[path.split("=", 1)[1]]}
+
+    def backfill(self, dag_id, start, end, reprocess="none", max_active_runs=2, timeout=300):
+        self.created.append((dag_id, start, end, reprocess))
+        return {"id": len(self.created)}
+
+
+def run_row(query: str, window_end: int, status: str) -> dict:
+    return {"run_id": f"{query}-{window_end}", "query": query, "window_start": None, "window_end": window_end,
+            "started_at": window_end, "status": status, "error": None if status == "succeeded" else "boom",
+            "triples_read": None, "files_read": None, "rows_written": 0, "duration_ms": 5, "complete": True,
+            "query_version": None}
+
+
+def test_a_backfill_airflow_completed_without_any_of_its_windows_is_created_again(settings, tmp_path):
+    end = parse_instant(END)
+    delta.append(settings.warehouse.runs, pa.Table.from_pylist(
+        [run_row("evaluated", end, "succeeded"), run_row("failed", end, "failed")], schema=schema.RUNS), schema.RUNS)
+    completed = [{"id": 1, "completed_at": "2026-11-25T08:31:39Z"}]
+    airflow = ScriptedAirflow({"lost": completed, "evaluated": completed, "failed": completed,
+                               "running": [{"id": 2, "completed_at": None}]})
+    out = io.StringIO()
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", out=out)
+    embedded.stack = airflow
+    progress = Progress(settings)
+    for query in ("lost", "evaluated", "failed", "running"):
+        progress.backfilled[query] = {end}
+        embedded.backfill_ranges[query] = (START, END)
+
+    embedded.recreate_lost_backfills(progress)
+    assert airflow.created == [("lost", START, END, "failed")]
+    assert "the backfill of lost ended with none of its windows evaluated" in out.getvalue()
+    for _ in range(5):  # lost again and again: given up after a few attempts
+        embedded.recreate_lost_backfills(progress)
+    assert [c[0] for c in airflow.created] == ["lost"] * (MAX_BACKFILL_ATTEMPTS - 1)
+
+
+class BusyAirflow(AirflowStack):
+    """An api-server whose first POST fails as a database locked past its timeout does (500), and which
+    records the calls; ``stopping`` is set once the ingestion DAG has been triggered."""
+
+    def __init__(self, stopping: threading.Event):
+        super().__init__(home=Path("/nonexistent"), dags=Path("/nonexistent"), settings_environment={})
+        self.stopping = stopping
+        self.calls: list[tuple[str, str]] = []
+
+    def restart_exited(self):
+        return []
+
+    def api(self, method, path, body=None, allow=(), attempts=5):
+        self.calls.append((method, path))
+        if method == "POST" and len([c for c in self.calls if c[0] == "POST"]) == 1:
+            raise ServerError(f"POST {path} answered 500: database is locked")
+        if method == "POST":
+            self.stopping.set()
+        return {}
+
+
+def test_a_server_error_of_airflow_during_the_start_is_reported_and_the_step_taken_again(settings, tmp_path,
+                                                                                         monkeypatch):
+    monkeypatch.setattr(embedded_module, "TICK_SECONDS", 0.01)
+    stopping = threading.Event()
+    out = io.StringIO()
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", out=out, spark="local")
+    embedded.stack = airflow = BusyAirflow(stopping)
+    milan = "http://streams.org/milantollgates.trdf"
+    files = SampleFiles(streams={milan: tmp_path / "milan.nq"})
+    embedded.supervise(stopping, [], files, first_start=False)
+    dag = f"dags/{ingest_dag_id(milan)}"
+    assert airflow.calls == [("GET", dag), ("PATCH", dag), ("POST", f"{dag}/dagRuns"),
+                             ("GET", dag), ("PATCH", dag), ("POST", f"{dag}/dagRuns")]
+    assert "answered 500: database is locked; trying again" in out.getvalue()
+
+
+def test_the_progress_says_once_what_changed_in_the_runs_table(settings):
+    first, second = parse_instant(START), parse_instant(END)
+    progress = Progress(settings, backfilled={"q": {first, second}, "r": {second}})
+    assert progress.changes() == []  # no runs table yet
+
+    def append(*rows):
+        delta.append(settings.warehouse.runs, pa.Table.from_pylist(list(rows), schema=schema.RUNS), schema.RUNS)
+
+    append(run_row("q", first, "succeeded"), run_row("q", second, "succeeded"))
+    append(run_row("r", second, "failed"))
+    assert progress.changes() == ["window evaluations written: 2 (median 0.0 s each)",
+                                  "evaluation failed: r, window ending 2010-03-22T11:00:00Z: boom",
+                                  "backfills done: 1 of 2"]
+    assert progress.changes() == []
+    append({**run_row("r", second, "succeeded"), "started_at": second + 60_000_000})  # the retry, a minute later
+    assert progress.changes() == ["window evaluations written: 3 (median 0.0 s each)", "backfills done: 2 of 2"]
