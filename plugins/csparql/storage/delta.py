@@ -166,6 +166,7 @@ class TableSnapshots:
 
     def __init__(self) -> None:
         self._tables: dict[str, DeltaTable] = {}
+        self._origins: dict[str, tuple[int, int] | None] = {}
         self._files: dict[str, tuple[int, list[FileInfo]]] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -182,17 +183,22 @@ class TableSnapshots:
 
     def _latest(self, key: str) -> DeltaTable:
         table = self._tables.get(key)
-        if table is None:
-            table = self._tables[key] = open_table(key)
-            return table
+        origin = _log_origin(key)
+        if table is None or origin != self._origins.get(key):  # new, or removed and created again since
+            return self._open(key, origin)
         before = table.version()
         try:
             table.update_incremental()
-        except (DeltaError, OSError):  # e.g. the table was removed and created again: open it afresh
-            table = self._tables[key] = open_table(key)
-            return table
+        except (DeltaError, OSError):
+            return self._open(key, origin)
         if table.version() != before:
             check_protocol(table, key)
+        return table
+
+    def _open(self, key: str, origin: tuple[int, int] | None) -> DeltaTable:
+        table = open_table(key)
+        self._tables[key], self._origins[key] = table, origin
+        self._files.pop(key, None)
         return table
 
     def snapshot(self, path) -> tuple[int, list[FileInfo]]:
@@ -206,12 +212,15 @@ class TableSnapshots:
                 cached = self._files[key] = (version, live_files(table, key))
             return cached
 
-    def forget(self, path) -> None:
-        """Drop what is kept of a table (after it was deleted or replaced outside csparql's writers)."""
-        key = str(Path(path).resolve())
-        with self._lock(key):
-            self._tables.pop(key, None)
-            self._files.pop(key, None)
+
+def _log_origin(root: str) -> tuple[int, int] | None:
+    """The identity (inode, modification time) of a table's first log entry: a table removed and created again
+    has another; None once log clean-up has removed it, or before the table exists."""
+    try:
+        entry = os.stat(os.path.join(root, "_delta_log", f"{0:020d}.json"))
+    except OSError:
+        return None
+    return entry.st_ino, entry.st_mtime_ns
 
 
 SNAPSHOTS = TableSnapshots()
