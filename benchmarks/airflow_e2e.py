@@ -17,14 +17,14 @@ While a DAG is unpaused, a feeder thread lands the stream continuously: every ``
 registrations of the last tick (``rate`` triples a second, timestamped with the wall clock) as timestamped
 N-Quads and lands them with ``ingest_stream``, which advances the stream's watermark; the query's
 run waits for that watermark (allowed lateness 0 s). Every two seconds the lag — now minus the
-end of the latest window whose results are committed — is sampled.
-
-Before the periods, on the same stack and with the connect mode, the capacity sweep runs (``benchmarks/capacity.py``):
-how many registered queries at ``COMPUTED EVERY 1m`` the stack keeps up with. A period is kept up with when the lag
+end of the latest window whose results are committed — is sampled. A period is kept up with when the lag
 does not grow over the observation (least-squares slope under ``KEEP_UP_SLOPE`` seconds per second) and at
 most one of the observation's windows (from the latest closed when the DAG is unpaused to the last closed a
 period before the end) is missing. The commit latency of a window is the end of its run (start +
 duration in the runs table, which is appended after the results commit) minus the window's end.
+
+Before the periods, on the same stack and with the connect mode, the capacity sweep runs (``benchmarks/capacity.py``):
+how many registered queries at ``COMPUTED EVERY 1m`` the stack keeps up with.
 """
 
 from __future__ import annotations
