@@ -1,13 +1,14 @@
 """End to end through Airflow: the shortest ``COMPUTED EVERY`` a query keeps up with, and the time from a
 window's end to its results being committed.
 
-A real embedded stack (``csparql.orchestration.stack.AirflowStack``: api-server, scheduler, DAG processor and
+A real embedded stack (``csparql.stack.airflow_stack.AirflowStack``: api-server, scheduler, DAG processor and
 triggerer on loopback, SQLite, LocalExecutor) runs the per-district count (04) as
 ``[RANGE 1m STEP p] COMPUTED EVERY p`` for decreasing periods p, in two Spark modes:
 
 - ``submit``: one ``spark-submit`` of ``spark_jobs/evaluate_window.py`` per run (the standalone mode's code
   path, SparkSubmitHook, with the master ``local[2]``: a new driver JVM per window);
-- ``connect``: every run a client of one Spark Connect server (``local[2]``) started here.
+- ``connect``: every run a client of one Spark Connect server (``local[2]``) started here with the product's
+  launcher (``csparql.spark.connect_server.ConnectServer``, as ``csparql stack`` starts it).
 
 Both are DAGs built by the product's own ``query_dag`` from a deployment of the query, with the Spark mode
 set per DAG (``bench_dags.py`` in the stack's DAGs folder), so one stack serves both.
@@ -21,24 +22,25 @@ does not grow over the observation (least-squares slope under ``KEEP_UP_SLOPE`` 
 most one of the observation's windows (from the latest closed when the DAG is unpaused to the last closed a
 period before the end) is missing. The commit latency of a window is the end of its run (start +
 duration in the runs table, which is appended after the results commit) minus the window's end.
+
+Before the periods, on the same stack and with the connect mode, the capacity sweep runs (``benchmarks/capacity.py``):
+how many registered queries at ``COMPUTED EVERY 1m`` the stack keeps up with.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import shutil
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
-from benchmarks import data
+from benchmarks import capacity, data
 from benchmarks.measure import linear_slope
+from csparql.spark.connect_server import ConnectServer
 from csparql.windows import parse_duration
 
 log = logging.getLogger("benchmarks.airflow")
@@ -87,65 +89,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
         return probe.getsockname()[1]
-
-
-class ConnectServer:
-    """A Spark Connect server on 127.0.0.1 (``local[2]``), started with the wheel's spark-submit with the
-    settings a local session of the project gets, as its own process group."""
-
-    CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-
-    def __init__(self, work: Path, driver_memory: str = "2g"):
-        self.work = work
-        self.port = _free_port()
-        self.log = work / "connect-server.log"
-        self.driver_memory = driver_memory
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        from csparql.spark.session import session_settings
-
-        settings = session_settings("local[2]", app_name="csparql-connect", launch=True)
-        settings.pop("spark.driver.memory", None)
-        settings.update({"spark.connect.grpc.binding.address": HOST, "spark.connect.grpc.binding.port": str(self.port),
-                         "spark.ui.enabled": "false"})
-        command = [str(Path(sys.executable).with_name("spark-submit")), "--class", self.CLASS, "--master", "local[2]",
-                   "--driver-memory", self.driver_memory]
-        for key, value in settings.items():
-            command += ["--conf", f"{key}={value}"]
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "TZ": "UTC",
-               "SPARK_LOCAL_IP": HOST}
-        for key in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "PYSPARK_SUBMIT_ARGS", "SPARK_REMOTE"):
-            env.pop(key, None)
-        self.work.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(command, env=env, cwd=self.work, stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def wait(self, timeout: float = 180) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the Spark Connect server exited ({self.process.returncode}): "
-                                   f"{self.log.read_text(errors='replace')[-2000:]}")
-            try:
-                with socket.create_connection((HOST, self.port), timeout=1):
-                    return f"sc://{HOST}:{self.port}"
-            except OSError:
-                time.sleep(0.5)
-        raise RuntimeError(f"the Spark Connect server did not accept connections within {timeout:.0f} s")
-
-    def stop(self) -> None:
-        import signal
-
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
 
 
 class Feeder:
@@ -230,8 +173,9 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
             if ends:
                 samples[name].append(((now - started) / 1e6, (now - max(ends)) / 1e6))
     ended = time.time_ns() // 1000
+    drained_by = time.monotonic() + drain  # one deadline for all: N queries that fell behind must not take N × drain
     for name in names:
-        _drain(stack, name, ended, drain)
+        _drain(stack, name, ended, max(0.0, drained_by - time.monotonic()))
     trials = []
     runs = _runs(warehouse)
     # The windows of the observation: from the one the first run evaluates (the latest closed when the DAG was
@@ -274,14 +218,15 @@ def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:
     from csparql.windows import parse_instant
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         pending = [r for r in stack.dag_runs(dag) if r["state"] in ("queued", "running")
                    and r.get("data_interval_end") and parse_instant(r["data_interval_end"]) <= ended]
         if not pending:
             break
+        if time.monotonic() >= deadline:
+            log.warning("%s: %d run(s) of the observed windows still unfinished after the drain", dag, len(pending))
+            break
         time.sleep(2)
-    else:
-        log.warning("%s: runs of the observed windows still unfinished after %.0f s", dag, timeout)
     stack.api("PATCH", f"dags/{dag}", {"is_paused": True})
     for run in stack.dag_runs(dag):
         if run["state"] in ("queued", "running"):
@@ -299,7 +244,7 @@ def run(profile, work: Path, spark) -> dict:
         shutil.rmtree(work)
     dags = work / "dags"
     queries = work / "queries"
-    for folder in (dags, queries, work / "registry"):
+    for folder in (dags, queries):
         folder.mkdir(parents=True, exist_ok=True)
     warehouse = Warehouse(work / "warehouse")
     static = work / "city.nt"
@@ -319,12 +264,16 @@ def run(profile, work: Path, spark) -> dict:
     (dags / "bench_dags.json").write_text(json.dumps(entries, indent=1), encoding="utf-8")
     (dags / "bench_dags.py").write_text(DAG_FILE, encoding="utf-8")
 
-    server = ConnectServer(work / "connect") if "connect" in modes else None
-    if server:
+    capacity_runs = bool(profile.capacity_queries)
+    server = None
+    if "connect" in modes or capacity_runs:
+        server = ConnectServer(work / "connect", port=_free_port())
         server.start()
+    registry = dags / "registry"  # the capacity sweep's queries, registered as csparql register does
     environment = {
-        "CSPARQL_REGISTRY": str(work / "registry"),
+        "CSPARQL_REGISTRY": str(registry),
         "CSPARQL_WAREHOUSE": str(warehouse.root),
+        "CSPARQL_LANDING": str(work / "landing"),
         "CSPARQL_ALLOWED_LATENESS": "0s",
         "CSPARQL_WAIT_TIMEOUT": "5m",
         "CSPARQL_POLL_INTERVAL": "1s",
@@ -332,8 +281,9 @@ def run(profile, work: Path, spark) -> dict:
     extra = {f"AIRFLOW_CONN_{SUBMIT_CONNECTION.upper()}": json.dumps(
         {"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}})}
     if server:
-        extra[f"AIRFLOW_CONN_{CONNECT_CONNECTION.upper()}"] = json.dumps(
-            {"conn_type": "spark_connect", "host": HOST, "port": server.port})
+        environment.update({"CSPARQL_SPARK": "connect", "CSPARQL_SPARK_CONN_ID": CONNECT_CONNECTION})
+        # as csparql stack's connection: the password is the server's token
+        extra[f"AIRFLOW_CONN_{CONNECT_CONNECTION.upper()}"] = f"spark-connect://:{server.token}@localhost:{server.port}"
     stack = AirflowStack(home=work / "airflow", dags=dags, settings_environment=environment, port=_free_port(),
                          pool_slots=2, extra_environment=extra)
     result = {"status": "ok", "trials": [], "modes": modes, "periods": periods, "rate": profile.airflow_rate,
@@ -341,8 +291,9 @@ def run(profile, work: Path, spark) -> dict:
     feeder = None
     try:
         clock = time.perf_counter()
-        feeder = Feeder(spark, warehouse, work / "feed", profile.airflow_rate, profile.airflow_tick_seconds,
-                        profile.seed)
+        feeder = Feeder(spark, warehouse, work / "feed",
+                        profile.capacity_rate if capacity_runs else profile.airflow_rate,
+                        profile.airflow_tick_seconds, profile.seed)
         feeder.start()  # landing while the stack starts: a watermark exists before the first window waits
         stack.set_up()
         stack.start()
@@ -350,8 +301,19 @@ def run(profile, work: Path, spark) -> dict:
         stack.wait_until_healthy()
         stack.wait_for_dags([dag_id(m, p) for m in modes for p in periods])
         if server:
-            result["connect_url"] = server.wait()
+            server.wait_until_answering()
+            result["connect_url"] = server.address
         result["stack_start_seconds"] = time.perf_counter() - clock
+        if capacity_runs:
+            settings = Settings(registry=registry, warehouse=warehouse, landing=work / "landing")
+            try:
+                result["capacity"] = capacity.sweep(profile, stack, settings, warehouse, feeder)
+            except Exception as error:
+                log.exception("the capacity sweep failed")
+                result["capacity"] = {"status": "failed", "reason": f"{type(error).__name__}: {error}"[:3000]}
+        else:
+            result["capacity"] = {"status": "not run", "reason": "capacity_queries is empty in this run's parameters"}
+        feeder.rate = profile.airflow_rate
         shortest = {mode: None for mode in modes}
         # modes one after the other (full), or together to save time (quick: a smoke check)
         groups = [modes] if profile.airflow_modes_together else [[mode] for mode in modes]

@@ -26,11 +26,20 @@ def _parser() -> argparse.ArgumentParser:
                       help="tiny sizes, fewer repetitions: a few minutes on two cores (the default)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="the sizes of issue 6 (window 10k → 10M, history 1× → 100×, ratio 1 → 30): hours")
+    mode.add_argument("--profile", dest="mode", action="store_const", const="profile",
+                      help="where a warm window evaluation's time goes, phase by phase (benchmarks/window_profile.py)")
     parser.add_argument("--out", metavar="DIR", help="the run folder (default benchmarks/runs/<time>-<mode>)")
+    parser.add_argument("--master", metavar="URL", help="--profile: the Spark master (default local[2]; "
+                                                        "sc://host:port for a Spark Connect server)")
+    parser.add_argument("--workloads", metavar="NAMES", help="--profile: comma-separated workloads (default: "
+                                                             "district_count,two_streams,srbench_q01,srbench_q04,srbench_q12)")
     parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[],
                         help="override a parameter, e.g. --set window_sizes=10000,100000 --set repetitions=3 "
                              "(see benchmarks/profiles.py); repeatable")
     parser.add_argument("--no-airflow", action="store_true", help="skip the end-to-end Airflow measurement")
+    parser.add_argument("--only-airflow", action="store_true",
+                        help="only the end-to-end Airflow measurements: the capacity sweep and the shortest period "
+                             "(e.g. ./bench.sh --full --only-airflow --set airflow_modes=connect)")
     parser.add_argument("--keep-data", action="store_true", help="keep the generated data and warehouses (work/)")
     parser.add_argument("--report", metavar="RUN_DIR",
                         help="only write table.md and the plots again from RUN_DIR/results.json")
@@ -52,9 +61,18 @@ def main(argv: list[str] | None = None) -> int:
         report.write(result, folder)
         print(folder / "table.md")
         return 0
+    if args.mode == "profile":
+        from benchmarks import window_profile
+
+        out = Path(args.out) if args.out else DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-profile"
+        names = tuple(args.workloads.split(",")) if args.workloads else window_profile.WORKLOADS
+        window_profile.profile(out.resolve(), master=args.master, names=names)
+        print((out / "profile.md").read_text(encoding="utf-8"))
+        return 0
     profile = PROFILES[args.mode]
     try:
-        assignments = list(args.set) + (["airflow=false"] if args.no_airflow else [])
+        assignments = (list(args.set) + (["airflow=false"] if args.no_airflow else [])
+                       + (["sweeps=false"] if args.only_airflow else []))
         profile = profile.override(assignments)
     except ValueError as error:
         print(f"bench: {error}")

@@ -55,6 +55,14 @@ class Profile:
     airflow_modes: tuple[str, ...] = ("submit", "connect")
     airflow_modes_together: bool = False  # observe the modes at the same time (quick: saves minutes)
     airflow_drain_seconds: int = 300  # how long the observed windows' runs may take to finish after it
+    # the capacity sweep on the same stack (benchmarks/capacity.py): this many queries at COMPUTED EVERY
+    # capacity_period, each N observed for capacity_observe_seconds, the stream landing at capacity_rate triples/s
+    capacity_queries: tuple[int, ...] = (5, 10, 20, 40)
+    capacity_period: str = "1m"
+    capacity_observe_seconds: int = 600
+    capacity_rate: int = 30
+    # the window, workload, history, ratio and SRBench sweeps (false: only the Airflow measurements)
+    sweeps: bool = True
 
     def override(self, assignments: list[str]) -> Profile:
         """This profile with ``field=value`` assignments applied (tuples as comma-separated values)."""
@@ -120,6 +128,10 @@ QUICK = Profile(
     airflow_drain_seconds=240,  # ends once the observed windows are done; a slow spark-submit still lands
     airflow_rate=50,
     airflow_tick_seconds=5,
+    capacity_queries=(2,),
+    capacity_period="15s",
+    capacity_observe_seconds=45,
+    capacity_rate=20,
 )
 
 PROFILES = {"quick": QUICK, "full": FULL}

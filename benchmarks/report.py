@@ -26,7 +26,8 @@ TEN_MILLION = 10_000_000
 TEN_MILLION_SECONDS = 15.0
 MEMORY_GROWTH = 1.25
 INGEST_RATE = 150_000
-PLOTS = ("time_vs_window.png", "time_vs_history.png", "memory_vs_window.png", "cost_vs_sliding_ratio.png")
+PLOTS = ("time_vs_window.png", "time_vs_history.png", "memory_vs_window.png", "cost_vs_sliding_ratio.png",
+         "capacity_vs_queries.png")
 
 
 def _index(result: dict) -> dict:
@@ -409,7 +410,8 @@ def _srbench_lines(result: dict) -> list[str]:
 def _airflow_lines(airflow: dict) -> list[str]:
     if airflow.get("status") != "ok":
         return [f"{airflow.get('status', 'not run')}: {airflow.get('reason', '')}"]
-    lines = [airflow.get("description", ""), "",
+    lines = _capacity_lines(airflow.get("capacity") or {"status": "not run", "reason": ""})
+    lines += ["### The shortest COMPUTED EVERY kept up with, one query", "", airflow.get("description", ""), "",
              "| mode | COMPUTED EVERY | windows evaluated | expected | lag growth (s per s) | lag at end | "
              "window end → results committed (median, max) | keeps up |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
@@ -422,6 +424,29 @@ def _airflow_lines(airflow: dict) -> list[str]:
     lines.append("")
     for mode, period in airflow.get("shortest_period_kept_up", {}).items():
         lines.append(f"- shortest COMPUTED EVERY kept up with, {mode}: {period or 'none of those tried'}")
+    return lines
+
+
+def _capacity_lines(capacity: dict) -> list[str]:
+    """The capacity sweep's table (benchmarks/capacity.py)."""
+    lines = ["### Capacity: queries kept up with", ""]
+    if capacity.get("status") != "ok":
+        return lines + [f"{capacity.get('status', 'not run')}: {capacity.get('reason', '')}", ""]
+    lines += [capacity.get("description", ""), "",
+              "| queries | windows due | evaluated | missed | failed runs | lag growth (s per s, worst) | "
+              "window end → committed p50 | p95 | evaluation (median) | CPU busy | load | kept up |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for point in capacity["points"]:
+        cpu = point.get("cpu_busy_percent")
+        load = point.get("load_average")
+        lines.append(
+            f"| {point['queries']} | {point['windows_due']} | {point['windows_evaluated']} | {point['windows_missed']} "
+            f"| {point['failed_runs']} | {_fmt_num(point.get('lag_slope_max'))} | "
+            f"{_fmt_s(point.get('commit_latency_p50_seconds'))} | {_fmt_s(point.get('commit_latency_p95_seconds'))} | "
+            f"{_fmt_s(point.get('evaluation_median_seconds'))} | {'–' if cpu is None else f'{cpu:.0f} %'} | "
+            f"{'–' if load is None else f'{load:.1f}'} | {'yes' if point['kept_up'] else 'no'} |")
+    lines += ["", f"- capacity at COMPUTED EVERY {capacity['period']}: "
+                  f"{capacity.get('capacity') or 'none of the counts tried'} queries", ""]
     return lines
 
 
@@ -508,6 +533,11 @@ def plots(result: dict, folder: Path) -> list[Path]:
     if axes.get_legend_handles_labels()[0]:
         axes.legend(fontsize=8)
     save(figure, "cost_vs_sliding_ratio.png")
+
+    from benchmarks.capacity import plot as capacity_plot
+
+    written.append(capacity_plot((result.get("airflow") or {}).get("capacity") or {},
+                                 folder / "capacity_vs_queries.png"))
     return written
 
 

@@ -325,9 +325,9 @@ class BenchmarkRun:
         }
         machine_before = machine()
         phases = {}
-        for name, phase in (("window", self.window_sweep), ("workloads", self.workload_sweep),
-                            ("history", self.history_sweep), ("ratio", self.ratio_sweep),
-                            ("srbench", self.srbench_sweep)):
+        sweeps = (("window", self.window_sweep), ("workloads", self.workload_sweep), ("history", self.history_sweep),
+                  ("ratio", self.ratio_sweep), ("srbench", self.srbench_sweep))
+        for name, phase in sweeps if self.profile.sweeps else ():
             clock = time.perf_counter()
             phase()
             phases[name] = time.perf_counter() - clock

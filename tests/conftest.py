@@ -9,8 +9,13 @@ the pure tests, in seconds."""
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
+
+SHARED_SESSION_MEMORY = "3g"
+"""The shared session's driver heap: the conformance harness evaluates three queries at a time in it, some
+of them cross products, and a broadcast built while the others hold 1–1.5 GB ran out of the default 2 GB."""
 
 
 SPARK_FIXTURES = {"spark", "conformance_spark"}
@@ -30,7 +35,13 @@ def pytest_collection_modifyitems(items):
 def spark():
     from csparql.spark.session import spark_session
 
-    session = spark_session("local[2]")
+    previous = os.environ.get("CSPARQL_DRIVER_MEMORY")
+    os.environ["CSPARQL_DRIVER_MEMORY"] = previous or SHARED_SESSION_MEMORY
+    try:
+        session = spark_session("local[2]")
+    finally:  # the setting is for this session only, not for the Spark processes tests start
+        if previous is None:
+            del os.environ["CSPARQL_DRIVER_MEMORY"]
     yield session
     session.stop()
     # py4j closes its connections at interpreter exit and logs that at INFO, which Airflow's logging setup

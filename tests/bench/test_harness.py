@@ -252,3 +252,40 @@ def test_markdown_and_plots_from_a_result(tmp_path):
         assert heading in table
     for plot in report.PLOTS:
         assert (tmp_path / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_capacity_query_registers_and_the_kinds_take_turns(tmp_path):
+    from benchmarks.capacity import TEMPLATES, query_text, register_queries
+    from csparql.deploy.settings import Settings
+    from csparql.storage.warehouse import Warehouse
+
+    settings = Settings(registry=tmp_path / "registry", warehouse=Warehouse(tmp_path / "warehouse"),
+                        landing=tmp_path / "landing")
+    count = len(TEMPLATES) + 2
+    dags = register_queries(settings, count, "1m")
+    assert dags == [query_text(i, "1m")[0] for i in range(count)] and len(set(dags)) == count
+    assert all((settings.registry / f"{name}.rq").exists() and (settings.registry / f"{name}.py").exists()
+               for name in dags)
+    assert dags[len(TEMPLATES)].endswith(TEMPLATES[0][0])
+
+
+def _trial(name, expected, evaluated, failed=0, slope=0.0, lag=((1.0, 5.0),)):
+    return {"dag": name, "windows_expected": expected, "windows_evaluated": evaluated, "failed_runs": failed,
+            "lag_slope": slope, "lag_samples": list(lag), "lag_at_end_seconds": lag[-1][1] if lag else None,
+            "commit_latency_seconds": [4.0, 6.0], "evaluation_seconds": [1.5]}
+
+
+@pytest.mark.parametrize("trials, kept_up", [
+    ([_trial("a", 10, 10), _trial("b", 10, 10)], True),
+    ([_trial("a", 10, 10), _trial("b", 10, 9)], False),  # one window missed
+    ([_trial("a", 10, 10), _trial("b", 10, 10, failed=1)], False),
+    ([_trial("a", 10, 10), _trial("b", 10, 10, slope=0.5)], False),  # the lag grows
+    ([_trial("a", 10, 10), _trial("b", 10, 0, lag=())], False),  # never committed
+])
+def test_capacity_kept_up_needs_every_window_no_failure_and_a_flat_lag(trials, kept_up):
+    from benchmarks.capacity import summarize
+
+    point = summarize(len(trials), trials, 50.0, 1.0)
+    assert point["kept_up"] is kept_up
+    assert point["windows_missed"] == point["windows_due"] - point["windows_evaluated"]
+    assert point["commit_latency_p50_seconds"] == 4.0 and point["commit_latency_p95_seconds"] == 6.0

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from benchmarks import report
+from benchmarks.capacity import query_text as capacity_query
 from benchmarks.profiles import QUICK, SYSTEMS
 from benchmarks.run import SRBENCH_SYSTEMS
 from benchmarks.cli import ROOT
@@ -126,3 +127,16 @@ def test_the_targets_table_and_plots_are_written(run):
     for plot in report.PLOTS:
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert list((out / "plans").glob("district_count-*-csparql_warm.txt"))
+
+
+def test_the_capacity_sweep_ran_registered_queries_on_the_stack(run):
+    capacity = run["result"]["airflow"]["capacity"]
+    assert capacity["status"] == "ok", capacity.get("reason")
+    assert [p["queries"] for p in capacity["points"]] == list(QUICK.capacity_queries)[:len(capacity["points"])]
+    first = capacity["points"][0]
+    assert first["windows_due"] >= 1 and first["windows_evaluated"] >= 1, first
+    assert first["windows_missed"] == first["windows_due"] - first["windows_evaluated"]
+    assert first["commit_latency_p50_seconds"] is not None and first["cpu_busy_percent"] is not None
+    # the queries went through the registry as csparql register puts them there: a query file and its loader
+    assert sorted(t["dag"] for t in first["trials"]) == [capacity_query(i, QUICK.capacity_period)[0] for i in range(2)]
+    assert "### Capacity" in (run["out"] / "table.md").read_text(encoding="utf-8")

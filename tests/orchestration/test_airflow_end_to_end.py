@@ -116,6 +116,10 @@ def test_a_backfill_gives_the_same_windows_as_replay_and_running_it_again_keeps_
     stack.backfill("tollgates", start, end)
     stack.wait_for_runs("tollgates", 3, run_type="backfill")
     stack.wait_for_backfills("tollgates")
+    without_run = stack.api("POST", "backfills/dry_run", {
+        "dag_id": "tollgates", "from_date": start, "to_date": end, "reprocess_behavior": "none",
+        "max_active_runs": 2, "run_backwards": False, "dag_run_conf": {}}, idempotent=True)
+    assert without_run["backfills"] == []  # every window of the range has its run
     airflow_rows = rows_by_window(settings.warehouse, "tollgates")
     assert sorted(airflow_rows) == [files.start + m * MINUTE for m in (30, 31, 32)]
     assert all(sum(rows.values()) > 0 for rows in airflow_rows.values())

@@ -106,7 +106,7 @@ class Catalog:
         path = self.warehouse.static(None if iri is None else str(iri))
         if not delta.exists(path):
             return 0
-        files = delta.live_files(delta.open_table(path), path)
+        _, files = delta.SNAPSHOTS.snapshot(path)
         if any(f.records is None for f in files):
             return None
         return sum(f.records for f in files)
@@ -122,6 +122,7 @@ class DeltaSourceReader:
         self.scans: dict[URIRef, Scan] = {}
         self._frames: dict = {}
         self._static_tables: dict = {}
+        self._chosen: dict[URIRef, list[FileInfo]] = {}
         self.closures = DeltaClosureStore(spark, catalog.warehouse)
 
     def static_version(self, source: alg.StaticGraph) -> str:
@@ -129,6 +130,15 @@ class DeltaSourceReader:
         closures of static graphs are kept per version (``csparql.spark.closures``)."""
         version, _ = self._static_table(source)
         return "absent" if version is None else str(version)
+
+    def static_identity(self, source: alg.StaticGraph) -> tuple[str, int] | None:
+        """What identifies the triples of a static graph as this evaluation reads them: its table's Delta id
+        (new when a table is created again at the same place) and version (None when there is no table)."""
+        version, _ = self._static_table(source)
+        if version is None:
+            return None
+        path = self.catalog.warehouse.static(None if source.iri is None else str(source.iri))
+        return delta.SNAPSHOTS.latest(path).metadata().id, version
 
     def _static_table(self, source: alg.StaticGraph) -> tuple[int | None, list[str]]:
         """The version of a static graph's table and its live files, read once per evaluation so that every
@@ -138,8 +148,8 @@ class DeltaSourceReader:
             if not delta.exists(path):
                 self._static_tables[source.iri] = (None, [])
             else:
-                table = delta.open_table(path)
-                self._static_tables[source.iri] = (table.version(), [f.uri for f in delta.live_files(table, path)])
+                version, files = delta.SNAPSHOTS.snapshot(path)
+                self._static_tables[source.iri] = (version, [f.uri for f in files])
         return self._static_tables[source.iri]
 
     def named_graphs(self) -> list[URIRef]:
@@ -163,17 +173,40 @@ class DeltaSourceReader:
         frame = self.spark.read.schema(STATIC_FILE_SCHEMA).parquet(*uris)
         return frame.select("s", "p", "o", F.lit(None).cast(TimestampType()).alias("ts"), F.lit(None).cast(LongType()).alias("arrival"))
 
+    def prepare(self, plan: alg.QueryPlan) -> None:
+        """Read the Delta logs this evaluation needs (each stream's window files, each static graph's version)
+        now rather than while the plan is built."""
+        for source in plan.dataset.streams:
+            if source.iri in self.bounds:
+                self.window_files(source)
+        for source in (*plan.dataset.default, *plan.dataset.named):
+            if isinstance(source, alg.StaticGraph) and source.iri != alg.ALL_NAMED_IRI:
+                self._static_table(source)
+
+    def window_files(self, source: alg.StreamWindow) -> list[FileInfo]:
+        """The files of the stream's table that can hold a triple of its window (chosen once per evaluation)."""
+        if source.iri not in self._chosen:
+            path = self.catalog.warehouse.stream(str(source.iri))
+            chosen: list[FileInfo] = []
+            if delta.exists(path):
+                _, files = delta.SNAPSHOTS.snapshot(path)
+                bounds = self.bounds[source.iri]
+                if isinstance(source.window, LogicalWindow):
+                    chosen = select_window_files(files, bounds)
+                else:
+                    chosen = select_latest_files(files, bounds.end, source.window.count)
+            self._chosen[source.iri] = chosen
+        return self._chosen[source.iri]
+
+    def window_triples(self, streams: list[alg.StreamWindow]) -> int | None:
+        """How many triples the files these windows read hold (None when a file does not say)."""
+        records = [f.records for source in streams for f in self.window_files(source)]
+        return None if any(r is None for r in records) else sum(records)
+
     def _stream(self, source: alg.StreamWindow) -> DataFrame:
-        path = self.catalog.warehouse.stream(str(source.iri))
         bounds = self.bounds[source.iri]
         scan = self.scans.setdefault(source.iri, Scan())
-        if not delta.exists(path):
-            return empty_triples(self.spark)
-        files = delta.live_files(delta.open_table(path), path)
-        if isinstance(source.window, LogicalWindow):
-            chosen = select_window_files(files, bounds)
-        else:
-            chosen = select_latest_files(files, bounds.end, source.window.count)
+        chosen = self.window_files(source)
         scan.files += len(chosen)
         scan.rows += sum(f.records or 0 for f in chosen)
         scan.file_uris.extend(f.uri for f in chosen)

@@ -17,7 +17,7 @@ from rdflib.term import Identifier
 
 from csparql.algebra import operators as alg
 from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
-from csparql.spark.compiler import SparkCompiler, construct_triples, describe_triples
+from csparql.spark.compiler import COMPACT_TRIPLES, SparkCompiler, construct_triples, describe_triples
 from csparql.spark.entailment import Entailment
 from csparql.spark.sources import SourceReader
 from csparql.spark.terms import NULLABLE_TERM_STRUCT
@@ -91,6 +91,7 @@ def compile_plan(
     statistics: SourceStatistics = NO_STATISTICS,
     optimized: bool = False,
     previous: tuple[SourceReader, int] | None = None,
+    compact_triples: int = COMPACT_TRIPLES,
 ) -> CompiledEvaluation:
     """The Spark plan of a query for one evaluation (``at`` is the window end t_f, which NOW() returns).
 
@@ -99,12 +100,17 @@ def compile_plan(
 
     A query with ``ISTREAM`` or ``DSTREAM`` needs ``previous``: the reader of the previous evaluation's
     windows and its instant. Both evaluations are compiled into one plan and the result is their multiset
-    difference, so a window's result never depends on what was evaluated before it, or in which order."""
+    difference, so a window's result never depends on what was evaluated before it, or in which order.
+
+    An evaluation whose windows' files hold at most ``compact_triples`` triples is compiled compact (one
+    partition, nothing broadcast or shuffled: ``is_compact``); the results are the same either way."""
     if plan.stream_operator != alg.RSTREAM:
         if previous is None:
             raise ValueError(f"{plan.stream_operator} needs the previous evaluation's windows")
-        current = compile_plan(spark, dataclasses.replace(plan, stream_operator=alg.RSTREAM), reader, at, statistics, optimized)
-        before = compile_plan(spark, dataclasses.replace(plan, stream_operator=alg.RSTREAM), previous[0], previous[1], statistics, optimized)
+        current = compile_plan(spark, dataclasses.replace(plan, stream_operator=alg.RSTREAM), reader, at, statistics,
+                               optimized, compact_triples=compact_triples)
+        before = compile_plan(spark, dataclasses.replace(plan, stream_operator=alg.RSTREAM), previous[0], previous[1],
+                              statistics, optimized, compact_triples=compact_triples)
         return window_to_stream(current, before, plan.stream_operator)
     entailment = None
     if plan.entailment:
@@ -112,7 +118,8 @@ def compile_plan(
         statistics = entailment.statistics(statistics)
     if not optimized:
         plan = optimize(plan, statistics)
-    compiler = SparkCompiler(spark, reader, plan, now=at, statistics=statistics, entailment=entailment)
+    compiler = SparkCompiler(spark, reader, plan, now=at, statistics=statistics, entailment=entailment,
+                             compact=is_compact(reader, plan, compact_triples))
     solutions = compiler.compile()
     form = plan.form
     if isinstance(form, alg.SelectResult):
@@ -125,6 +132,16 @@ def compile_plan(
     if isinstance(form, alg.ConstructResult):
         return CompiledEvaluation(plan, "construct", construct_triples(compiler, solutions, form.template), {})
     return CompiledEvaluation(plan, "describe", describe_triples(compiler, solutions, form.terms), {})
+
+
+def is_compact(reader: SourceReader, plan: alg.QueryPlan, limit: int = COMPACT_TRIPLES) -> bool:
+    """Whether the evaluation runs in one partition: the reader knows how many triples its windows' files
+    hold, and they are at most ``limit`` (a reader that cannot tell runs distributed as usual)."""
+    count = getattr(reader, "window_triples", None)
+    if count is None:
+        return False
+    triples = count(list(plan.dataset.streams))
+    return triples is not None and triples <= limit
 
 
 def window_to_stream(current: CompiledEvaluation, previous: CompiledEvaluation, operator: str) -> CompiledEvaluation:

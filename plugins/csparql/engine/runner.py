@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from csparql.algebra import operators as alg
 from csparql.engine import results as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
+from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage.watermarks import advance_watermark
@@ -40,6 +42,25 @@ class Evaluation:
     duration_ms: int
     run_id: str
     scans: dict[URIRef, Scan] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)  # milliseconds per phase (``Phases``)
+
+
+class Phases:
+    """Where one evaluation's time goes, in wall-clock milliseconds per phase: ``lost runs`` (recording runs
+    lost by a killed process), ``statistics``, ``sources`` (Delta logs read, files pruned), ``plan`` (optimizer
+    and the Spark plan built), ``spark`` (Spark plans, runs and collects the results), ``write`` (the result
+    commit), ``record`` (the runs commit)."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        clock = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - clock) * 1000
 
 
 class EvaluationFailed(Exception):
@@ -112,11 +133,15 @@ class RunRecord:
 class Engine:
     """Evaluates plans over a warehouse with one SparkSession (created on first use)."""
 
-    def __init__(self, warehouse: Warehouse, spark=None, master: str | None = None):
+    def __init__(self, warehouse: Warehouse, spark=None, master: str | None = None,
+                 compact_triples: int = COMPACT_TRIPLES):
+        """``compact_triples``: evaluations whose windows' files hold at most this many triples run in one
+        partition (``csparql.engine.evaluate.is_compact``); 0 never does."""
         self.warehouse = warehouse
         self.catalog = Catalog(warehouse)
         self._spark = spark
         self.master = master
+        self.compact_triples = compact_triples
 
     @property
     def spark(self):
@@ -128,16 +153,24 @@ class Engine:
 
     # evaluating
 
-    def compile(self, plan: alg.QueryPlan, window: EvaluationWindow) -> tuple[CompiledEvaluation, DeltaSourceReader]:
+    def compile(self, plan: alg.QueryPlan, window: EvaluationWindow,
+                phases: Phases | None = None) -> tuple[CompiledEvaluation, DeltaSourceReader]:
         """The Spark plan of one evaluation, over exactly the files of its windows (and, for ISTREAM and
         DSTREAM, of the previous evaluation's windows too: its scans count in the returned reader's)."""
-        reader = DeltaSourceReader(self.spark, self.catalog, window.streams)
-        statistics = self.catalog.statistics()
-        previous = None
-        if plan.stream_operator != alg.RSTREAM:
-            before = previous_evaluation(plan, window)
-            previous = (DeltaSourceReader(self.spark, self.catalog, before.streams), before.end)
-        compiled = compile_plan(self.spark, plan, reader, at=window.end, statistics=statistics, previous=previous)
+        phases = phases or Phases()
+        with phases("statistics"):
+            statistics = self.catalog.statistics()
+        with phases("sources"):
+            reader = DeltaSourceReader(self.spark, self.catalog, window.streams)
+            reader.prepare(plan)
+            previous = None
+            if plan.stream_operator != alg.RSTREAM:
+                before = previous_evaluation(plan, window)
+                previous = (DeltaSourceReader(self.spark, self.catalog, before.streams), before.end)
+                previous[0].prepare(plan)
+        with phases("plan"):
+            compiled = compile_plan(self.spark, plan, reader, at=window.end, statistics=statistics, previous=previous,
+                                    compact_triples=self.compact_triples)
         if previous is not None:
             for iri, scan in previous[0].scans.items():
                 total = reader.scans.setdefault(iri, Scan())
@@ -149,7 +182,7 @@ class Engine:
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
                  version: str | None = None) -> Evaluation:
         """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the
-        version of the query text, ``csparql.deployment.text_version``) is recorded with the run and the
+        version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
         result rows.
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
@@ -157,15 +190,22 @@ class Engine:
         check_query_name(name)
         window = evaluation_at(plan, at)
         clock = time.perf_counter()
+        phases = Phases()
         run = RunRecord(uuid.uuid4().hex, name, window.start, window.end, time.time_ns() // 1000, complete, version)
         reader = None
         try:
             if write:
-                self.record_lost_runs(plan, name)
-            compiled, reader = self.compile(plan, window)
+                with phases("lost runs"):
+                    self.record_lost_runs(plan, name)
+            compiled, reader = self.compile(plan, window, phases)
             run.read(reader)
-            result = compiled.result()
-            rows = self._write(plan, name, window, result, version, run, clock) if write else 0
+            with phases("spark"):
+                result = compiled.result()
+            if write:
+                with phases("write"):
+                    rows = self._write(plan, name, window, result, version, run, clock)
+            else:
+                rows = 0
         except Exception as error:
             run.status, run.error = "failed", _describe(error)
             run.duration_ms = _elapsed_ms(clock)
@@ -174,8 +214,9 @@ class Engine:
             raise EvaluationFailed(f"{name}: the evaluation of the window ending {_iso(window.end)} failed: {run.error}") from error
         run.duration_ms = _elapsed_ms(clock)
         if write:
-            self._append_runs([run])
-        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(reader.scans))
+            with phases("record"):
+                self._append_runs([run])
+        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(reader.scans), phases.ms)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
                version: str | None = None) -> Iterator[Evaluation]:
@@ -192,7 +233,7 @@ class Engine:
         path = self._result_table(plan, name)
         if path is None or not delta.exists(path):
             return []
-        commits = [c for c in delta.open_table(path).history(LOST_RUNS_LOOKBACK) if RUN_METADATA in c]
+        commits = [c for c in delta.SNAPSHOTS.latest(path).history(LOST_RUNS_LOOKBACK) if RUN_METADATA in c]
         runs = {run.run_id: (run, commit) for commit in commits
                 for run in [RunRecord.from_json(commit[RUN_METADATA])] if run.query == name}
         if not runs:
@@ -277,7 +318,7 @@ def recorded_runs(warehouse: Warehouse, run_ids: set[str]) -> set[str]:
     """Which of these runs the runs table has a row for."""
     if not run_ids or not delta.exists(warehouse.runs):
         return set()
-    dataset = delta.open_table(warehouse.runs).to_pyarrow_dataset()
+    dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
     found = dataset.to_table(columns=["run_id"], filter=pc.field("run_id").isin(sorted(run_ids)))
     return set(found.column("run_id").to_pylist())
 

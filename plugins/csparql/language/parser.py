@@ -9,7 +9,11 @@ words, the position, and what was expected there.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import re
+import sys
+import tempfile
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path as FilePath
@@ -46,16 +50,54 @@ MAX_INTEGER_DIGITS = 4300
 UPDATE_KEYWORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH")
 
 
+LARK_OPTIONS = {"parser": "lalr", "lexer": "contextual", "propagate_positions": True, "maybe_placeholders": False}
+
+
 @functools.cache
 def _lark() -> lark.Lark:
-    return lark.Lark(
-        GRAMMAR_FILE.read_text(encoding="utf-8"),
-        parser="lalr",
-        lexer="contextual",
-        propagate_positions=True,
-        maybe_placeholders=False,
-        cache=False,
-    )
+    """The parser, built from the grammar once per grammar (building the LALR tables takes a CPU-second that
+    every process would pay: each Airflow task and DAG file parse) and otherwise loaded from the cache."""
+    grammar = GRAMMAR_FILE.read_text(encoding="utf-8")
+    cached = _parser_cache(grammar)
+    if cached is not None:
+        try:
+            with open(cached, "rb") as file:
+                return lark.Lark.load(file)
+        except Exception:  # noqa: BLE001 - missing, cut short or from elsewhere: build it again
+            pass
+    parser = lark.Lark(grammar, **LARK_OPTIONS)
+    if cached is not None:
+        _save_parser(parser, cached)
+    return parser
+
+
+def _parser_cache(grammar: str) -> FilePath | None:
+    """Where the parser built from this grammar is kept (``$CSPARQL_CACHE_DIR``, else ``$XDG_CACHE_HOME/csparql``,
+    else ``~/.cache/csparql``), named by a digest of everything the built parser depends on; None when there
+    is no such folder and none can be made."""
+    root = os.environ.get("CSPARQL_CACHE_DIR") or FilePath(
+        os.environ.get("XDG_CACHE_HOME") or FilePath.home() / ".cache") / "csparql"
+    key = "\0".join([grammar, lark.__version__, sys.version, repr(sorted(LARK_OPTIONS.items()))])
+    try:
+        folder = FilePath(root)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder / f"sparql-parser-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:24]}.lark"
+
+
+def _save_parser(parser: lark.Lark, path: FilePath) -> None:
+    """Write the parser beside ``path`` and move it there in one step, so that no process reads half of it."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "wb") as file:
+            parser.save(file)
+        os.replace(temporary, path)
+    except Exception:  # noqa: BLE001 - a parser not kept is only built again next time
+        FilePath(temporary).unlink(missing_ok=True)
 
 
 def parse(text: str, source_name: str = "<query>") -> sx.Query:

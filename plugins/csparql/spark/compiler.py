@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -27,12 +28,16 @@ from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
 from csparql.spark import values as v
 from csparql.spark.expressions import ExpressionCompiler, Scope
 from csparql.spark.sources import SourceReader, empty_triples
+from csparql.spark.static_parts import STATIC_PARTS
 from csparql.spark.terms import TERM_STRUCT, XSD_INTEGER, XSD_STRING, constant, make_term, null_term
 from csparql.storage.terms import IRI, LITERAL
 
 GRAPH_COLUMN = "__graph"
 # Static parts up to this many triples are broadcast rather than shuffled against a window.
 BROADCAST_TRIPLES = 2_000_000
+# An evaluation whose windows' files hold at most this many triples runs in one partition, with no broadcast
+# and no shuffle; its static parts are kept in one partition too.
+COMPACT_TRIPLES = 200_000
 
 
 class CompilationError(Exception):
@@ -61,16 +66,20 @@ class SparkCompiler:
         now: int | None = None,
         statistics: SourceStatistics = NO_STATISTICS,
         entailment=None,
+        compact: bool = False,
     ):
         """``statistics`` are those the plan was optimised with (paths read only the sources that can hold
         their links); ``entailment`` (a ``csparql.spark.entailment.Entailment``) makes patterns match the
-        entailed graph."""
+        entailed graph. ``compact``: the evaluation's data are small enough for one partition
+        (``COMPACT_TRIPLES``): every source is read into one, and nothing is broadcast or shuffled."""
         self.spark = spark
         self.reader = reader
         self.plan = plan
         self.now = now
         self.statistics = statistics
         self.entailment = entailment
+        self.compact = compact
+        self._window_sets: dict[alg.StreamWindow, DataFrame] = {}
         self.names: dict[Variable, str] = {}
         self.counter = itertools.count()
         self._solution_id = "__sid"
@@ -118,12 +127,30 @@ class SparkCompiler:
     def _source_frame(self, sources: tuple[alg.Source, ...], graph: bool) -> DataFrame:
         frames = []
         for source in self._expand(sources):
-            frame = self.reader.read(source)
+            frame = self._window_set(source) if self._shares_window(source) else self.reader.read(source)
+            if self.compact:
+                frame = frame.coalesce(1)
             label = str(source.iri) if source.iri is not None else None
             frames.append(frame.withColumn("src", F.lit(label).cast(StringType())))
         if not frames:
             return empty_triples(self.spark).withColumn("src", F.lit(None).cast(StringType()))
         return reduce(lambda a, b: a.unionByName(b), frames)
+
+    def _shares_window(self, source: alg.Source) -> bool:
+        """Whether patterns read a stream window as one set shared by all of them: in a distributed
+        evaluation, where every pattern's own scan and shuffle would read the whole window again (a compact
+        one reads its single partition once per pattern, filtered by the pattern first, which is cheaper)."""
+        return isinstance(source, alg.StreamWindow) and not self.compact and self.entailment is None
+
+    def _window_set(self, source: alg.StreamWindow) -> DataFrame:
+        """The window as a set — each triple once, with its latest timestamp — built once per evaluation, so
+        that every pattern over the window shares one scan and one shuffle (Spark reuses the exchange of
+        identical subplans)."""
+        if source not in self._window_sets:
+            frame = self.reader.read(source)
+            self._window_sets[source] = frame.groupBy("s", "p", "o").agg(
+                F.max("ts").alias("ts"), F.max("arrival").alias("arrival"))
+        return self._window_sets[source]
 
     def _expand(self, sources: tuple[alg.Source, ...]) -> list[alg.Source]:
         expanded: list[alg.Source] = []
@@ -156,8 +183,9 @@ class SparkCompiler:
             keys.append(F.col("src").alias(GRAPH_COLUMN))
         streams = [s for s in self._expand(sources) if isinstance(s, alg.StreamWindow)]
         stamps: dict[Variable, list[tuple[str, str | None]]] = {}
-        # A single static graph is a set of triples; inferences may repeat a triple.
-        single_static = len(self._expand(sources)) == 1 and not streams and self.entailment is None
+        # One static graph, or one window read as a set, holds each triple once; inferences may repeat one.
+        expanded = self._expand(sources)
+        one_set = len(expanded) == 1 and self.entailment is None and (not streams or self._shares_window(expanded[0]))
         if self.uses_timestamps and streams:
             aggregates = []
             stamp_columns = []
@@ -170,7 +198,7 @@ class SparkCompiler:
                 stamps[var] = list(stamp_columns)
         else:
             frame = frame.select(*keys)
-            if not single_static:
+            if not one_set:
                 frame = frame.distinct()
         return Solutions(frame, tuple(bound), stamps, graph)
 
@@ -180,18 +208,43 @@ class SparkCompiler:
         graph = self._graph_mode
         if not op.triples:
             return self._unit(graph)
-        result: Solutions | None = None
         small = self._small(op.sources)
-        for triple in op.triples:
-            part = self._pattern(triple, op.sources, graph)
-            if small:
-                part.df = F.broadcast(part.df)
-            result = part if result is None else self._inner_join(result, part)
-        if small and len(op.triples) > 1:
-            # The join of small static parts is what meets the window: broadcast it too, or adaptive execution
+        versions = self._static_versions(op.sources) if small else None
+        if versions is None:
+            result = self._patterns(op, graph, broadcast=small and not self.compact)
+        else:
+            # A static part: the same solutions at every window while its graphs keep their versions.
+            names = tuple((var, self.column(var)) for var in _bound_variables(op.triples))
+            shape = (op, graph, names, self.compact, _session_key(self.spark))
+
+            def build() -> DataFrame:
+                frame = self._patterns(op, graph, broadcast=False).df
+                return frame.coalesce(1) if self.compact else frame
+
+            result = Solutions(STATIC_PARTS.get(shape, versions, build), tuple(var for var, _ in names), {}, graph)
+        if small and not self.compact:
+            # The (join of) small static parts is what meets the window: broadcast it, or adaptive execution
             # may broadcast the window instead (its shuffle compresses well), collecting it in the driver.
             result.df = F.broadcast(result.df)
         return result
+
+    def _patterns(self, op: alg.BGP, graph: bool, broadcast: bool) -> Solutions:
+        result: Solutions | None = None
+        for triple in op.triples:
+            part = self._pattern(triple, op.sources, graph)
+            if broadcast:
+                part.df = F.broadcast(part.df)
+            result = part if result is None else self._inner_join(result, part)
+        return result
+
+    def _static_versions(self, sources: tuple[alg.Source, ...]) -> tuple | None:
+        """What identifies the triples of the static graphs a part reads — each table's Delta id and version —
+        when the reader knows it and nothing but the stored triples is read (no entailment): the key of a
+        cached static part (else None)."""
+        identity = getattr(self.reader, "static_identity", None)
+        if identity is None or self.entailment is not None:
+            return None
+        return tuple((source.iri, identity(source)) for source in self._expand(sources))
 
     _graph_mode = False
 
@@ -225,6 +278,13 @@ class SparkCompiler:
 
     # joins
 
+    def _joined(self, left: DataFrame, right: DataFrame, on, how: str) -> DataFrame:
+        """``left.join(right, on, how)``; in a compact evaluation as a sort-merge join, which one partition
+        needs no shuffle for (a broadcast would cost a Spark job of its own)."""
+        if self.compact:
+            right = right.hint("merge")
+        return left.join(right, on, how)
+
     def _shared(self, left: Solutions, right: Solutions) -> list[Variable]:
         return [var for var in left.vars if var in right.vars]
 
@@ -236,7 +296,7 @@ class SparkCompiler:
         loose = [var for var in shared if var not in equi]
         keys = [self.column(var) for var in equi] + ([GRAPH_COLUMN] if left.graph and right.graph else [])
         if not loose:
-            df = left.df.join(right.df, on=keys, how="inner") if keys else left.df.crossJoin(right.df)
+            df = self._joined(left.df, right.df, keys, "inner") if keys else left.df.crossJoin(right.df)
         else:
             df = self._compatible_join(left, right, keys, loose, "inner")
         return self._merged(left, right, df)
@@ -259,7 +319,7 @@ class SparkCompiler:
             condition = condition & (F.col(key) == F.col(key_renames[key]))
         if extra is not None:
             condition = condition & extra(renames)
-        df = left_df.join(right_df, condition, how)
+        df = self._joined(left_df, right_df, condition, how)
         for var in loose:
             name = self.column(var)
             df = df.withColumn(name, F.coalesce(F.col(name), F.col(renames[name]))).drop(renames[name])
@@ -286,52 +346,35 @@ class SparkCompiler:
         loose = [var for var in shared if var not in equi]
         keys = [self.column(var) for var in equi] + ([GRAPH_COLUMN] if left.graph and right.graph else [])
         if op.expression is None and not loose:
-            df = left.df.join(right.df, on=keys, how="left") if keys else left.df.join(right.df, F.lit(True), "left")
+            df = self._joined(left.df, right.df, keys, "left") if keys else left.df.join(right.df, F.lit(True), "left")
             return self._merged(left, right, df)
-        # The OPTIONAL's filter sees the merged solution: rename the right side, evaluate, then merge.
-        right_only = [var for var in right.vars if var not in shared]
-        renames = {self.column(var): self.fresh("o") for var in right.vars}
-        stamp_renames = {name: self.fresh("os") for cols in right.stamps.values() for name, _ in cols}
-        graph_key = keys[-1:] if keys and keys[-1] == GRAPH_COLUMN else []
-        key_renames = {**{key: renames[key] for key in keys if key != GRAPH_COLUMN}, **{key: self.fresh("k") for key in graph_key}}
-        right_df = right.df
-        for old, new in {**renames, **stamp_renames, **{k: key_renames[k] for k in graph_key}}.items():
-            right_df = right_df.withColumnRenamed(old, new)
-        condition = F.lit(True)
-        for key in keys:
-            condition = condition & (F.col(key) == F.col(key_renames[key]))
-        for var in loose:
-            a, b = F.col(self.column(var)), F.col(renames[self.column(var)])
-            condition = condition & ((a == b) | a.isNull() | b.isNull())
-        if op.expression is not None:
-            merged_columns = {}
-            for var in left.vars:
-                name = self.column(var)
-                merged_columns[var] = F.coalesce(F.col(name), F.col(renames[name])) if var in shared else F.col(name)
-            for var in right_only:
-                merged_columns[var] = F.col(renames[self.column(var)])
-            stamps = {var: list(cols) for var, cols in left.stamps.items()}
-            for var, cols in right.stamps.items():
-                stamps.setdefault(var, []).extend((stamp_renames[c], s) for c, s in cols)
-            condition = condition & self._condition_over(merged_columns, stamps, op.expression)
-        df = left.df.join(right_df, condition, "left")
-        for var in shared:
-            name = self.column(var)
-            df = df.withColumn(name, F.coalesce(F.col(name), F.col(renames[name]))).drop(renames[name])
-        for var in right_only:
-            df = df.withColumnRenamed(renames[self.column(var)], self.column(var))
-        for key in graph_key:
-            df = df.drop(key_renames[key])
-        for old, new in stamp_renames.items():
-            df = df.withColumnRenamed(new, old)
-        return self._merged(left, right, df)
+        if op.expression is None:
+            return self._merged(left, right, self._compatible_join(left, right, keys, loose, "left"))
+        return self._optional_with_filter(left, right, keys, loose, op.expression)
 
-    def _condition_over(self, columns: dict[Variable, Column], stamps, expression: ex.Expr) -> Column:
-        """An expression's EBV over explicit columns (used inside join conditions)."""
-        aliases = {var: self.fresh("c") for var in columns}
-        scope = Scope(columns=aliases, stamps=stamps, now=self.now, base=self.plan.base)
-        compiler = _ColumnExpressionCompiler(scope, columns, aliases)
-        return F.coalesce(compiler.condition(expression), F.lit(False))
+    def _optional_with_filter(self, left: Solutions, right: Solutions, keys: list[str], loose: list[Variable],
+                              expression: ex.Expr) -> Solutions:
+        """LeftJoin(Ω1, Ω2, expr) (SPARQL 1.1 §18.5): every merge of compatible μ1, μ2 for which expr is true,
+        and every μ1 with no such μ2. The filter is evaluated on the merged solutions as any FILTER is — its
+        sub-expressions computed as columns of their own — rather than inside the join condition, where each
+        operator would copy its operands and a nested expression (``?a + ?b + …``) grow exponentially. The
+        solutions of Ω1 that kept no merge are found again by value: equal solutions of Ω1 keep the same
+        merges, so the multiset comes out right."""
+        left_columns = left.df.columns
+        originals = {column: self.fresh("l") for column in left_columns}
+        tagged = left.df.select(*[F.col(c) for c in left_columns], *[F.col(c).alias(originals[c]) for c in left_columns])
+        tagged_left = dataclasses.replace(left, df=tagged)
+        if loose:
+            joined = self._compatible_join(tagged_left, right, keys, loose, "inner")
+        else:
+            joined = self._joined(tagged, right.df, keys, "inner") if keys else tagged.crossJoin(right.df)
+        merged = self._merged(tagged_left, right, joined)
+        kept = self._filtered(merged, expression)
+        matched = kept.df.select(*[F.col(originals[c]) for c in left_columns])
+        same = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(originals[c])) for c in left_columns])
+        unmatched = self._joined(left.df, matched, same, "left_anti")
+        df = kept.df.drop(*originals.values()).unionByName(unmatched, allowMissingColumns=True)
+        return dataclasses.replace(merged, df=df)
 
     def _Union(self, op: alg.Union) -> Solutions:
         left, right = self.compile(op.left), self.compile(op.right)
@@ -350,7 +393,7 @@ class SparkCompiler:
         keys = [GRAPH_COLUMN] if left.graph and right.graph else []
         if all(var in certain_left and var in certain_right for var in shared):
             right_df = right.df.select(*[self.column(var) for var in shared], *keys).distinct()
-            df = left.df.join(right_df, on=[self.column(var) for var in shared] + keys, how="left_anti")
+            df = self._joined(left.df, right_df, [self.column(var) for var in shared] + keys, "left_anti")
             return dataclasses.replace(left, df=df)
         renames = {self.column(var): self.fresh("m") for var in shared}
         right_df = right.df.select(*[F.col(self.column(var)).alias(renames[self.column(var)]) for var in shared])
@@ -360,7 +403,7 @@ class SparkCompiler:
             a, b = F.col(self.column(var)), F.col(renames[self.column(var)])
             compatible = compatible & ((a == b) | a.isNull() | b.isNull())
             overlap = overlap | (a.isNotNull() & b.isNotNull())
-        df = left.df.join(right_df, compatible & overlap, "left_anti")
+        df = self._joined(left.df, right_df, compatible & overlap, "left_anti")
         return dataclasses.replace(left, df=df)
 
     # filters and expressions
@@ -377,10 +420,13 @@ class SparkCompiler:
         return solutions, extra
 
     def _Filter(self, op: alg.Filter) -> Solutions:
-        solutions = self.compile(op.input)
-        solutions, extra = self._prepare(solutions, [op.expression])
+        return self._filtered(self.compile(op.input), op.expression)
+
+    def _filtered(self, solutions: Solutions, expression: ex.Expr) -> Solutions:
+        """The solutions for which the expression's effective boolean value is true."""
+        solutions, extra = self._prepare(solutions, [expression])
         compiler = ExpressionCompiler(self.scope(solutions, extra))
-        condition = compiler.condition(op.expression)
+        condition = compiler.condition(expression)
         df = compiler.bind(solutions.df).where(condition).drop(*compiler.let_names, *extra.values())
         return dataclasses.replace(solutions, df=df)
 
@@ -417,7 +463,7 @@ class SparkCompiler:
             condition = reduce(lambda a, b: a & b, (compiler.condition(c) for c in conditions))
             joined = dataclasses.replace(joined, df=compiler.bind(joined.df).where(condition))
         matches = joined.df.select(row_id).distinct().withColumn(flag, F.lit(True))
-        df = base.df.join(matches, row_id, "left").withColumn(flag, F.coalesce(F.col(flag), F.lit(False)))
+        df = self._joined(base.df, matches, row_id, "left").withColumn(flag, F.coalesce(F.col(flag), F.lit(False)))
         if node.negated:
             df = df.withColumn(flag, ~F.col(flag))
         return dataclasses.replace(solutions, df=df.drop(row_id)), flag
@@ -434,7 +480,7 @@ class SparkCompiler:
         df = compiler.bind(solutions.df)
         df = df.withColumns({renamed[position]: column for position, column in keys.items()}).drop(*compiler.let_names)
         lookup = lookup.select(*[F.col(p).alias(renamed[p]) for p in keys], name)
-        df = df.join(lookup, list(renamed.values()), "left")
+        df = self._joined(df, lookup, list(renamed.values()), "left")
         for column in renamed.values():
             df = df.drop(column)
         return dataclasses.replace(solutions, df=df), name
@@ -585,24 +631,6 @@ class SparkCompiler:
         if not previous:
             df = df.drop(GRAPH_COLUMN)
         return Solutions(df, tuple(dict.fromkeys((op.name,) + inner.vars)), inner.stamps, previous, inner.ordering)
-
-
-class _ColumnExpressionCompiler(ExpressionCompiler):
-    """An expression compiler whose variables are given as arbitrary columns (for join conditions)."""
-
-    def __init__(self, scope: Scope, columns: dict[Variable, Column], aliases: dict[Variable, str]):
-        super().__init__(scope, share=False)
-        self._columns = columns
-
-    def value(self, expression):
-        if isinstance(expression, Variable):
-            column = self._columns.get(expression)
-            return v.TermValue(column if column is not None else null_term())
-        return super().value(expression)
-
-    def _fn_bound(self, args):
-        column = self._columns.get(args[0])
-        return v.BooleanValue(column.isNotNull() if column is not None else F.lit(False))
 
 
 def _expressions(op: alg.Operator):
@@ -797,3 +825,19 @@ def describe_triples(compiler: SparkCompiler, solutions: Solutions, terms: tuple
 
 
 BLANK_KIND = 2
+
+
+def _bound_variables(triples) -> list[Variable]:
+    """The variables of triple patterns in the order the compiler first meets them (subject, predicate,
+    object of each pattern in turn)."""
+    found: dict[Variable, None] = {}
+    for triple in triples:
+        for term in (triple.subject, triple.predicate, triple.object):
+            if isinstance(term, Variable):
+                found.setdefault(term)
+    return list(found)
+
+
+def _session_key(spark: SparkSession) -> Hashable:
+    """What tells one SparkSession from another (a cached DataFrame belongs to the session that built it)."""
+    return getattr(spark, "session_id", None) or id(spark)

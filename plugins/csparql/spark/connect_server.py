@@ -20,7 +20,7 @@ its environment, never on its command line): anyone who can reach a Connect serv
 With a token, pyspark's client speaks to ``localhost`` over gRPC's local credentials, so the client URL names
 ``localhost`` (``url``), not 127.0.0.1.
 
-No Airflow here: ``csparql.orchestration.embedded`` supervises the server beside the Airflow components.
+No Airflow here: ``csparql.stack.embedded`` supervises the server beside the Airflow components.
 """
 
 from __future__ import annotations

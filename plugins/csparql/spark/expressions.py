@@ -101,14 +101,13 @@ class ExpressionCompiler:
     that column: a value is used several times by the operators above it (a number's rank, exact and double
     parts; a term's kind, lexical form and datatype), and inlining it each time would make the expression
     tree grow exponentially with nesting. The caller adds the bound columns to its DataFrame with ``bind``
-    before using the expression, and drops ``let_names`` afterwards. ``share=False`` inlines everything, for
-    expressions that cannot be computed as columns first (join conditions).
+    before using the expression, and drops ``let_names`` afterwards.
     """
 
-    def __init__(self, scope: Scope, share: bool = True):
+    def __init__(self, scope: Scope):
         self.scope = scope
         self._depth = 0
-        self._lets: dict[int, dict[str, Column]] | None = {} if share else None
+        self._lets: dict[int, dict[str, Column]] = {}
         self.let_names: list[str] = []
         self._variables: dict[Variable, Value] = {}
 
@@ -129,7 +128,7 @@ class ExpressionCompiler:
 
     def shared(self, value: Value) -> Value:
         """A value whose views are bound to columns, for a caller that uses a top-level value several times."""
-        if self._lets is None or isinstance(value, _SharedTermValue):
+        if isinstance(value, _SharedTermValue):
             return value
         return self._seal(value, self._depth + 1)
 
@@ -157,7 +156,7 @@ class ExpressionCompiler:
             result = self._value(expression)
         finally:
             self._depth -= 1
-        if self._depth > 0 and self._lets is not None and isinstance(expression, ex.Expression) and not isinstance(expression, (ex.Exists, ex.TripleTimestamp)):
+        if self._depth > 0 and isinstance(expression, ex.Expression) and not isinstance(expression, (ex.Exists, ex.TripleTimestamp)):
             result = self._seal(result, self._depth + 1)
         return result
 

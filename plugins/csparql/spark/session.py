@@ -84,6 +84,9 @@ def session_settings(master: str, app_name: str = "csparql", launch: bool = True
     if master.startswith("sc://"):
         # A Spark Connect client can only set SQL settings; the server owns the rest.
         return {key: value for key, value in settings.items() if key.startswith("spark.sql.")}
+    # PySpark's DataFrame debugging sends the Python call site to the JVM on every Column function (several
+    # round trips each): most of the cost of building a plan.
+    settings["spark.python.sql.dataFrameDebugging.enabled"] = "false"
     settings["spark.executor.extraJavaOptions"] = _UTC_JVM
     settings["spark.default.parallelism"] = str(max(2, os.cpu_count() or 2))
     if launch:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ByteType, StringType, StructField, StructType
@@ -38,9 +40,9 @@ __all__ = ["TERM_STRUCT", "IRI", "BLANK", "LITERAL", "make_term", "constant", "n
 
 def make_term(kind, value: Column, datatype: Column | str | None = None, language: Column | str | None = None) -> Column:
     """A term struct from its parts; null when ``value`` is null (an error or unbound)."""
-    kind_col = kind if isinstance(kind, Column) else F.lit(kind)
-    datatype_col = datatype if isinstance(datatype, Column) else F.lit(datatype)
-    language_col = language if isinstance(language, Column) else F.lit(language)
+    kind_col = kind if isinstance(kind, Column) else _byte(kind)
+    datatype_col = datatype if isinstance(datatype, Column) else _string(datatype)
+    language_col = language if isinstance(language, Column) else _string(language)
     struct = F.struct(
         kind_col.cast(ByteType()).alias("kind"),
         value.alias("value"),
@@ -50,15 +52,27 @@ def make_term(kind, value: Column, datatype: Column | str | None = None, languag
     return F.when(value.isNotNull(), struct)
 
 
+@functools.lru_cache(maxsize=8192)
 def constant(term: Identifier) -> Column:
-    """A column holding the given ground term."""
+    """A column holding the given ground term (the same Column object for the same term: building a Column
+    costs round trips to the JVM, and a plan uses its constants again at every window)."""
     kind, value, datatype, language = term_row(term)
     return F.struct(
-        F.lit(kind).cast(ByteType()).alias("kind"),
-        F.lit(value).alias("value"),
-        F.lit(datatype).cast(StringType()).alias("datatype"),
-        F.lit(language).cast(StringType()).alias("language"),
+        _byte(kind).alias("kind"),
+        _string(value).alias("value"),
+        _string(datatype).alias("datatype"),
+        _string(language).alias("language"),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _byte(value: int | None) -> Column:
+    return F.lit(value).cast(ByteType())
+
+
+@functools.lru_cache(maxsize=8192)
+def _string(value: str | None) -> Column:
+    return F.lit(value).cast(StringType())
 
 
 def null_term() -> Column:

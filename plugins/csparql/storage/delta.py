@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -119,7 +120,7 @@ def ensure(path, schema: pa.Schema, partition_by=None, properties=None, name=Non
 
 def properties(path) -> dict[str, str]:
     """The table's configuration (csparql records the IRI of a stream or graph there)."""
-    return dict(open_table(path).metadata().configuration or {})
+    return dict(SNAPSHOTS.latest(path).metadata().configuration or {})
 
 
 def _micros(value) -> int | None:
@@ -153,6 +154,77 @@ def live_files(table: DeltaTable, root) -> list[FileInfo]:
         uri = relative if relative.startswith("/") else str(root / unquote(relative))
         files.append(FileInfo(uri, sizes[i], records[i], _micros(mins[i]), _micros(maxs[i]), partitions[i]))
     return files
+
+
+class TableSnapshots:
+    """The latest version of each table this process reads, kept open and brought up to date.
+
+    Opening a table reads its log from the last checkpoint; ``latest`` opens each table once and afterwards
+    only reads the log entries added since (``DeltaTable.update_incremental``), and ``live_files`` reads a
+    version's files once. Every call sees the latest committed version, as ``open_table`` does. Safe to use
+    from several threads."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, DeltaTable] = {}
+        self._origins: dict[str, tuple[int, int] | None] = {}
+        self._files: dict[str, tuple[int, list[FileInfo]]] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def latest(self, path) -> DeltaTable:
+        """The table at its latest version (``StorageError`` when there is none, as ``open_table``)."""
+        key = str(Path(path).resolve())
+        with self._lock(key):
+            return self._latest(key)
+
+    def _latest(self, key: str) -> DeltaTable:
+        table = self._tables.get(key)
+        origin = _log_origin(key)
+        if table is None or origin != self._origins.get(key):  # new, or removed and created again since
+            return self._open(key, origin)
+        before = table.version()
+        try:
+            table.update_incremental()
+        except (DeltaError, OSError):
+            return self._open(key, origin)
+        if table.version() != before:
+            check_protocol(table, key)
+        return table
+
+    def _open(self, key: str, origin: tuple[int, int] | None) -> DeltaTable:
+        table = open_table(key)
+        self._tables[key], self._origins[key] = table, origin
+        self._files.pop(key, None)
+        return table
+
+    def snapshot(self, path) -> tuple[int, list[FileInfo]]:
+        """The latest version of the table and its live files."""
+        key = str(Path(path).resolve())
+        with self._lock(key):
+            table = self._latest(key)
+            version = table.version()
+            cached = self._files.get(key)
+            if cached is None or cached[0] != version:
+                cached = self._files[key] = (version, live_files(table, key))
+            return cached
+
+
+def _log_origin(root: str) -> tuple[int, int] | None:
+    """The identity (inode, modification time) of a table's first log entry: a table removed and created again
+    has another; None once log clean-up has removed it, or before the table exists."""
+    try:
+        entry = os.stat(os.path.join(root, "_delta_log", f"{0:020d}.json"))
+    except OSError:
+        return None
+    return entry.st_ino, entry.st_mtime_ns
+
+
+SNAPSHOTS = TableSnapshots()
+"""The process's ``TableSnapshots``: what evaluations read tables through."""
 
 
 def _retrying(operation: Callable[[int], None], what: str, path) -> None:

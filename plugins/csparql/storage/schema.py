@@ -70,7 +70,7 @@ RUNS = pa.schema(
 """One row per evaluation. ``triples_read`` and ``files_read`` are JSON objects keyed by stream IRI: the files
 the evaluation read after pruning and the triples they hold (the I/O, so at least the window's triples; an
 ISTREAM or DSTREAM query reads the previous window too, and both count);
-``query_version`` is the version of the query text evaluated (``csparql.deployment.text_version``), null in
+``query_version`` is the version of the query text evaluated (``csparql.deploy.history.text_version``), null in
 rows written before versions were recorded (the column was added to existing tables on their next append)."""
 
 STATISTICS = pa.schema(

@@ -6,6 +6,7 @@ loaded with --replace) hides the earlier generations of its source.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 
@@ -27,12 +28,47 @@ def read_table(path, arrow_schema: pa.Schema | None = None) -> pa.Table:
     return pa.concat_tables([pq.read_table(uri) for uri in uris], promote_options="default")
 
 
+class _StatisticsCache:
+    """Each statistics table's rows per data file and its ``SourceStatistics`` per version: the table only
+    grows by appends (a graph replaced records a generation that ``replaces``), so a new version reads only
+    the files it added."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, dict[str, list[dict]]] = {}
+        self._latest: dict[str, tuple[int, SourceStatistics]] = {}
+        self._lock = threading.Lock()
+
+    def read(self, path) -> SourceStatistics:
+        key = str(path)
+        version, files = delta.SNAPSHOTS.snapshot(path)
+        with self._lock:
+            cached = self._latest.get(key)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            known = self._rows.setdefault(key, {})
+            live = {f.uri for f in files}
+            for uri in live - known.keys():
+                known[uri] = pq.read_table(uri).to_pylist()
+            for uri in known.keys() - live:  # removed (a rewrite of the table)
+                del known[uri]
+            statistics = _aggregate([row for uri in sorted(known) for row in known[uri]])
+            self._latest[key] = (version, statistics)
+            return statistics
+
+
+_CACHE = _StatisticsCache()
+
+
 def read_statistics(warehouse: Warehouse) -> SourceStatistics:
-    """The statistics recorded in a warehouse (empty when none were)."""
+    """The statistics recorded in a warehouse (empty when none were); each version of the table is read once
+    per process, and only the files it added."""
     path = warehouse.statistics
     if not delta.exists(path):
         return SourceStatistics({})
-    rows = read_table(path, schema.STATISTICS).to_pylist()
+    return _CACHE.read(path)
+
+
+def _aggregate(rows: list[dict]) -> SourceStatistics:
     latest_replace: dict[str, int] = {}
     for row in rows:
         if row["replaces"]:

@@ -13,7 +13,7 @@ project's ``delta_tables/`` folder. Under it::
     _csparql/statistics        per source and predicate, how many triples were loaded
     _csparql/watermarks        per stream, how far its triples are known to have landed
     _csparql/closures          closures of static graphs, per version of the graphs (paths, entailment)
-    _csparql/query_facts       what compiling each registry file told (``csparql.deployment``), by content
+    _csparql/query_facts       what compiling each registry file told (``csparql.deploy.registry``), by content
 
 A slug is readable and unique: the IRI without its scheme, with unsafe characters replaced, and a short hash.
 Every table also records its IRI in its Delta metadata (``csparql.iri``), so the mapping can be read back.
@@ -182,7 +182,7 @@ class Warehouse:
 
     @property
     def query_facts(self) -> Path:
-        """The folder of the registry's compile cache (JSON files, not a table; ``csparql.deployment``)."""
+        """The folder of the registry's compile cache (JSON files, not a table; ``csparql.deploy.registry``)."""
         return self.root / "_csparql" / "query_facts"
 
     def stream_folders(self) -> list[Path]:

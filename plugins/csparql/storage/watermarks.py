@@ -1,7 +1,7 @@
 """Stream watermarks: how far each stream's triples are known to have landed (read and written without Spark).
 
 A watermark W for a stream promises that triples with τ ≤ W have landed, up to the allowed lateness the
-deployment grants (``csparql.deployment.Settings.allowed_lateness``). It is the greatest value recorded for the
+deployment grants (``csparql.deploy.settings.Settings.allowed_lateness``). It is the greatest value recorded for the
 stream in ``_csparql/watermarks``; recording never lowers it. Ingest advances it to the greatest τ it landed,
 which is never later than the ingest's clock plus the maximum future skew (``csparql.engine.ingest`` rejects
 later triples); an evaluation of a ``REGISTER STREAM`` query advances its output stream to the window's end; an
