@@ -21,7 +21,7 @@ import csparql
 PACKAGE = Path(csparql.__file__).parent
 
 ROOMS = {
-    "core": ("language", "algebra", "optimizer", "windows", "terms", "frontend", "schedule"),
+    "core": ("language", "algebra", "optimizer", "windows", "terms", "frontend", "schedule", "lateness"),
     "storage": ("storage",),
     "spark": ("spark",),
     "engine": ("engine",),

@@ -63,6 +63,8 @@ def register(commands) -> None:
     results.add_argument("--format", choices=FORMATS, default=None, help="json: one JSON object per line per window")
     results.add_argument("--from", dest="start", metavar="T1", help="only windows ending at or after T1")
     results.add_argument("--to", dest="end", metavar="T2", help="only windows ending at or before T2")
+    results.add_argument("--revision", type=int, metavar="N", help="each window as its revision N wrote it (0: its "
+                         "first evaluation), read by Delta time travel; default: the current results")
     _common(results, spark=False)
     results.set_defaults(run=run_results)
 
@@ -260,7 +262,10 @@ def run_results(args: argparse.Namespace) -> int:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
     count = 0
-    for window_start, window_end, result in stored.windows(start, end):
+    if args.revision is not None and args.revision < 0:
+        print(f"csparql: --revision {args.revision}: a revision is 0 (the first evaluation) or more", file=sys.stderr)
+        return 1
+    for window_start, window_end, result in stored.windows(start, end, revision=args.revision):
         count += 1
         if args.format == "json":
             from csparql.engine.formats import to_json_object, to_ntriples
@@ -272,7 +277,8 @@ def run_results(args: argparse.Namespace) -> int:
             print(f"# window ending {format_instant(window_end)}")
             sys.stdout.write(render(result, args.format or "tsv"))
     if count == 0:
-        print(f"{args.name}: no stored windows in that range", file=sys.stderr)
+        shown = f" with a revision {args.revision}" if args.revision is not None else ""
+        print(f"{args.name}: no stored windows{shown} in that range", file=sys.stderr)
     return 0
 
 

@@ -122,17 +122,42 @@ def run_ingest(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
         from csparql.engine.ingest import check_stream_request, ingest_stream
         from csparql.spark.session import spark_session
+        from csparql.storage.revisions import table_version
 
         skew = _max_future_skew(args.max_future_skew)
         # everything that can be wrong with the request is found before Spark starts
         check_stream_request(args.stream, args.files, args.timestamp, args.format, args.rejects, skew)
+        before = table_version(warehouse.stream(args.stream))
         report = ingest_stream(
             spark_session(args.master), warehouse, args.stream, args.files,
             timestamp=args.timestamp, format=args.format, rejects=args.rejects, max_future_skew=skew,
         )
-        return _report("ingest", report, f"<{report.target}>")
+        code = _report("ingest", report, f"<{report.target}>")
+        if report.version is not None:
+            _report_stale_windows(warehouse, report.target, before)
+        return code
 
     return _run("ingest", args, work)
+
+
+def _report_stale_windows(warehouse, stream: str, before: int) -> None:
+    """Record the windows of the registered queries (``$CSPARQL_REGISTRY``) that the ingest made stale, and
+    say how many (``csparql.deploy.revisions``); their revision DAGs revise them when next started."""
+    import dataclasses
+
+    from csparql.deploy.revisions import detect_after_commits
+    from csparql.deploy.settings import Settings
+
+    try:
+        settings = dataclasses.replace(Settings.from_environment(), warehouse=warehouse)
+    except ValueError as error:
+        print(f"csparql ingest: warning: stale windows not looked for: {error}", file=sys.stderr)
+        return
+    stale = detect_after_commits(settings, stream, before)
+    pending = sorted({(w.query, w.window_end) for w in stale if w.status == "pending"})
+    if stale:
+        print(f"{_plural(len({(w.query, w.window_end) for w in stale}), 'window')} evaluated before these triples "
+              f"landed are stale ({len(pending)} within the revision horizon; see _csparql/stale_windows)")
 
 
 def run_load_static(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule
 from csparql.storage.warehouse import collision_message, name_collision, reserved_name_problem, slug
-from csparql.windows import format_duration
+from csparql.windows import format_duration, parse_duration
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,7 @@ class Deployment:
     inputs: tuple[StreamInput, ...]
     output_stream: str | None
     registered_as: str | None
+    revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``REVISION_HORIZON``)
 
     @property
     def dag_id(self) -> str:
@@ -156,6 +157,28 @@ class Deployment:
     def requirements(self, at: int) -> WindowRequirements:
         """What the evaluation at instant ``at`` waits for (see ``StreamInput``)."""
         return self.wait.requirements(at)
+
+
+REVISION_HORIZON = re.compile(r"^[ \t]*#[ \t]*csparql[ \t]+revision-horizon[ \t]*[:=]?[ \t]*(\S*)[ \t]*$",
+                              re.IGNORECASE | re.MULTILINE)
+"""A comment line of a registry file that sets its revision horizon, overriding ``CSPARQL_REVISION_HORIZON``:
+``# csparql revision-horizon 2h`` (a C-SPARQL duration; ``0s``: never revised)."""
+
+
+def revision_horizon_of(path: Path, text: str) -> int | None:
+    """The revision horizon (µs) a registry file's text sets (``REVISION_HORIZON``), None when it sets none;
+    ``RegistrationError`` naming the line for a value that is not a duration."""
+    found = list(REVISION_HORIZON.finditer(text))
+    if not found:
+        return None
+    match = found[-1]
+    line = text.count("\n", 0, match.start()) + 1
+    try:
+        value = parse_duration(match.group(1))
+    except ValueError as error:
+        raise RegistrationError(path, f"line {line}: the revision horizon {match.group(1)!r} is not a duration "
+                                      f"such as 30m, 2h or 1d ({error})") from None
+    return value
 
 
 def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
@@ -224,6 +247,7 @@ def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Set
         inputs=_inputs(path, facts, producers_of(settings), settings),
         output_stream=facts.output_stream,
         registered_as=registration.name if registration else None,
+        revision_horizon=revision_horizon_of(path, text),
     )
 
 

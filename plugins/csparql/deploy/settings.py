@@ -33,6 +33,7 @@ class Settings:
     wait_timeout: int = 600_000_000
     poll_interval: int = 10_000_000
     max_future_skew: int = MAX_FUTURE_SKEW
+    revision_horizon: int = 86_400_000_000
     retries: int = 2
 
     ENVIRONMENT = {
@@ -46,6 +47,7 @@ class Settings:
         "wait_timeout": "CSPARQL_WAIT_TIMEOUT",
         "poll_interval": "CSPARQL_POLL_INTERVAL",
         "max_future_skew": MAX_FUTURE_SKEW_VARIABLE,
+        "revision_horizon": "CSPARQL_REVISION_HORIZON",
     }
 
     @classmethod
@@ -75,6 +77,7 @@ class Settings:
             wait_timeout=duration("wait_timeout", cls.wait_timeout),
             poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
             max_future_skew=duration("max_future_skew", cls.max_future_skew),
+            revision_horizon=duration("revision_horizon", cls.revision_horizon),
         )
 
     def landing_folder(self, stream: str) -> Path:

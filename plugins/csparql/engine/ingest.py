@@ -88,6 +88,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from csparql.engine import ntriples as nt
 from csparql.engine.catalog import IRI_PROPERTY, KIND_PROPERTY, STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, Catalog
+from csparql.engine.event_times import staged_event_times
 from csparql.spark.terms import TERM_STRUCT
 from csparql.storage import delta, schema
 from csparql.storage.terms import BLANK, term_row
@@ -324,7 +325,8 @@ def ingest_stream(
     report = IngestReport(iri, path, files=len(inputs))
     job.run(report, commit=lambda files: delta.commit_files(
         path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
-        metadata={**job.commit_metadata("ingest", iri), **(commit_metadata or {})},
+        metadata={**job.commit_metadata("ingest", iri), **(commit_metadata or {}),
+                  **staged_event_times(spark, warehouse, [f for f, _ in files])},
     ))
     if report.version is not None:
         _record(report, Catalog(warehouse), iri, "stream", replaces=False)

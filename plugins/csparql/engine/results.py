@@ -28,7 +28,7 @@ from csparql.terms import XSD_BOOLEAN, XSD_DATETIME
 XSD = "http://www.w3.org/2001/XMLSchema#"
 INTEGER_TYPES = {XSD + t for t in "integer int long short byte nonNegativeInteger positiveInteger nonPositiveInteger negativeInteger unsignedLong unsignedInt unsignedShort unsignedByte".split()}
 NUMERIC_TYPES = INTEGER_TYPES | {XSD + "decimal", XSD + "double", XSD + "float"}
-RESERVED = {"window_start", "window_end", "query_version"}
+RESERVED = {"window_start", "window_end", "query_version", "revision"}
 
 
 def column_names(vars_: tuple[Variable, ...]) -> dict[Variable, str]:

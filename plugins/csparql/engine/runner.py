@@ -27,6 +27,7 @@ from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_pla
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
+from csparql.storage import revisions as rv
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
@@ -97,6 +98,8 @@ class RunRecord:
     files_read: dict[str, int] = field(default_factory=dict)
     rows_written: int = 0
     duration_ms: int = 0
+    revision: int = 0  # 0 the window's first evaluation, then one more per evaluation (csparql.storage.revisions)
+    result_version: int | None = None  # the result table's version the evaluation committed
 
     def read(self, reader: DeltaSourceReader | None) -> None:
         """Take the I/O of the evaluation's reader."""
@@ -127,6 +130,8 @@ class RunRecord:
             "duration_ms": self.duration_ms,
             "complete": self.complete,
             "query_version": self.query_version,
+            "revision": self.revision,
+            "result_version": self.result_version,
         }
 
 
@@ -197,6 +202,7 @@ class Engine:
             if write:
                 with phases("lost runs"):
                     self.record_lost_runs(plan, name)
+                    run.revision = rv.next_revision(self.warehouse, name, window.end)
             compiled, reader = self.compile(plan, window, phases)
             run.read(reader)
             with phases("spark"):
@@ -286,8 +292,12 @@ class Engine:
             for _, p, _ in result.triples:
                 counts[str(p)] = counts.get(str(p), 0) + 1
             metadata = completed(table.num_rows, **{OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True)})
+            # Readers of the stream that evaluated this window before (a revision) must see it changed, even
+            # when it is now empty: its end is the event time of what was replaced.
+            metadata[rv.EVENT_TIMES] = rv.encode_event_times(((window.end, max(table.num_rows, 1)),))
             rt.write_window(path, table, schema.STREAM, window.end, column="ts", partition_by=schema.STREAM_PARTITIONS,
                             metadata=metadata)
+            run.result_version = self._committed_version(path, run)
             self.catalog.record_statistics(stream, "stream", counts, replaces=False)
             # The producer wrote this window: readers of the stream may evaluate windows up to its end.
             advance_watermark(self.warehouse, stream, window.end, f"evaluation of {name}")
@@ -302,16 +312,29 @@ class Engine:
             existing = pa.schema(existing) if existing is not None else None
             table = rt.bindings_table(result.vars, result.rows, window.start, window.end, existing, version)
             base = pa.schema(list(schema.WINDOW_COLUMNS))
+            table = rv.with_revision(table, run.revision)
             rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True,
                             metadata=completed(table.num_rows))
+            run.result_version = self._committed_version(path, run)
             return table.num_rows
         if result.form == "ask":
-            table = rt.answers_table(bool(result.boolean), window.start, window.end, version)
+            table = rv.with_revision(rt.answers_table(bool(result.boolean), window.start, window.end, version),
+                                     run.revision)
             rt.write_window(path, table, schema.ANSWERS, window.end, merge_schema=True, metadata=completed(1))
+            run.result_version = self._committed_version(path, run)
             return 1
-        table = rt.triples_table(result.triples, window.start, window.end, version)
+        table = rv.with_revision(rt.triples_table(result.triples, window.start, window.end, version), run.revision)
         rt.write_window(path, table, schema.TRIPLES, window.end, merge_schema=True, metadata=completed(table.num_rows))
+        run.result_version = self._committed_version(path, run)
         return table.num_rows
+
+    @staticmethod
+    def _committed_version(path, run: RunRecord) -> int | None:
+        """The version of the result commit that carries ``run`` (where time travel finds this revision)."""
+        for commit in delta.SNAPSHOTS.latest(path).history(LOST_RUNS_LOOKBACK):
+            if RUN_METADATA in commit and RunRecord.from_json(commit[RUN_METADATA]).run_id == run.run_id:
+                return int(commit["version"])
+        return None
 
 
 def recorded_runs(warehouse: Warehouse, run_ids: set[str]) -> set[str]:

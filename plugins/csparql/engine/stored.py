@@ -25,6 +25,7 @@ from csparql.engine.catalog import IRI_PROPERTY
 from csparql.engine.evaluate import QueryResult
 from csparql.engine.results import column_names, parse_ntriples_term
 from csparql.storage import delta
+from csparql.storage.revisions import revision_rows
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, check_query_name, sql_table_name
 
@@ -44,6 +45,7 @@ class StoredResults:
     def __init__(self, warehouse: Warehouse, name: str):
         check_query_name(name)
         self.name = name
+        self.warehouse = warehouse
         for kind in ("bindings", "answers", "triples"):
             path = warehouse.results(name, kind)
             if delta.exists(path):
@@ -52,10 +54,13 @@ class StoredResults:
         else:
             raise LookupError(f"no stored results for the query {name} in {warehouse.root}")
 
-    def windows(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[int | None, int, QueryResult]]:
-        """(window start, window end, results) for each stored window, in order of window end."""
+    def windows(self, start: int | None = None, end: int | None = None,
+                revision: int | None = None) -> Iterator[tuple[int | None, int, QueryResult]]:
+        """(window start, window end, results) for each stored window, in order of window end: the current
+        results, or with ``revision`` each window's results as that revision of it wrote them (windows that
+        have no such revision are left out)."""
         table = read_table(self.path)
-        rows = table.to_pylist()
+        rows = table.to_pylist() if revision is None else revision_rows(self.warehouse, self.name, self.path, revision)
         groups: dict[int, list[dict]] = defaultdict(list)
         starts: dict[int, int | None] = {}
         for row in rows:

@@ -21,6 +21,7 @@ from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingest
 from csparql.deploy.registry import RegistrationError
 from csparql.deploy.settings import Settings
 from csparql.orchestration.operators import EvaluateWindowOperator, IngestLandedFilesOperator
+from csparql.orchestration.revisions import REVISIONS
 from csparql.orchestration.timetable import WindowTimetable
 from csparql.storage.warehouse import OUTPUT_STREAM_PREFIX
 
@@ -75,7 +76,8 @@ def query_dag(deployment: Deployment, settings: Settings) -> DAG:
     ) as dag:
         EvaluateWindowOperator(
             task_id="evaluate_window", deployment=deployment, settings=settings, inlets=producer_assets,
-            pool=settings.pool, outlets=[stream_asset(deployment.registered_as)] if deployment.output_stream else [],
+            pool=settings.pool,
+            outlets=[*([stream_asset(deployment.registered_as)] if deployment.output_stream else []), REVISIONS],
             doc_md="Waits, deferred on the triggerer (no task process), until the window's streams have landed: "
                    "watermarks past the window's end plus the allowed lateness, producers' windows written; "
                    "then evaluates the window on Spark and replaces its results.",
@@ -104,6 +106,6 @@ def stream_ingestion_dags(settings: Settings | None = None) -> dict[str, DAG]:
                    "stream's watermark.",
         ) as dag:
             IngestLandedFilesOperator(task_id="ingest_landed_files", stream=stream, landing=folder,
-                                      settings=settings, pool=settings.pool)
+                                      settings=settings, pool=settings.pool, outlets=[REVISIONS])
         dags[dag_id] = dag
     return dags

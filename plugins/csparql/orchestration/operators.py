@@ -8,16 +8,19 @@ message.
 from __future__ import annotations
 
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
 from airflow.exceptions import AirflowException
-from airflow.sdk import BaseOperator
+from airflow.sdk import Asset, BaseOperator, get_current_context
 from airflow.sdk.exceptions import TaskDeferralTimeout
 from airflow.triggers.base import StartTriggerArgs
 
 from csparql.deploy.plan import Deployment
 from csparql.deploy.settings import Settings
+from csparql.orchestration.revisions import announce
+from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import project_root
 from csparql.storage.watermarks import latest_run
 from csparql.windows import format_instant, parse_instant
@@ -115,7 +118,7 @@ class EvaluateWindowOperator(BaseOperator):
         else:
             outcome = self._evaluate_here(at, complete)
         if self.deployment.output_stream:
-            for outlet in self.outlets:
+            for outlet in (o for o in self.outlets if isinstance(o, Asset)):
                 context["outlet_events"][outlet].extra = {
                     "stream": self.deployment.output_stream, "window_end": format_instant(outcome["window_end"])
                 }
@@ -131,17 +134,33 @@ class EvaluateWindowOperator(BaseOperator):
 
             master = SparkConnectHook(conn_id=self.settings.connection_id).get_connection_url()
         engine = Engine(self.settings.warehouse, spark_session(master))
+        output = self.settings.warehouse.stream(self.deployment.output_stream) if self.deployment.output_stream else None
+        output_before = table_version(output) if output is not None else None
+        started = time.time_ns() // 1000
         try:
             evaluation = engine.evaluate(self.deployment.plan, at, self.deployment.name, complete=complete,
                                          version=self.deployment.version)
         except EvaluationFailed as error:
             raise AirflowException(str(error)) from None
+        self._check_staleness(evaluation.window.end, started, output_before)
         window = evaluation.window
         self.log.info("window (%s, %s]: %d row(s) written in %d ms",
                       format_instant(window.start) if window.start is not None else "-", format_instant(window.end),
                       evaluation.rows_written, evaluation.duration_ms)
         return {"window_end": window.end, "window_start": window.start, "rows_written": evaluation.rows_written,
                 "run_id": evaluation.run_id, "complete": complete, "query_version": self.deployment.version}
+
+    def _check_staleness(self, window_end: int, started: int, output_before: int | None) -> None:
+        """After an evaluation: record its window stale when triples of it landed while it ran, and the
+        consumers' windows its output made stale (a window evaluated again); announce them to their revision
+        DAGs (``csparql.orchestration.revisions``)."""
+        from csparql.deploy.revisions import check_evaluation, detect_after_commits
+
+        stale = check_evaluation(self.settings, self.deployment, window_end, started)
+        if output_before is not None:
+            stale += detect_after_commits(self.settings, self.deployment.output_stream, output_before)
+        if stale:
+            announce(get_current_context(), stale, self.log)
 
     def _submit(self, at: int, complete: bool | None) -> dict:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -204,11 +223,16 @@ class IngestLandedFilesOperator(BaseOperator):
         def start_spark():
             return spark_session(connect_url(self.settings) if self.settings.spark == "connect" else None)
 
+        before = table_version(self.settings.warehouse.stream(self.stream))
         summary = land_waiting_files(start_spark, self.settings.warehouse, self.stream, self.landing,
                                      max_future_skew=self.settings.max_future_skew)
         if not summary.files:
             self.log.info("nothing waiting in %s", self.landing)
-        return summary.to_dict()
+            return summary.to_dict()
+        from csparql.deploy.revisions import detect_after_commits
+
+        stale = detect_after_commits(self.settings, self.stream, before)
+        return {**summary.to_dict(), "stale_windows": len(stale), "revised_by": announce(context, stale, self.log)}
 
 
 def connect_url(settings: Settings) -> str:

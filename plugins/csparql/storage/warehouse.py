@@ -11,6 +11,7 @@ project's ``delta_tables/`` folder. Under it::
     results/<query>/triples    CONSTRUCT and DESCRIBE results
     _csparql/runs              one row per evaluation
     _csparql/statistics        per source and predicate, how many triples were loaded
+    _csparql/stale_windows     windows evaluated before late triples of their streams landed
     _csparql/watermarks        per stream, how far its triples are known to have landed
     _csparql/closures          closures of static graphs, per version of the graphs (paths, entailment)
     _csparql/query_facts       what compiling each registry file told (``csparql.deploy.registry``), by content
@@ -167,6 +168,11 @@ class Warehouse:
     @property
     def runs(self) -> Path:
         return self.root / "_csparql" / "runs"
+
+    @property
+    def stale_windows(self) -> Path:
+        """Windows evaluated before late triples of their streams landed (``csparql.storage.revisions``)."""
+        return self.root / "_csparql" / "stale_windows"
 
     @property
     def statistics(self) -> Path:

@@ -1,0 +1,151 @@
+"""Which evaluated windows of the registered queries late triples made stale, and which of them to revise.
+
+A stream commit (an ingest, a landed file, a ``REGISTER STREAM`` window written) records its event times
+(``csparql.storage.revisions``). Two checks together find every window evaluated without some of its triples,
+whatever the order in which an ingest and an evaluation of the same window finish:
+
+- after a commit, ``detect_after_commits`` looks at the windows the runs table says were evaluated before it
+  (their latest evaluation started before the commit) by the registered queries reading the stream;
+- after an evaluation, ``check_evaluation`` looks at the stream commits made since the evaluation started (an
+  ingest that checked the runs table before this run was recorded).
+
+A stale window ended at most the query's revision horizon before it was detected (``CSPARQL_REVISION_HORIZON``,
+or the query's own ``# csparql revision-horizon``) is recorded ``pending`` and revised by the query's
+revision DAG; an older one is recorded ``beyond_horizon`` and left as it is. A pending window is settled by any
+successful evaluation of it that started after the commit (``pending_windows``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from csparql.deploy.plan import Deployment, deployment_of
+from csparql.deploy.registry import RegistrationError, registry_facts
+from csparql.deploy.settings import Settings
+from csparql.lateness import LateWindow, late_windows, lateness, within_horizon
+from csparql.storage import revisions as rv
+from csparql.storage.revisions import StaleWindow, StreamCommit
+
+
+def readers_of(stream: str, settings: Settings) -> list[Deployment]:
+    """The deployments of the registered queries that read ``stream`` on a schedule (files that cannot be
+    deployed are left out: their loaders report them)."""
+    readers = []
+    for path, facts in registry_facts(settings):
+        if facts is None or facts.schedule is None or stream not in facts.streams:
+            continue
+        try:
+            readers.append(deployment_of(path, settings))
+        except RegistrationError:
+            continue
+    return readers
+
+
+def horizon_of(deployment: Deployment, settings: Settings) -> int:
+    """How long after a window's end its staleness is still revised (µs)."""
+    return deployment.revision_horizon if deployment.revision_horizon is not None else settings.revision_horizon
+
+
+def detect_after_commits(settings: Settings, stream: str, after_version: int, now: int | None = None,
+                         readers: list[Deployment] | None = None) -> list[StaleWindow]:
+    """Record (and return) the windows of the registered queries reading ``stream`` that were evaluated before
+    one of the stream's commits newer than ``after_version`` and that those commits' triples reach."""
+    commits = rv.stream_commits(settings.warehouse.stream(stream), after_version=after_version)
+    commits = [c for c in commits if c.event_times]
+    if not commits:
+        return []
+    readers = readers_of(stream, settings) if readers is None else readers
+    evaluated = rv.evaluated_windows(settings.warehouse, {d.name for d in readers})
+    now = time.time_ns() // 1000 if now is None else now
+    found = []
+    for deployment in readers:
+        windows = evaluated.get(deployment.name) or {}
+        for commit in commits:
+            before = [end for end, run in windows.items() if run.started_at < commit.committed_at + 1000]
+            found += _stale(deployment, settings, stream, commit, before, now)
+    return _record_new(settings, found)
+
+
+def check_evaluation(settings: Settings, deployment: Deployment, window_end: int, started_at: int,
+                     now: int | None = None) -> list[StaleWindow]:
+    """Record (and return) the staleness of the window an evaluation that started at ``started_at`` (µs) just
+    wrote, by stream commits made since it started that reach its window."""
+    if deployment.schedule is None:
+        return []
+    now = time.time_ns() // 1000 if now is None else now
+    found = []
+    for stream in deployment.inputs:
+        for commit in rv.stream_commits(settings.warehouse.stream(stream.iri), after_time=started_at):
+            found += _stale(deployment, settings, stream.iri, commit, [window_end], now)
+    return _record_new(settings, found)
+
+
+def _stale(deployment: Deployment, settings: Settings, stream: str, commit: StreamCommit, evaluated: list[int],
+           now: int) -> list[StaleWindow]:
+    horizon = horizon_of(deployment, settings)
+    windows = late_windows(deployment.schedule, stream, commit.event_times, evaluated,
+                           deployment.plan.stream_operator)
+    return [_stale_window(deployment.name, stream, commit, window, now, horizon) for window in windows]
+
+
+def _stale_window(query: str, stream: str, commit: StreamCommit, window: LateWindow, now: int,
+                  horizon: int) -> StaleWindow:
+    median, greatest = lateness(window.late, commit.committed_at)
+    inside = within_horizon(window.window_end, now, horizon)
+    return StaleWindow(
+        query=query, window_start=window.window_start, window_end=window.window_end, stream=stream,
+        stream_version=commit.version, committed_at=commit.committed_at,
+        reason=rv.PREVIOUS_WINDOW if window.previous_changed else rv.LATE_TRIPLES,
+        late_triples=window.late_triples, lateness_p50_ms=median // 1000, lateness_max_ms=greatest // 1000,
+        detected_at=now, within_horizon=inside, status=rv.PENDING if inside else rv.BEYOND_HORIZON,
+    )
+
+
+def _record_new(settings: Settings, found: list[StaleWindow]) -> list[StaleWindow]:
+    """Append the stale windows not recorded yet (both checks may find the same one)."""
+    if not found:
+        return []
+    queries = {w.query for w in found}
+    known = {w.key for query in queries for w in rv.stale_windows(settings.warehouse, query)}
+    new = list({w.key: w for w in found if w.key not in known}.values())
+    rv.append_stale_windows(settings.warehouse, new)
+    return new
+
+
+@dataclass(frozen=True)
+class PendingWindow:
+    """A window to revise: its end and the stale records its revision settles."""
+
+    window_end: int
+    stale: tuple[StaleWindow, ...]
+
+
+def pending_windows(settings: Settings, query: str) -> list[PendingWindow]:
+    """The query's windows recorded ``pending`` and not evaluated with success since the commits that made
+    them stale, oldest window first."""
+    pending: dict[int, list[StaleWindow]] = {}
+    for window in rv.stale_windows(settings.warehouse, query):
+        if window.status == rv.PENDING:
+            pending.setdefault(window.window_end, []).append(window)
+    if not pending:
+        return []
+    evaluated = rv.evaluated_windows(settings.warehouse, {query})[query]
+    found = []
+    for end in sorted(pending):
+        stale = [w for w in pending[end] if end not in evaluated or evaluated[end].started_at <= w.committed_at + 1000]
+        settled = [w for w in pending[end] if w not in stale]
+        if settled:
+            mark_revised(settings, settled, evaluated[end].revision)
+        if stale:
+            found.append(PendingWindow(end, tuple(stale)))
+    return found
+
+
+def mark_revised(settings: Settings, windows: list[StaleWindow] | tuple[StaleWindow, ...], revision: int,
+                 now: int | None = None) -> None:
+    """Record that ``revision`` of their windows saw the commits that made them stale."""
+    now = time.time_ns() // 1000 if now is None else now
+    rv.append_stale_windows(settings.warehouse, [
+        StaleWindow(**{**w.__dict__, "status": rv.REVISED, "revision": revision, "detected_at": now}) for w in windows
+    ])

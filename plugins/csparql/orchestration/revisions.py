@@ -1,0 +1,147 @@
+"""Revisions of stale windows as Airflow runs: one revision DAG per scheduled query, started by an Asset event.
+
+Every task that commits to a stream — an ingestion DAG's ``ingest_landed_files``, a query's ``evaluate_window``,
+a revision DAG's ``revise_stale_windows`` — has the Asset alias ``REVISIONS`` as outlet. When its commit (or,
+for an evaluation, a commit made while it ran) makes windows of a query stale inside its revision horizon
+(``csparql.deploy.revisions``), the task adds an event of that query's Asset ``csparql://revisions/<query>``
+to the alias; without stale windows it adds none. The query's revision DAG, ``revise_<query>``, is scheduled on
+that Asset: its run re-evaluates each pending window of the query (one commit each, numbered ``revision`` + 1),
+logs what it revised and why, and, for a ``REGISTER STREAM`` query, finds the consumers' windows its rewritten
+output makes stale in turn, which starts their revision DAGs: revisions go in dependency order. Revision DAGs
+are created unpaused, so that revisions need no manual step.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from airflow.exceptions import AirflowException
+from airflow.sdk import DAG, Asset, AssetAlias, BaseOperator
+
+from csparql.deploy.registry import DAG_ID, registry_facts, registry_name
+from csparql.deploy.settings import Settings
+from csparql.storage.revisions import PENDING, StaleWindow
+from csparql.windows import format_duration, format_instant
+
+REVISIONS = AssetAlias(name="csparql_revisions")
+"""The outlet through which tasks announce the queries that have windows to revise."""
+
+
+def revision_asset(query: str) -> Asset:
+    """The Asset whose events start the revision DAG of ``query``."""
+    return Asset(name=f"csparql_revisions_{query}", uri=f"csparql://revisions/{query}")
+
+
+def revision_dag_id(query: str) -> str:
+    return f"revise_{query}"
+
+
+def announce(context, stale: list[StaleWindow], log) -> list[str]:
+    """Add an event of the revision Asset of every query with ``pending`` windows among ``stale`` to the task's
+    ``REVISIONS`` outlet; returns those queries."""
+    queries: dict[str, list[StaleWindow]] = {}
+    for window in stale:
+        if window.status == PENDING:
+            queries.setdefault(window.query, []).append(window)
+        else:
+            log.warning("%s: the window ending %s is stale (%d late triple(s) on <%s>) but beyond its revision "
+                        "horizon: it is not revised", window.query, format_instant(window.window_end),
+                        window.late_triples, window.stream)
+    for query, windows in sorted(queries.items()):
+        ends = sorted({format_instant(w.window_end) for w in windows})
+        log.info("%s: %d window(s) to revise (%s)", query, len(ends), ", ".join(ends))
+        context["outlet_events"][REVISIONS].add(revision_asset(query), extra={"windows": ends})
+    return sorted(queries)
+
+
+class ReviseStaleWindowsOperator(BaseOperator):
+    """Re-evaluates the pending stale windows of one query, oldest first, each replacing its window's results in
+    one commit; marks them revised; finds the windows its own commits make stale downstream (a ``REGISTER
+    STREAM`` query's output stream) and announces them. Spark runs as for evaluations (a Spark Connect client
+    with ``CSPARQL_SPARK=connect``, else a local Spark inside the task)."""
+
+    ui_color = "#fff4d6"
+
+    def __init__(self, *, registry_file: Path, settings: Settings, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.registry_file = Path(registry_file)
+        self.settings = settings
+
+    def execute(self, context):
+        from csparql.deploy.plan import deployment_of
+        from csparql.deploy.revisions import check_evaluation, detect_after_commits, mark_revised, pending_windows
+
+        deployment = deployment_of(self.registry_file, self.settings)
+        pending = pending_windows(self.settings, deployment.name)
+        if not pending:
+            self.log.info("%s: no window to revise", deployment.name)
+            return {"revised": []}
+        from csparql.engine.runner import Engine, EvaluationFailed
+        from csparql.orchestration.operators import connect_url
+        from csparql.orchestration.triggers import WindowCompleteTrigger
+        from csparql.spark.session import spark_session
+        from csparql.storage import revisions as rv
+
+        engine = Engine(self.settings.warehouse,
+                        spark_session(connect_url(self.settings) if self.settings.spark == "connect" else None))
+        output = self.settings.warehouse.stream(deployment.output_stream) if deployment.output_stream else None
+        revised, downstream = [], []
+        for window in pending:
+            end = window.window_end
+            for stale in window.stale:
+                self.log.info("window ending %s is stale: %s on <%s> (commit %d at %s), %d late triple(s), "
+                              "lateness p50 %s, max %s", format_instant(end), stale.reason, stale.stream,
+                              stale.stream_version, format_instant(stale.committed_at), stale.late_triples,
+                              format_duration(stale.lateness_p50_ms * 1000), format_duration(stale.lateness_max_ms * 1000))
+            missing = WindowCompleteTrigger(str(self.settings.warehouse.root), deployment.wait.to_dict(),
+                                            format_instant(end), 1.0).missing()
+            output_before = rv.table_version(output) if output is not None else None
+            started = time.time_ns() // 1000
+            try:
+                evaluation = engine.evaluate(deployment.plan, end, deployment.name, complete=not missing,
+                                             version=deployment.version)
+            except EvaluationFailed as error:
+                raise AirflowException(str(error)) from None
+            revision = rv.evaluated_windows(self.settings.warehouse, {deployment.name})[deployment.name][end].revision
+            mark_revised(self.settings, window.stale, revision)
+            self.log.info("window (%s, %s] revised: revision %d, %d row(s) written in %d ms",
+                          format_instant(evaluation.window.start) if evaluation.window.start is not None else "-",
+                          format_instant(end), revision, evaluation.rows_written, evaluation.duration_ms)
+            revised.append({"window_end": format_instant(end), "revision": revision})
+            downstream += check_evaluation(self.settings, deployment, end, started)
+            if output is not None:
+                downstream += detect_after_commits(self.settings, deployment.output_stream, output_before)
+        announce(context, downstream, self.log)
+        return {"revised": revised}
+
+
+def revision_dags(settings: Settings | None = None) -> dict[str, DAG]:
+    """One revision DAG per registered query with a schedule, keyed by DAG id (built from the registry's facts,
+    without compiling the queries)."""
+    from csparql.orchestration.dags import START_DATE, task_defaults
+
+    settings = settings or Settings.from_environment()
+    dags: dict[str, DAG] = {}
+    for path, facts in registry_facts(settings):
+        if facts is None or facts.schedule is None or not DAG_ID.fullmatch(path.stem):
+            continue
+        name = registry_name(path)
+        dag_id = revision_dag_id(name)
+        with DAG(
+            dag_id=dag_id,
+            description=f"re-evaluates the windows of {name} that late triples made stale",
+            schedule=[revision_asset(name)],
+            start_date=START_DATE,
+            catchup=False,
+            max_active_runs=1,
+            is_paused_upon_creation=False,
+            default_args=task_defaults(settings),
+            tags=["csparql", "revision"],
+            doc_md=f"Started when late triples make windows of `{name}` stale within its revision horizon; each "
+                   "run re-evaluates them, replacing their results (one copy, the next revision number).",
+        ) as dag:
+            ReviseStaleWindowsOperator(task_id="revise_stale_windows", registry_file=path, settings=settings,
+                                       pool=settings.pool, outlets=[REVISIONS])
+        dags[dag_id] = dag
+    return dags

@@ -1,0 +1,230 @@
+"""What the warehouse records about late triples and revisions.
+
+Every stream commit (an ingest, an output window of a ``REGISTER STREAM`` query) carries its *event times* in
+its commit metadata (``EVENT_TIMES``: ``[[ts, count], …]``, only the timestamps that could fall in a window
+already evaluated, see ``csparql.lateness``). A window evaluated before such a commit whose stream window holds
+one of those timestamps is stale: ``_csparql/stale_windows`` (``schema.STALE_WINDOWS``) records it, one row per
+(query, window, stream, stream version) and change of status. Each evaluation of a window is numbered, its
+``revision`` (0 the first), in the runs table and in the rows of the result tables; the runs table also keeps
+the result table's Delta version each evaluation committed (``result_version``), where Delta time travel
+reads an earlier revision.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from csparql.lateness import EventTimes, event_times_from
+from csparql.storage import delta, schema
+from csparql.storage.warehouse import Warehouse
+
+EVENT_TIMES = "csparql.event_times"
+"""Commit metadata of a stream commit: the event times of the triples it committed (JSON)."""
+
+PENDING, REVISED, BEYOND_HORIZON = "pending", "revised", "beyond_horizon"
+LATE_TRIPLES, PREVIOUS_WINDOW = "late triples", "previous window changed"
+HISTORY_LOOKBACK = 200
+"""How many of a stream's latest commits the check after an evaluation looks at."""
+
+
+def encode_event_times(event_times: EventTimes) -> str:
+    return json.dumps([list(pair) for pair in event_times])
+
+
+@dataclass(frozen=True)
+class StreamCommit:
+    """One commit of a stream table: its version, when it was committed (µs) and its event times."""
+
+    version: int
+    committed_at: int
+    event_times: EventTimes
+
+
+def stream_commits(path: str | Path, after_version: int | None = None, after_time: int | None = None,
+                   lookback: int = HISTORY_LOOKBACK) -> list[StreamCommit]:
+    """The stream table's commits carrying event times, newer than ``after_version`` and committed after
+    ``after_time`` (µs; commit timestamps have milliseconds, so a commit in the same millisecond counts), oldest
+    first, among its ``lookback`` latest commits."""
+    if not delta.exists(path):
+        return []
+    table = delta.SNAPSHOTS.latest(path)
+    count = lookback if after_version is None else max(table.version() - after_version, 0)
+    if count == 0:
+        return []
+    commits = []
+    for commit in table.history(min(count, lookback)):
+        if EVENT_TIMES not in commit or "version" not in commit:
+            continue
+        committed_at = int(commit["timestamp"]) * 1000
+        if after_time is not None and committed_at + 1000 <= after_time:
+            continue
+        if after_version is not None and commit["version"] <= after_version:
+            continue
+        commits.append(StreamCommit(int(commit["version"]), committed_at,
+                                    event_times_from(json.loads(commit[EVENT_TIMES]))))
+    return sorted(commits, key=lambda c: c.version)
+
+
+def table_version(path: str | Path) -> int:
+    """The table's latest version, -1 when there is no table yet."""
+    return delta.SNAPSHOTS.latest(path).version() if delta.exists(path) else -1
+
+
+def _runs(warehouse: Warehouse, columns: list[str], queries: set[str] | None = None) -> list[dict]:
+    if not delta.exists(warehouse.runs):
+        return []
+    dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
+    present = [c for c in columns if c in dataset.schema.names]
+    condition = pc.field("status") == "succeeded"
+    if queries is not None:
+        condition = condition & pc.field("query").isin(sorted(queries))
+    rows = dataset.to_table(columns=present, filter=condition).to_pylist()
+    return [{c: row.get(c) for c in columns} for row in rows]
+
+
+def latest_evaluated_end(warehouse: Warehouse) -> int | None:
+    """The latest window end any evaluation reached (µs), None when nothing was evaluated: a triple timestamped
+    later cannot be late for any window."""
+    if not delta.exists(warehouse.runs):
+        return None
+    dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
+    ends = dataset.to_table(columns=["window_end"]).column("window_end")
+    latest = pc.max(ends).as_py() if len(ends) else None
+    return _micros(latest)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What the runs table says of one window of a query: its start, when its latest evaluation started (µs)
+    and that evaluation's revision."""
+
+    window_start: int | None
+    started_at: int
+    revision: int
+
+
+def evaluated_windows(warehouse: Warehouse, queries: set[str]) -> dict[str, dict[int, Evaluated]]:
+    """Per query, each window end evaluated with success, and its latest evaluation."""
+    found: dict[str, dict[int, Evaluated]] = {query: {} for query in queries}
+    for row in _runs(warehouse, ["query", "window_start", "window_end", "started_at", "revision"], queries):
+        end, started = _micros(row["window_end"]), _micros(row["started_at"])
+        known = found[row["query"]].get(end)
+        if known is None or started > known.started_at:
+            found[row["query"]][end] = Evaluated(_micros(row["window_start"]), started, row["revision"] or 0)
+    return found
+
+
+def next_revision(warehouse: Warehouse, query: str, window_end: int) -> int:
+    """The revision an evaluation of the window writes: 0 when it was never evaluated with success, else one
+    more than the latest revision recorded (rows written before revisions were recorded count as 0)."""
+    revisions = [row["revision"] or 0 for row in _runs(warehouse, ["query", "window_end", "revision"], {query})
+                 if _micros(row["window_end"]) == window_end]
+    if not revisions:
+        return 0
+    return max(revisions, default=0) + 1
+
+
+def with_revision(table: pa.Table, revision: int) -> pa.Table:
+    """The result rows with their ``revision`` column (after ``query_version``)."""
+    return table.append_column(schema.REVISION, pa.array([revision] * table.num_rows, pa.int64()))
+
+
+def committed_version(path: str | Path, key: str, value: str, lookback: int = 20) -> int | None:
+    """The version of the table's latest commit whose metadata ``key`` is ``value`` (None when none is)."""
+    if not delta.exists(path):
+        return None
+    for commit in delta.SNAPSHOTS.latest(path).history(lookback):
+        if commit.get(key) == value:
+            return int(commit["version"])
+    return None
+
+
+@dataclass(frozen=True)
+class StaleWindow:
+    """One row of ``_csparql/stale_windows`` (instants in µs, lateness in ms)."""
+
+    query: str
+    window_start: int | None
+    window_end: int
+    stream: str
+    stream_version: int
+    committed_at: int
+    reason: str
+    late_triples: int
+    lateness_p50_ms: int | None
+    lateness_max_ms: int | None
+    detected_at: int
+    within_horizon: bool
+    status: str
+    revision: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int, str, int]:
+        return self.query, self.window_end, self.stream, self.stream_version
+
+    def row(self) -> dict:
+        return {**self.__dict__, "window_start": _instant(self.window_start), "window_end": _instant(self.window_end),
+                "committed_at": _instant(self.committed_at), "detected_at": _instant(self.detected_at)}
+
+    @classmethod
+    def from_row(cls, row: dict) -> StaleWindow:
+        return cls(**{**row, **{k: _micros(row[k]) for k in ("window_start", "window_end", "committed_at",
+                                                                 "detected_at")}})
+
+
+def append_stale_windows(warehouse: Warehouse, windows: list[StaleWindow]) -> None:
+    """Record stale windows (or a change of their status) in one commit."""
+    if windows:
+        table = pa.Table.from_pylist([w.row() for w in windows], schema=schema.STALE_WINDOWS)
+        delta.append(warehouse.stale_windows, table, schema.STALE_WINDOWS)
+
+
+def stale_windows(warehouse: Warehouse, query: str | None = None) -> list[StaleWindow]:
+    """Each stale window's latest row (per query, window, stream and stream version), in detection order."""
+    if not delta.exists(warehouse.stale_windows):
+        return []
+    dataset = delta.SNAPSHOTS.latest(warehouse.stale_windows).to_pyarrow_dataset()
+    rows = dataset.to_table(filter=(pc.field("query") == query) if query is not None else None).to_pylist()
+    latest: dict[tuple, StaleWindow] = {}
+    for window in sorted((StaleWindow.from_row(row) for row in rows), key=lambda w: w.detected_at):
+        latest[window.key] = window
+    return sorted(latest.values(), key=lambda w: (w.detected_at, w.window_end))
+
+
+def _instant(micros: int | None) -> datetime | None:
+    if micros is None:
+        return None
+    return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).replace(microsecond=micros % 1_000_000)
+
+
+def _micros(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return delta._micros(value)
+    return int(value)
+
+
+def revision_rows(warehouse: Warehouse, query: str, path: str | Path, revision: int) -> list[dict]:
+    """The result rows of each window of ``query`` as its evaluation numbered ``revision`` wrote them, read by
+    Delta time travel at the result table version that evaluation committed (windows without that revision
+    are left out)."""
+    from deltalake import DeltaTable
+
+    versions: dict[int, int] = {}
+    for row in _runs(warehouse, ["query", "window_end", "revision", "result_version"], {query}):
+        if (row["revision"] or 0) == revision and row["result_version"] is not None:
+            versions[_micros(row["window_end"])] = row["result_version"]
+    rows = []
+    for version in sorted(set(versions.values())):
+        table = DeltaTable(str(path), version=version)
+        delta.check_protocol(table, path)
+        ends = {end for end, v in versions.items() if v == version}
+        rows += [row for row in table.to_pyarrow_table().to_pylist() if _micros(row["window_end"]) in ends]
+    return rows

@@ -1,0 +1,145 @@
+"""Late triples: which evaluated windows a stream commit makes stale, the revision horizon, and revisions
+numbered in the runs and result tables with the earlier ones readable through Delta time travel (real Spark,
+real Delta tables, the registry and the detection of ``csparql.deploy.revisions``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from csparql.deploy.plan import deployment_of
+from csparql.deploy.registration import register_text
+from csparql.deploy.revisions import check_evaluation, detect_after_commits, mark_revised, pending_windows
+from csparql.deploy.settings import Settings
+from csparql.engine.ingest import ingest_stream
+from csparql.engine.runner import Engine
+from csparql.engine.stored import StoredResults
+from csparql.storage import revisions as rv
+from csparql.storage.statistics import read_table
+from csparql.windows import format_instant
+
+EX = "http://example.org/"
+STREAM = EX + "gates"
+MINUTE = 60_000_000
+T0 = 1_600_000_200_000_000 - 1_600_000_200_000_000 % (60 * MINUTE)
+QUERY = f"""REGISTER QUERY Passages AS
+PREFIX ex: <{EX}>
+SELECT ?gate (COUNT(?car) AS ?cars)
+FROM STREAM <{STREAM}> [RANGE 1m STEP 1m]
+WHERE {{ ?gate ex:registers ?car }}
+GROUP BY ?gate
+"""
+
+
+def nquads(path, triples) -> None:
+    """Write (gate, car, µs) triples as timestamped N-Quads."""
+    path.write_text("".join(
+        f'<{EX}{g}> <{EX}registers> <{EX}{c}> "{format_instant(ts)}"^^<http://www.w3.org/2001/XMLSchema#dateTime> .\n'
+        for g, c, ts in triples), encoding="utf-8")
+
+
+def settings_for(root, **environment) -> Settings:
+    return Settings.from_environment({"CSPARQL_REGISTRY": str(root / "registry"),
+                                      "CSPARQL_WAREHOUSE": str(root / "warehouse"), **environment})
+
+
+def cars(warehouse, name: str, revision: int | None = None) -> dict[int, Counter]:
+    return {end: Counter((str(row[0]), int(row[1])) for row in result.rows)
+            for _, end, result in StoredResults(warehouse, name).windows(revision=revision)}
+
+
+@pytest.fixture
+def evaluated(spark, tmp_path):
+    """A registered query and three of its windows, (T0, T0+1m] … (T0+2m, T0+3m], evaluated."""
+    settings = settings_for(tmp_path, CSPARQL_REVISION_HORIZON="2m")
+    (tmp_path / "registry").mkdir()
+    register_text(QUERY, settings, name="passages")
+    deployment = deployment_of(settings.registry / "passages.rq", settings)
+    nquads(tmp_path / "on-time.nq", [("g1", "c1", T0 + 10_000_000), ("g1", "c2", T0 + MINUTE + 10_000_000),
+                                     ("g2", "c3", T0 + 2 * MINUTE + 10_000_000)])
+    ingest_stream(spark, settings.warehouse, STREAM, [tmp_path / "on-time.nq"])
+    engine = Engine(settings.warehouse, spark)
+    for minutes in (1, 2, 3):
+        engine.evaluate(deployment.plan, T0 + minutes * MINUTE, "passages", version=deployment.version)
+    return settings, deployment, engine
+
+
+def test_a_commit_makes_the_evaluated_windows_its_triples_fall_in_stale_inside_or_beyond_the_horizon(
+        evaluated, spark, tmp_path):
+    settings, deployment, engine = evaluated
+    before = rv.table_version(settings.warehouse.stream(STREAM))
+    nquads(tmp_path / "late.nq", [("g1", "late1", T0 + 30_000_000), ("g2", "late2", T0 + 2 * MINUTE + 20_000_000),
+                                  ("g2", "late3", T0 + 2 * MINUTE + 40_000_000),
+                                  ("g3", "future", T0 + 9 * MINUTE)])  # no window evaluated there yet
+    report = ingest_stream(spark, settings.warehouse, STREAM, [tmp_path / "late.nq"])
+    now = T0 + 3 * MINUTE + 90_000_000  # 2.5 minutes after the first window's end, 1.5 after the third's
+
+    stale = detect_after_commits(settings, STREAM, before, now=now)
+
+    assert [(w.window_end, w.late_triples, w.within_horizon, w.status) for w in stale] == [
+        (T0 + MINUTE, 1, False, rv.BEYOND_HORIZON), (T0 + 3 * MINUTE, 2, True, rv.PENDING)]
+    third = stale[1]
+    committed = rv.stream_commits(settings.warehouse.stream(STREAM), before)[0]
+    assert (third.query, third.stream, third.stream_version, third.reason) == (
+        "passages", STREAM, report.version, rv.LATE_TRIPLES)
+    # how late: the commit's time minus each triple's event time, p50 and max (ms)
+    assert (third.lateness_p50_ms, third.lateness_max_ms) == (
+        (committed.committed_at - T0 - 2 * MINUTE - 40_000_000) // 1000,
+        (committed.committed_at - T0 - 2 * MINUTE - 20_000_000) // 1000)
+    assert rv.stale_windows(settings.warehouse, "passages") == stale  # recorded
+    assert detect_after_commits(settings, STREAM, before, now=now) == []  # once
+
+    # only the window inside the horizon is revised: its evaluation is revision 1, the others stay revision 0
+    old = cars(settings.warehouse, "passages")
+    pending = pending_windows(settings, "passages")
+    assert [p.window_end for p in pending] == [T0 + 3 * MINUTE]
+    engine.evaluate(deployment.plan, T0 + 3 * MINUTE, "passages", version=deployment.version)
+    revision = rv.evaluated_windows(settings.warehouse, {"passages"})["passages"][T0 + 3 * MINUTE].revision
+    mark_revised(settings, pending[0].stale, revision)
+    assert revision == 1 and pending_windows(settings, "passages") == []
+    assert [w.status for w in rv.stale_windows(settings.warehouse, "passages")] == [rv.BEYOND_HORIZON, rv.REVISED]
+
+    current = cars(settings.warehouse, "passages")
+    assert current == {**old, T0 + 3 * MINUTE: Counter({(EX + "g2", 3): 1})}  # one copy per window
+    results = read_table(settings.warehouse.results("passages", "bindings")).to_pylist()
+    assert sorted((r["window_end"].minute, r["revision"]) for r in results) == [(1, 0), (2, 0), (3, 1)]
+    runs = read_table(settings.warehouse.runs).to_pylist()
+    assert sorted((r["window_end"].minute, r["revision"]) for r in runs) == [(1, 0), (2, 0), (3, 0), (3, 1)]
+    assert all(r["result_version"] is not None for r in runs)
+    # the earlier revision, through Delta time travel
+    assert cars(settings.warehouse, "passages", revision=0) == old
+    assert cars(settings.warehouse, "passages", revision=1) == {T0 + 3 * MINUTE: Counter({(EX + "g2", 3): 1})}
+
+
+def test_a_query_sets_its_own_revision_horizon(evaluated, spark, tmp_path):
+    settings, deployment, _ = evaluated
+    register_text("# csparql revision-horizon 1h\n" + QUERY, settings, name="passages", replace=True)
+    before = rv.table_version(settings.warehouse.stream(STREAM))
+    nquads(tmp_path / "late.nq", [("g1", "late1", T0 + 30_000_000)])
+    ingest_stream(spark, settings.warehouse, STREAM, [tmp_path / "late.nq"])
+
+    stale = detect_after_commits(settings, STREAM, before, now=T0 + 30 * MINUTE)
+
+    assert [(w.window_end, w.status) for w in stale] == [(T0 + MINUTE, rv.PENDING)]
+
+
+def test_an_evaluation_finds_its_window_stale_when_triples_of_it_landed_while_it_ran(evaluated, spark, tmp_path):
+    """The ingest's check missed the window (its run was not recorded yet): the evaluation's own check finds it."""
+    settings, deployment, engine = evaluated
+    started = rv.evaluated_windows(settings.warehouse, {"passages"})["passages"][T0 + 2 * MINUTE].started_at
+    nquads(tmp_path / "late.nq", [("g1", "late1", T0 + MINUTE + 30_000_000)])
+    ingest_stream(spark, settings.warehouse, STREAM, [tmp_path / "late.nq"])
+
+    stale = check_evaluation(settings, deployment, T0 + 2 * MINUTE, started, now=T0 + 3 * MINUTE)
+
+    assert [(w.window_end, w.late_triples, w.status) for w in stale] == [(T0 + 2 * MINUTE, 1, rv.PENDING)]
+    assert check_evaluation(settings, deployment, T0 + 2 * MINUTE, started, now=T0 + 3 * MINUTE) == []
+
+
+def test_a_revision_horizon_that_is_not_a_duration_is_refused_with_its_line(evaluated):
+    from csparql.deploy.registry import RegistrationError
+
+    settings = evaluated[0]
+    with pytest.raises(RegistrationError, match=r"line 2: the revision horizon 'soon' is not a duration"):
+        register_text("# a comment\n# csparql revision-horizon soon\n" + QUERY, settings, name="other")
