@@ -22,10 +22,11 @@ import psutil
 import pytest
 
 from csparql import samples
-from csparql.deploy.plan import ingest_dag_id
-from csparql.deploy.registration import register
+from csparql.deploy.plan import deployment_of, ingest_dag_id
+from csparql.deploy.registration import register, register_text
 from csparql.deploy.settings import Settings
 from csparql.engine.ingest import ingest_stream, load_static
+from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.stack.airflow_stack import AirflowStack, free_port
 from csparql.storage import delta
@@ -45,6 +46,28 @@ SELECT ?district ?passages
 FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrict> [RANGE 5m TUMBLING]
 WHERE { ?district t:has-entering-cars ?passages . }
 """
+LATE = "http://example.org/late/gates"
+LATE_COUNTS = f"""REGISTER QUERY LateCounts AS
+PREFIX ex: <http://example.org/late/>
+SELECT ?gate (COUNT(?car) AS ?cars)
+FROM STREAM <{LATE}> [RANGE 20m TUMBLING]
+WHERE {{ ?gate ex:registers ?car }}
+GROUP BY ?gate
+"""
+LATE_PRODUCER = f"""REGISTER STREAM LatePassages AS
+PREFIX ex: <http://example.org/late/>
+CONSTRUCT {{ ?car ex:passed ?gate }}
+FROM STREAM <{LATE}> [RANGE 20m TUMBLING]
+WHERE {{ ?gate ex:registers ?car }}
+"""
+LATE_CONSUMER = """REGISTER QUERY LateGateCounts AS
+PREFIX ex: <http://example.org/late/>
+SELECT ?gate (COUNT(?car) AS ?cars)
+FROM STREAM <urn:csparql:stream:LatePassages> [RANGE 20m TUMBLING]
+WHERE { ?car ex:passed ?gate }
+GROUP BY ?gate
+"""
+LATE_QUERIES = {"late_counts": LATE_COUNTS, "late_producer": LATE_PRODUCER, "late_consumer": LATE_CONSUMER}
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +91,8 @@ def world(tmp_path_factory, spark):
     register(EXAMPLES / "07-register-stream-construct.rq", settings, name="districts")
     (root / "consumer.rq").write_text(CONSUMER, encoding="utf-8")
     register(root / "consumer.rq", settings, name="district_consumer")
+    for name, text in LATE_QUERIES.items():
+        register_text(text, settings, name=name)
     stack = AirflowStack(home=root / "airflow", dags=dags, settings_environment=environment, port=free_port(),
                          pool_slots=2,
                          # the scheduler looks for expired waits every 2 s (not 15): the timeout test is quicker
@@ -78,7 +103,8 @@ def world(tmp_path_factory, spark):
     try:
         stack.wait_until_healthy()
         ingest_dag = ingest_dag_id(MILAN)
-        stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag])
+        stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag, ingest_dag_id(LATE),
+                             *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES)])
         yield {"root": root, "files": files, "settings": settings, "stack": stack, "ingest_dag": ingest_dag,
                "spark": spark}
     finally:
@@ -319,3 +345,121 @@ def _window_shown(stack: AirflowStack, query: str, window_end: str) -> dict:
 
 def _task(stack: AirflowStack, dag: str, run: dict, task: str, allow: tuple[int, ...] = ()) -> dict:
     return stack.api("GET", f"dags/{dag}/dagRuns/{run['dag_run_id']}/taskInstances/{task}", allow=allow)
+
+
+def test_late_triples_revise_their_windows_inside_the_horizon_by_themselves_and_downstream_too(world):
+    """Three windows evaluated; late triples land in each through the stream's landing folder. Without any
+    other step, the two inside the revision horizon are re-evaluated by the query's revision DAG (revision 1,
+    equal to the independent evaluator's results over all the data), the one beyond it is recorded stale and
+    left as it was, and the REGISTER STREAM query over the same stream is revised, then its consumer."""
+    from rdflib import URIRef
+
+    from conformance import reference
+    from conformance.compare import compare, from_engine
+    from csparql.storage import revisions as rv
+    from csparql.storage.statistics import read_table
+
+    stack, settings = world["stack"], world["settings"]
+    now = time.time_ns() // 1000
+    step = 20 * MINUTE
+    c = now // step * step - step  # the latest of the three windows
+    a, b = c - 2 * step, c - step
+    # the query's horizon: the middle window is inside it for 14 minutes from now, the oldest one is beyond it
+    horizon_minutes = (now - c) // MINUTE + 34
+    register_text(f"# csparql revision-horizon {horizon_minutes}m\n" + LATE_COUNTS, settings, name="late_counts",
+                  replace=True)
+    ex = "http://example.org/late/"
+    on_time = [("g1", "c1", a - 5 * MINUTE), ("g2", "c2", a - 4 * MINUTE), ("g1", "c3", b - 5 * MINUTE),
+               ("g1", "c4", c - 5 * MINUTE), ("g2", "c5", c - 6 * MINUTE), ("g3", "c6", c + MINUTE)]
+    late = [("g1", "late1", a - 3 * MINUTE), ("g2", "late2", b - 7 * MINUTE), ("g1", "late3", c - 2 * MINUTE)]
+    # the stream and its first windows, evaluated as their DAGs' runs would (here, to keep the test short)
+    (world["root"] / "on-time.nq").write_text(_nquads(on_time, ex), encoding="utf-8")
+    ingest_stream(world["spark"], settings.warehouse, LATE, [world["root"] / "on-time.nq"])
+    engine = Engine(settings.warehouse, world["spark"])
+    for name, ends in (("late_counts", (a, b, c)), ("late_producer", (b,)), ("late_consumer", (b,))):
+        deployment = deployment_of(settings.registry / f"{name}.rq", settings)
+        for end in ends:
+            engine.evaluate(deployment.plan, end, name, complete=True, version=deployment.version)
+    before = {name: rows_by_window(settings.warehouse, name) for name in ("late_counts", "late_consumer")}
+    assert sorted(before["late_counts"]) == [a, b, c] and sorted(before["late_consumer"]) == [b]
+
+    # the late triples land through the stream's landing folder: nothing else is done by hand
+    ingest = ingest_dag_id(LATE)
+    stack.unpause(ingest)
+    _land(stack, ingest, settings.landing_folder(LATE), "late.nq", late, ex)
+
+    def revisions() -> dict[tuple[str, int], int]:
+        runs = read_table(settings.warehouse.runs).to_pylist()
+        return {(r["query"], rv._micros(r["window_end"])): r["revision"] or 0
+                for r in sorted(runs, key=lambda r: r["started_at"]) if r["status"] == "succeeded"}
+
+    wanted = {("late_counts", b): 1, ("late_counts", c): 1, ("late_producer", b): 1, ("late_consumer", b): 1}
+    deadline = time.monotonic() + 480
+    while time.monotonic() < deadline and any(revisions().get(k) != v for k, v in wanted.items()):
+        time.sleep(3)
+    assert {k: revisions().get(k) for k in wanted} == wanted
+    assert revisions()[("late_counts", a)] == 0
+
+    def oracle(text: str, stream: str, triples: list, at: int):
+        return reference.evaluate(reference.Case("oracle", text, {URIRef(stream): triples}, {}, at))
+
+    everything = [(URIRef(ex + g), URIRef(ex + "registers"), URIRef(ex + car), ts) for g, car, ts in on_time + late]
+    stored = {end: from_engine(result) for _, end, result in StoredResults(settings.warehouse, "late_counts").windows()}
+    for end in (b, c):
+        assert not compare(stored[end], oracle(LATE_COUNTS, LATE, everything, end)), end
+    assert rows_by_window(settings.warehouse, "late_counts")[a] == before["late_counts"][a]  # beyond: unchanged
+    assert rows_by_window(settings.warehouse, "late_counts")[b] != before["late_counts"][b]
+    passages = [(s, p, o, b) for s, p, o in oracle(LATE_PRODUCER, LATE, everything, b).triples]
+    consumer = StoredResults(settings.warehouse, "late_consumer")
+    (_, end, result), = consumer.windows()
+    assert not compare(from_engine(result), oracle(LATE_CONSUMER, "urn:csparql:stream:LatePassages", passages, b))
+    assert rows_by_window(settings.warehouse, "late_consumer")[b] != before["late_consumer"][b]
+    assert {r["revision"] for r in read_table(settings.warehouse.results("late_counts", "bindings")).to_pylist()
+            if rv._micros(r["window_end"]) in (b, c)} == {1}
+    # the earlier revision stays readable (Delta time travel)
+    assert {e: Counter(tuple(zip(map(str, r.vars), map(str, row), strict=True)) for row in r.rows)
+            for _, e, r in StoredResults(settings.warehouse, "late_counts").windows(revision=0)} == before["late_counts"]
+
+    stale = {(w.query, w.window_end): w for w in rv.stale_windows(settings.warehouse)}
+    assert (stale[("late_counts", a)].status, stale[("late_counts", a)].within_horizon) == (rv.BEYOND_HORIZON, False)
+    assert {key: stale[key].status for key in wanted} == dict.fromkeys(wanted, rv.REVISED)
+    assert stale[("late_consumer", b)].stream == "urn:csparql:stream:LatePassages"
+    assert stale[("late_counts", b)].late_triples == 1 and stale[("late_counts", b)].lateness_max_ms > 7 * 60_000
+    # the query page marks them: revised (revision 1, why and when) and stale beyond the horizon
+    shown = {end: _window_shown(stack, "late_counts", format_instant(end)) for end in (a, b, c)}
+    assert (shown[a]["revision"], shown[a]["stale"]["status"]) == (0, rv.BEYOND_HORIZON)
+    assert {(shown[e]["revision"], shown[e]["stale"]["status"]) for e in (b, c)} == {(1, rv.REVISED)}
+    assert shown[b]["stale"]["reasons"] == [f"late triples on <{LATE}>"] and shown[b]["stale"]["late_triples"] == 1
+    request = urllib.request.Request(f"{stack.url}/csparql/streams", headers={"Authorization": f"Bearer {stack.token()}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        page = response.read().decode()
+    assert "Late triples</dt><dd class=\"late\">3 (how late: p50" in page  # the Streams page
+    # the revisions were Airflow runs, started by the revision asset's events: in the grid, with their logs
+    for name in ("late_counts", "late_producer", "late_consumer"):
+        runs = [r for r in stack.dag_runs(f"revise_{name}") if r["state"] == "success"]
+        assert runs and {r["run_type"] for r in runs} == {"asset_triggered"}, runs
+    assert "revised: revision 1" in stack.task_log_tail("revise_late_counts", runs_of(stack, "revise_late_counts")[-1],
+                                                        lines=200)
+
+
+def runs_of(stack: AirflowStack, dag: str) -> list[dict]:
+    return [r for r in stack.dag_runs(dag) if r["state"] == "success"]
+
+
+def _nquads(triples: list, ex: str) -> str:
+    """(gate, car, µs) triples as timestamped N-Quads."""
+    return "".join(f'<{ex}{g}> <{ex}registers> <{ex}{car}> "{format_instant(ts)}"'
+                   '^^<http://www.w3.org/2001/XMLSchema#dateTime> .\n' for g, car, ts in triples)
+
+
+def _land(stack: AirflowStack, dag: str, landing: Path, name: str, triples: list, ex: str) -> None:
+    """Drop (gate, car, µs) triples as a timestamped N-Quads file in the landing folder, start the ingestion
+    DAG and wait until the file landed."""
+    landing.mkdir(parents=True, exist_ok=True)
+    (landing / f".{name}").write_text(_nquads(triples, ex), encoding="utf-8")
+    (landing / f".{name}").rename(landing / name)
+    stack.api("POST", f"dags/{dag}/dagRuns", {"logical_date": None})
+    deadline = time.monotonic() + 300
+    while not (landing / "done" / name).exists() and time.monotonic() < deadline:
+        time.sleep(2)
+    assert (landing / "done" / name).exists(), f"{name} did not land"

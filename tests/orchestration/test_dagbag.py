@@ -17,6 +17,7 @@ from csparql.deploy.registration import register
 from csparql.deploy.registry import RegistrationError, sync_loaders, write_loader
 from csparql.deploy.settings import Settings
 from csparql.frontend import compile_query
+from csparql.schedule import evaluation_period
 from csparql.language.errors import QueryError
 from csparql.orchestration.dags import registered_query_dag
 from csparql.windows import to_micros
@@ -44,6 +45,11 @@ def is_valid(example: Path) -> bool:
     except QueryError:
         return False
     return True
+
+
+SCHEDULED = {registry_stem(e) for e in EXAMPLES if is_valid(e)
+             and evaluation_period(compile_query(e.read_text(encoding="utf-8"), e.name)) is not None}
+"""The valid examples that run on a schedule: each has a revision DAG (in the ingestion DAGs' file)."""
 
 
 COMPILES: Counter = Counter()
@@ -87,7 +93,8 @@ def test_one_dag_per_valid_example_and_one_import_error_for_the_invalid_one(bag)
     valid = {registry_stem(e) for e in EXAMPLES if is_valid(e)}
     invalid = [e for e in EXAMPLES if not is_valid(e)]
     assert len(valid) == 16 and len(invalid) == 1
-    assert {d for d in bag.dag_ids if not d.startswith("ingest_")} == valid
+    assert {d for d in bag.dag_ids if not d.startswith(("ingest_", "revise_"))} == valid
+    assert {d for d in bag.dag_ids if d.startswith("revise_")} == {f"revise_{q}" for q in valid if q in SCHEDULED}
     assert len(bag.import_errors) == 1
     (loader, message), = bag.import_errors.items()
     assert loader.endswith(f"{registry_stem(invalid[0])}.py")
@@ -124,14 +131,15 @@ def test_a_dag_processor_process_per_file_compiles_only_its_own_query_once_the_f
     queries = [file.stem for file in files[1:]]
     invalid = next(registry_stem(e) for e in EXAMPLES if not is_valid(e))
     first, second = loops
-    assert first["csparql_streams"][:2] == ({f"{q}.rq": 1 for q in queries}, 6)  # the first compiles them all
+    streams_file_dags = 6 + len(SCHEDULED)  # the ingestion DAGs and the revision DAGs
+    assert first["csparql_streams"][:2] == ({f"{q}.rq": 1 for q in queries}, streams_file_dags)  # the first compiles them all
     for loop in loops:
         for query in queries:  # then each process compiles its own query only, the ingestion DAGs' none
             compiled, dags, errors = loop[query]
             assert compiled == {f"{query}.rq": 1} and dags == (0 if query == invalid else 1)
         (error,) = loop[invalid][2]  # the invalid query's import error, as when it was compiled by others
         assert f"{invalid}.rq:7:1: error: only CONSTRUCT and DESCRIBE queries can be registered as STREAM" in error
-    assert second["csparql_streams"] == ({}, 6, [])
+    assert second["csparql_streams"] == ({}, streams_file_dags, [])
 
 
 def test_each_query_dag_is_one_task_that_starts_waiting_on_the_triggerer_then_evaluates(bag):

@@ -91,6 +91,7 @@ class WindowRun:
     version: str | None
     run_id: str
     evaluations: int = 1
+    revision: int | None = None  # the latest evaluation's revision (0 the first; null before revisions existed)
 
     @property
     def total_triples_read(self) -> int:
@@ -176,6 +177,7 @@ def recent_windows(warehouse: Warehouse, query: str, limit: int = 50, actions: p
             version=last.get("query_version"),
             run_id=last["run_id"],
             evaluations=len(runs),
+            revision=last.get("revision"),
         ))
     return windows
 
@@ -194,6 +196,96 @@ def _json_counts(text: str | None) -> dict[str, int]:
         return {str(k): int(v) for k, v in json.loads(text).items()}
     except (ValueError, TypeError, AttributeError):
         return {}
+
+
+# --- late triples and stale windows ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Staleness:
+    """What ``_csparql/stale_windows`` says of one window of a query: its state there (``pending``: to be
+    revised; ``beyond_horizon``: stale, left as it is; ``revised``), why, when it was last found stale, and how
+    many late triples (over every commit that reached it)."""
+
+    status: str
+    reasons: tuple[str, ...]
+    detected_at: int
+    late_triples: int
+    lateness_max_ms: int | None
+
+
+def window_staleness(warehouse: Warehouse, query: str) -> dict[int, Staleness]:
+    """Per window end, the staleness of the query's windows that late triples reached (``Staleness``): pending
+    when one of its records is, else beyond the horizon when one is, else revised."""
+    from csparql.storage.revisions import stale_windows
+
+    by_end: dict[int, list] = defaultdict(list)
+    for window in stale_windows(warehouse, query):
+        by_end[window.window_end].append(window)
+    found = {}
+    for end, records in by_end.items():
+        statuses = {r.status for r in records}
+        status = next((s for s in ("pending", "beyond_horizon") if s in statuses), "revised")
+        reasons = tuple(sorted({f"{r.reason} on <{r.stream}>" for r in records}))
+        detected = [r.detected_at for r in records if r.status != "revised"] or [r.detected_at for r in records]
+        found[end] = Staleness(status, reasons, max(detected), sum(r.late_triples for r in records),
+                               max((r.lateness_max_ms for r in records if r.lateness_max_ms is not None), default=None))
+    return found
+
+
+@dataclass(frozen=True)
+class LateTriples:
+    """Late triples of one stream: how many landed after a window holding them was evaluated, how late (the
+    median and the greatest time from their event time to their commit, ms) and the windows they made stale."""
+
+    triples: int
+    lateness_p50_ms: int | None
+    lateness_max_ms: int | None
+    stale_windows: int
+
+
+def late_triples_by_stream(warehouse: Warehouse) -> dict[str, LateTriples]:
+    """Per stream IRI, its ``LateTriples``: the triples of each commit (its event times, from the stream's log)
+    that fall in a window the commit made stale, each counted once, and how late they were. For a commit older
+    than the log's history read (``csparql.storage.revisions.HISTORY_LOOKBACK``), what its stale windows
+    recorded: the most late triples of one of them, and their medians weighted by their triples."""
+    from csparql.lateness import lateness
+    from csparql.storage.revisions import stale_windows, stream_commits
+
+    per_commit: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for window in stale_windows(warehouse):
+        per_commit[window.stream][window.stream_version].append(window)
+    found = {}
+    for stream, commits in per_commit.items():
+        history = {c.version: c for c in stream_commits(warehouse.stream(stream))}
+        triples, greatest = 0, None
+        weighted: list[tuple[int, int]] = []  # (lateness ms, triples)
+        for version, records in commits.items():
+            commit = history.get(version)
+            if commit is None:
+                triples += max(r.late_triples for r in records)
+                weighted += [(r.lateness_p50_ms, r.late_triples) for r in records if r.lateness_p50_ms is not None]
+                greatest = max([greatest or 0] + [r.lateness_max_ms for r in records if r.lateness_max_ms is not None])
+                continue
+            bounds = {(r.window_start, r.window_end) for r in records}
+            late = tuple((ts, n) for ts, n in commit.event_times
+                         if any((start is None or ts > start) and ts <= end for start, end in bounds))
+            if late:
+                triples += sum(n for _, n in late)
+                weighted += [((commit.committed_at - ts) // 1000, n) for ts, n in late]
+                greatest = max(greatest or 0, lateness(late, commit.committed_at)[1] // 1000)
+        found[stream] = LateTriples(triples, _weighted_median(weighted), greatest,
+                                    len({(r.query, r.window_end) for rs in commits.values() for r in rs}))
+    return found
+
+
+def _weighted_median(values: list[tuple[int, int]]) -> int | None:
+    total, seen = sum(n for _, n in values), 0
+    for value, n in sorted(values):
+        seen += n
+        if seen * 2 >= total:
+            return value
+    return None
 
 
 # --- lag behind the watermarks ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from airflow.sdk import DAG, Asset, AssetAlias, BaseOperator
 from csparql.deploy.registry import DAG_ID, registry_facts, registry_name
 from csparql.deploy.settings import Settings
 from csparql.storage.revisions import PENDING, StaleWindow
-from csparql.windows import format_duration, format_instant
+from csparql.windows import format_instant
 
 REVISIONS = AssetAlias(name="csparql_revisions")
 """The outlet through which tasks announce the queries that have windows to revise."""
@@ -91,9 +91,9 @@ class ReviseStaleWindowsOperator(BaseOperator):
             end = window.window_end
             for stale in window.stale:
                 self.log.info("window ending %s is stale: %s on <%s> (commit %d at %s), %d late triple(s), "
-                              "lateness p50 %s, max %s", format_instant(end), stale.reason, stale.stream,
+                              "lateness p50 %.1f s, max %.1f s", format_instant(end), stale.reason, stale.stream,
                               stale.stream_version, format_instant(stale.committed_at), stale.late_triples,
-                              format_duration(stale.lateness_p50_ms * 1000), format_duration(stale.lateness_max_ms * 1000))
+                              (stale.lateness_p50_ms or 0) / 1000, (stale.lateness_max_ms or 0) / 1000)
             missing = WindowCompleteTrigger(str(self.settings.warehouse.root), deployment.wait.to_dict(),
                                             format_instant(end), 1.0).missing()
             output_before = rv.table_version(output) if output is not None else None

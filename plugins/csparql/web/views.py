@@ -142,4 +142,5 @@ def wants_json(request: Request) -> bool:
 def window_json(window: monitoring.WindowRun) -> dict:
     return {"window_start": instant(window.window_start), "window_end": format_instant(window.window_end),
             "state": window.state, "triples_read": window.total_triples_read, "rows_written": window.rows_written,
-            "duration_ms": window.duration_ms, "version": window.version, "error": window.error}
+            "duration_ms": window.duration_ms, "version": window.version, "error": window.error,
+            "revision": window.revision}

@@ -96,6 +96,7 @@ def monitor(request: Request, settings: Settings, name: str) -> dict:
         "dag": dag, "import_error": import_error, "views": views, "lags": lags, "counts": counts,
         "time_chart": Markup(time_chart), "rows_chart": Markup(rows_chart),
         "latest": monitoring.latest_results(settings.warehouse, name, RESULT_ROWS_SHOWN),
+        "staleness": monitoring.window_staleness(settings.warehouse, name),
         "refresh": 5 if in_progress else None, "signature": signature,
         "can_edit": allowed(request, "PUT", name), "can_trigger": allowed(request, "POST", name, run=True),
         "can_delete": allowed(request, "DELETE", name),
@@ -116,7 +117,8 @@ def monitor_json(data: dict) -> dict:
             {"window_start": instant(v.window_start), "window_end": format_instant(v.window_end), "state": v.state,
              "detail": v.detail, "dag_run_id": v.dag_run.run_id if v.dag_run else None,
              **({k: val for k, val in window_json(v.evaluation).items() if k not in ("window_start", "window_end", "state")}
-                if v.evaluation else {})}
+                if v.evaluation else {}),
+             "stale": _staleness_json(data["staleness"].get(v.window_end))}
             for v in data["views"]
         ],
         "lags": [dataclasses.asdict(lag) for lag in data["lags"]],
@@ -124,3 +126,10 @@ def monitor_json(data: dict) -> dict:
             "window_end": format_instant(latest.window_end), "columns": list(latest.columns),
             "rows": [list(r) for r in latest.rows], "total": latest.total, "version": latest.version},
     }
+
+
+def _staleness_json(staleness: monitoring.Staleness | None) -> dict | None:
+    if staleness is None:
+        return None
+    return {"status": staleness.status, "reasons": list(staleness.reasons), "detected_at": format_instant(staleness.detected_at),
+            "late_triples": staleness.late_triples, "lateness_max_ms": staleness.lateness_max_ms}

@@ -36,11 +36,13 @@ def streams(settings: Settings) -> dict:
         for stream in deployment.inputs:
             readers.setdefault(stream.iri, []).append(deployment.name)
     stream_rows = []
+    late = monitoring.late_triples_by_stream(settings.warehouse)
     for stream in monitoring.stream_statistics(settings.warehouse):
         series = monitoring.hourly_series(stream.per_hour, 48)
         chart = charts.time_chart(series, title="Triples per hour", unit="triples", bars=True,
                                   chart_id=f"chart-{Path(stream.folder).name}")
         stream_rows.append({"stream": stream, "chart": Markup(chart), "readers": readers.get(stream.iri, []),
+                            "late": late.get(stream.iri),
                             "ingest_dag": ingest_dag_id(stream.iri) if not stream.produced_by else None})
     return {"streams": stream_rows, "graphs": monitoring.static_graphs(settings.warehouse),
             "warehouse": str(settings.warehouse.root)}
