@@ -4,7 +4,11 @@ real Delta tables, the registry and the detection of ``csparql.deploy.revisions`
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -110,6 +114,21 @@ def test_a_commit_makes_the_evaluated_windows_its_triples_fall_in_stale_inside_o
     # the earlier revision, through Delta time travel
     assert cars(settings.warehouse, "passages", revision=0) == old
     assert cars(settings.warehouse, "passages", revision=1) == {T0 + 3 * MINUTE: Counter({(EX + "g2", 3): 1})}
+    # and on the command line
+    command = [str(Path(sys.executable).with_name("csparql")), "results", "passages", "--format", "json",
+               "--warehouse", str(settings.warehouse.root)]
+    shown = {tuple(rev): subprocess.run(command + rev, capture_output=True, text=True, timeout=120) for rev in
+             ([], ["--revision", "0"], ["--revision", "-1"])}
+    windows = {key: [json.loads(line) for line in done.stdout.splitlines()] for key, done in
+               (("current", shown[()]), ("0", shown[("--revision", "0")]))}
+    third = format_instant(T0 + 3 * MINUTE)
+    def third_cars(key: str) -> list[str]:
+        return [b["cars"]["value"] for w in windows[key] if w["window_end"] == third for b in w["results"]["results"]["bindings"]]
+
+    assert (third_cars("current"), third_cars("0")) == (["3"], ["1"])
+    refused = shown[("--revision", "-1")]
+    assert refused.returncode == 1 and refused.stderr.strip() == (
+        "csparql: --revision -1: a revision is 0 (the first evaluation) or more")
 
 
 def test_a_query_sets_its_own_revision_horizon(evaluated, spark, tmp_path):

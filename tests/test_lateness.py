@@ -1,0 +1,55 @@
+"""Which evaluated windows late triples reach (``csparql.lateness``): pure window arithmetic."""
+
+from __future__ import annotations
+
+from csparql.frontend import compile_query
+from csparql.lateness import MAX_EVENT_TIMES, coarsen, keep_until, late_windows, lateness, within_horizon
+from csparql.schedule import Schedule
+
+MINUTE = 60_000_000
+STREAM = "http://example.org/s"
+
+
+def schedule(window: str, operator: str = "") -> Schedule:
+    return Schedule.of(compile_query(f"REGISTER QUERY q AS SELECT {operator} ?s FROM STREAM <{STREAM}> {window} "
+                                     "WHERE { ?s ?p ?o }"))
+
+
+def test_a_late_triple_reaches_every_evaluated_window_holding_it():
+    sliding = schedule("[RANGE 3m STEP 1m]")
+    evaluated = [m * MINUTE for m in range(1, 8)]
+    found = late_windows(sliding, STREAM, ((2 * MINUTE + 1, 2), (6 * MINUTE, 1)), evaluated)
+    # (t-3m, t]: the triple at 2m+1µs is in the windows ending 3, 4 and 5m; the one at 6m in those ending 6 and 7m
+    assert [(w.window_end, w.late_triples) for w in found] == [
+        (3 * MINUTE, 2), (4 * MINUTE, 2), (5 * MINUTE, 2), (6 * MINUTE, 1), (7 * MINUTE, 1)]
+    assert found[0].window_start == 0
+    assert late_windows(sliding, STREAM, ((2 * MINUTE + 1, 2),), [9 * MINUTE]) == []  # not evaluated windows
+    assert late_windows(sliding, "http://example.org/other", ((2 * MINUTE + 1, 2),), evaluated) == []
+
+
+def test_istream_and_dstream_make_the_next_evaluated_window_stale_too():
+    tumbling = schedule("[RANGE 1m TUMBLING]", "ISTREAM")
+    found = late_windows(tumbling, STREAM, ((90_000_000, 1),), [MINUTE, 2 * MINUTE, 3 * MINUTE], "ISTREAM")
+    assert [(w.window_end, w.previous_changed) for w in found] == [(2 * MINUTE, False), (3 * MINUTE, True)]
+    assert [w.window_end for w in late_windows(tumbling, STREAM, ((90_000_000, 1),), [MINUTE, 2 * MINUTE])] == [
+        2 * MINUTE]  # RSTREAM: its own window only
+
+
+def test_a_physical_window_may_hold_any_triple_up_to_its_end():
+    counted = schedule("[TRIPLES 5]")
+    found = late_windows(counted, STREAM, ((10, 1),), [MINUTE, 2 * MINUTE])
+    assert [w.window_end for w in found] == [MINUTE, 2 * MINUTE]
+
+
+def test_event_times_keep_what_can_be_late_and_fit_their_bound():
+    assert keep_until([(5, 1), (3, 2), (5, 1), (9, 1)], 6) == ((3, 2), (5, 2))
+    assert keep_until([(5, 1)], None) == ()
+    many = [(i * 1_000, 1) for i in range(3 * MAX_EVENT_TIMES)]  # a millisecond apart: whole seconds fit
+    coarse = coarsen(many)
+    assert len(coarse) <= MAX_EVENT_TIMES and sum(n for _, n in coarse) == len(many)
+    assert all(ts % 1_000_000 == 0 for ts, _ in coarse)
+
+
+def test_lateness_counts_each_triple_and_the_horizon_is_measured_from_the_window_end():
+    assert lateness(((10, 1), (20, 3)), 100) == (80, 90)  # median over 4 triples: 80; the greatest: 90
+    assert within_horizon(MINUTE, 3 * MINUTE, 2 * MINUTE) and not within_horizon(MINUTE, 3 * MINUTE + 1, 2 * MINUTE)
