@@ -162,3 +162,23 @@ def test_a_revision_horizon_that_is_not_a_duration_is_refused_with_its_line(eval
     settings = evaluated[0]
     with pytest.raises(RegistrationError, match=r"line 2: the revision horizon 'soon' is not a duration"):
         register_text("# a comment\n# csparql revision-horizon soon\n" + QUERY, settings, name="other")
+
+
+def test_tables_written_before_revisions_gain_the_columns_and_their_windows_count_as_revision_0(evaluated):
+    from deltalake import DeltaTable, write_deltalake
+
+    settings, deployment, engine = evaluated
+    for path in (settings.warehouse.runs, settings.warehouse.results("passages", "bindings")):
+        table = read_table(path)
+        table = table.drop_columns([c for c in ("revision", "result_version") if c in table.column_names])
+        write_deltalake(str(path), table, mode="overwrite", schema_mode="overwrite")
+        assert "revision" not in DeltaTable(str(path)).schema().to_arrow().names
+
+    engine.evaluate(deployment.plan, T0 + 2 * MINUTE, "passages", version=deployment.version)
+
+    runs = read_table(settings.warehouse.runs).to_pylist()
+    assert sorted(((r["window_end"].minute, r["revision"]) for r in runs), key=str) == [
+        (1, None), (2, 1), (2, None), (3, None)]
+    rows = read_table(settings.warehouse.results("passages", "bindings")).to_pylist()
+    assert sorted(((r["window_end"].minute, r["revision"]) for r in rows), key=str) == [(1, None), (2, 1), (3, None)]
+    assert cars(settings.warehouse, "passages", revision=1) == {T0 + 2 * MINUTE: Counter({(EX + "g1", 1): 1})}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from csparql.deploy.plan import Deployment, deployment_of
 from csparql.deploy.registry import RegistrationError, registry_facts
@@ -28,18 +29,11 @@ from csparql.storage import revisions as rv
 from csparql.storage.revisions import StaleWindow, StreamCommit
 
 
-def readers_of(stream: str, settings: Settings) -> list[Deployment]:
-    """The deployments of the registered queries that read ``stream`` on a schedule (files that cannot be
-    deployed are left out: their loaders report them)."""
-    readers = []
-    for path, facts in registry_facts(settings):
-        if facts is None or facts.schedule is None or stream not in facts.streams:
-            continue
-        try:
-            readers.append(deployment_of(path, settings))
-        except RegistrationError:
-            continue
-    return readers
+def readers_of(stream: str, settings: Settings) -> dict[str, Path]:
+    """The registry files of the queries that read ``stream`` on a schedule, by query name (from the registry's
+    facts: nothing is compiled)."""
+    return {path.stem: path for path, facts in registry_facts(settings)
+            if facts is not None and facts.schedule is not None and stream in facts.streams}
 
 
 def horizon_of(deployment: Deployment, settings: Settings) -> int:
@@ -47,20 +41,27 @@ def horizon_of(deployment: Deployment, settings: Settings) -> int:
     return deployment.revision_horizon if deployment.revision_horizon is not None else settings.revision_horizon
 
 
-def detect_after_commits(settings: Settings, stream: str, after_version: int, now: int | None = None,
-                         readers: list[Deployment] | None = None) -> list[StaleWindow]:
+def detect_after_commits(settings: Settings, stream: str, after_version: int,
+                         now: int | None = None) -> list[StaleWindow]:
     """Record (and return) the windows of the registered queries reading ``stream`` that were evaluated before
     one of the stream's commits newer than ``after_version`` and that those commits' triples reach."""
     commits = rv.stream_commits(settings.warehouse.stream(stream), after_version=after_version)
     commits = [c for c in commits if c.event_times]
     if not commits:
         return []
-    readers = readers_of(stream, settings) if readers is None else readers
-    evaluated = rv.evaluated_windows(settings.warehouse, {d.name for d in readers})
+    readers = readers_of(stream, settings)
+    evaluated = rv.evaluated_windows(settings.warehouse, set(readers))
+    earliest = min(c.event_times[0][0] for c in commits)
     now = time.time_ns() // 1000 if now is None else now
     found = []
-    for deployment in readers:
-        windows = evaluated.get(deployment.name) or {}
+    for name, path in sorted(readers.items()):
+        windows = {end: run for end, run in (evaluated.get(name) or {}).items() if end >= earliest}
+        if not windows:
+            continue  # no window evaluated that the commits can reach: nothing to compile
+        try:
+            deployment = deployment_of(path, settings)
+        except RegistrationError:
+            continue  # its loader reports it
         for commit in commits:
             before = [end for end, run in windows.items() if run.started_at < commit.committed_at + 1000]
             found += _stale(deployment, settings, stream, commit, before, now)
