@@ -124,7 +124,8 @@ class PendingWindow:
 
 def pending_windows(settings: Settings, query: str) -> list[PendingWindow]:
     """The query's windows recorded ``pending`` and not evaluated with success since the commits that made
-    them stale, oldest window first."""
+    them stale, oldest window first. Records found settled by such an evaluation (a backfill, a re-run) are
+    marked ``revised`` on the way."""
     pending: dict[int, list[StaleWindow]] = {}
     for window in rv.stale_windows(settings.warehouse, query):
         if window.status == rv.PENDING:
