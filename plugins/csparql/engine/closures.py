@@ -25,27 +25,16 @@ from urllib.parse import unquote
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
 
 from csparql.spark.closures import ClosureKey
-from csparql.spark.terms import TERM_STRUCT
-from csparql.storage import delta
-from csparql.storage.terms import TERM_TYPE
+from csparql.spark.schema import spark_schema
+from csparql.storage import delta, schema
+from csparql.storage.tables import KIND_PROPERTY, OPERATION
 from csparql.storage.warehouse import Warehouse
 
-CLOSURES_SCHEMA = pa.schema(
-    [
-        pa.field("a", TERM_TYPE),
-        pa.field("b", TERM_TYPE),
-        pa.field("g", pa.string()),
-        pa.field("family", pa.string(), nullable=False),
-        pa.field("closure", pa.string(), nullable=False),
-    ]
-)
-PARTITIONS = ["family", "closure"]
-FILE_SCHEMA = StructType(
-    [StructField("a", TERM_STRUCT, True), StructField("b", TERM_STRUCT, True), StructField("g", StringType(), True)]
-)
+CLOSURES_SCHEMA = schema.CLOSURES
+PARTITIONS = schema.CLOSURES_PARTITIONS
+FILE_SCHEMA = spark_schema(schema.CLOSURES_FILE)
 
 
 class DeltaClosureStore:
@@ -76,7 +65,7 @@ class DeltaClosureStore:
         return sorted(f.uri for f in live if _writer(f.uri) == first)
 
     def store(self, key: ClosureKey, pairs: DataFrame) -> DataFrame:
-        delta.ensure(self.path, CLOSURES_SCHEMA, PARTITIONS, {"csparql.kind": "closures"})
+        delta.ensure(self.path, CLOSURES_SCHEMA, PARTITIONS, {KIND_PROPERTY: "closures"})
         writer = uuid.uuid4().hex
         folder = self.path / f"family={key.family}" / f"closure={key.id}" / writer
         marker = self.spark.createDataFrame([(None, None, None)], FILE_SCHEMA)
@@ -85,7 +74,7 @@ class DeltaClosureStore:
             files = [(str(file), {"family": key.family, "closure": key.id}) for file in sorted(folder.glob("*.parquet"))]
             delta.commit_files(
                 self.path, files, CLOSURES_SCHEMA, PARTITIONS, timestamp_column=None,
-                metadata={"csparql.operation": "store-closure", "csparql.closure": key.description},
+                metadata={OPERATION: "store-closure", "csparql.closure": key.description},
             )
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
