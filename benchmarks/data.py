@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from csparql.storage.vocabulary import RDF_TYPE, XSD
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import parse_instant
 
 C = "http://linkedurbandata.org/city#"
 T = "http://linkedurbandata.org/traffic#"
 SIOC = "http://rdfs.org/sioc/ns#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-XSD = "http://www.w3.org/2001/XMLSchema#"
 
 MILAN_TOLLGATES = "http://streams.org/milantollgates.trdf"
 CITY_TOLLGATES = "http://streams.org/citytollgates.trdf"

@@ -22,7 +22,6 @@ import uuid
 from pathlib import Path
 from urllib.parse import unquote
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
