@@ -12,18 +12,6 @@ from rdflib.term import Identifier
 from csparql.spark.schema import spark_type
 from csparql.storage.schema import BLANK, IRI, LITERAL, TERM_TYPE
 from csparql.storage.terms import term_row
-from csparql.storage.vocabulary import (  # noqa: F401 (the datatypes the Spark layer builds terms of)
-    RDF,
-    RDF_LANGSTRING,
-    XSD,
-    XSD_BOOLEAN,
-    XSD_DATETIME,
-    XSD_DECIMAL,
-    XSD_DOUBLE,
-    XSD_FLOAT,
-    XSD_INTEGER,
-    XSD_STRING,
-)
 
 TERM_STRUCT = spark_type(TERM_TYPE)
 """The stored term struct as a Spark type."""
