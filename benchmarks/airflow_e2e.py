@@ -119,7 +119,7 @@ class Feeder:
         self._thread.join(timeout=300)
 
     def _run(self) -> None:
-        from csparql.engine.ingest import ingest_stream
+        from csparql.ingest.ingest import ingest_stream
 
         index = 0
         while not self._stop.wait(max(0.0, self.tick - 0.0)):
@@ -229,7 +229,7 @@ def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:
 def run(profile, work: Path, spark) -> dict:
     """The end-to-end figures (see the module docstring) as a dictionary for results.json."""
     from csparql.deploy.settings import Settings
-    from csparql.engine.ingest import load_static
+    from csparql.ingest.ingest import load_static
     from csparql.stack.airflow_stack import AirflowStack
     from csparql.storage.warehouse import Warehouse
 

@@ -265,7 +265,7 @@ def generate(kind: str, folder: Path, size: int, history: int,
 def build(spark, kind: str, root: Path, size: int, history: int, seed: int) -> Dataset:
     """Generate a data set and land it in a new warehouse under ``root`` through ``ingest_stream`` and
     ``load_static``; each stream ingest is timed (the ingest throughput figures)."""
-    from csparql.engine.ingest import ingest_stream, load_static
+    from csparql.ingest.ingest import ingest_stream, load_static
 
     folder = root / f"{kind}-n{size}-h{history}"
     files, static, counts, span = generate(kind, folder / "input", size, history, seed)

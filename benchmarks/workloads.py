@@ -161,7 +161,7 @@ def _spark_window(spark, piece: StreamSlice):
     """The window's triples as a set (s, p, o), read from exactly the slice's files."""
     from pyspark.sql import functions as F
 
-    from csparql.engine.catalog import STREAM_FILE_SCHEMA
+    from csparql.spark.schema import STREAM_FILE_SCHEMA
 
     frame = spark.read.schema(STREAM_FILE_SCHEMA).parquet(*piece.files)
     end = F.timestamp_micros(F.lit(piece.end))
@@ -173,7 +173,7 @@ def _spark_window(spark, piece: StreamSlice):
 
 
 def _spark_static(spark, window: WindowFiles):
-    from csparql.engine.catalog import STATIC_FILE_SCHEMA
+    from csparql.spark.schema import STATIC_FILE_SCHEMA
 
     return spark.read.schema(STATIC_FILE_SCHEMA).parquet(*window.static)
 

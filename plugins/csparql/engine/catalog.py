@@ -18,24 +18,21 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, TimestampType
 from rdflib import URIRef
 
 from csparql.algebra import operators as alg
 from csparql.engine.closures import DeltaClosureStore
 from csparql.optimizer import SourceStatistics
 from csparql.spark.sources import empty_triples
-from csparql.spark.schema import spark_schema
-from csparql.storage import delta, schema
+from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA
+from csparql.storage import delta
 from csparql.storage.delta import STATISTICS_TRUNCATION_MICROS, FileInfo
 from csparql.storage.instants import bucket_of
 from csparql.storage.statistics import read_statistics, record_statistics
 from csparql.storage.tables import IRI_PROPERTY
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import LogicalWindow, WindowBounds
-
-STREAM_FILE_SCHEMA = spark_schema(schema.STREAM_FILE)
-STATIC_FILE_SCHEMA = spark_schema(schema.STATIC)
-
 
 @dataclass
 class Scan:

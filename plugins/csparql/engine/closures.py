@@ -26,15 +26,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from csparql.spark.closures import ClosureKey
-from csparql.spark.schema import spark_schema
+from csparql.spark.schema import CLOSURES_FILE_SCHEMA
 from csparql.storage import delta, schema
 from csparql.storage.tables import KIND_PROPERTY, OPERATION
 from csparql.storage.warehouse import Warehouse
-
-CLOSURES_SCHEMA = schema.CLOSURES
-PARTITIONS = schema.CLOSURES_PARTITIONS
-FILE_SCHEMA = spark_schema(schema.CLOSURES_FILE)
-
 
 class DeltaClosureStore:
     """Closures kept in the warehouse's ``_csparql/closures`` table (see the module docstring)."""
@@ -47,7 +42,7 @@ class DeltaClosureStore:
         files = self.files(key)
         if not files:
             return None
-        frame = self.spark.read.schema(FILE_SCHEMA).parquet(*files)
+        frame = self.spark.read.schema(CLOSURES_FILE_SCHEMA).parquet(*files)
         return frame.where(F.col("a").isNotNull())
 
     def files(self, key: ClosureKey) -> list[str]:
@@ -64,15 +59,15 @@ class DeltaClosureStore:
         return sorted(f.uri for f in live if _writer(f.uri) == first)
 
     def store(self, key: ClosureKey, pairs: DataFrame) -> DataFrame:
-        delta.ensure(self.path, CLOSURES_SCHEMA, PARTITIONS, {KIND_PROPERTY: "closures"})
+        delta.ensure(self.path, schema.CLOSURES, schema.CLOSURES_PARTITIONS, {KIND_PROPERTY: "closures"})
         writer = uuid.uuid4().hex
         folder = self.path / f"family={key.family}" / f"closure={key.id}" / writer
-        marker = self.spark.createDataFrame([(None, None, None)], FILE_SCHEMA)
+        marker = self.spark.createDataFrame([(None, None, None)], CLOSURES_FILE_SCHEMA)
         try:
             pairs.select("a", "b", "g").unionByName(marker).write.parquet(str(folder))
             files = [(str(file), {"family": key.family, "closure": key.id}) for file in sorted(folder.glob("*.parquet"))]
             delta.commit_files(
-                self.path, files, CLOSURES_SCHEMA, PARTITIONS, timestamp_column=None,
+                self.path, files, schema.CLOSURES, schema.CLOSURES_PARTITIONS, timestamp_column=None,
                 metadata={OPERATION: "store-closure", "csparql.closure": key.description},
             )
         except BaseException:

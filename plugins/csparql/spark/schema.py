@@ -15,6 +15,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from csparql.storage import schema
+
 _SIMPLE = {pa.int8(): ByteType(), pa.int64(): LongType(), pa.string(): StringType(), pa.bool_(): BooleanType()}
 
 
@@ -34,3 +36,11 @@ def spark_schema(arrow_schema: pa.Schema, nullable: tuple[str, ...] = ()) -> Str
     return StructType([
         StructField(f.name, spark_type(f.type), f.nullable or f.name in nullable) for f in arrow_schema
     ])
+
+
+STREAM_FILE_SCHEMA = spark_schema(schema.STREAM_FILE)
+"""What Spark reads from (and ingest writes to) a stream table's data files."""
+STATIC_FILE_SCHEMA = spark_schema(schema.STATIC)
+"""What Spark reads from (and ingest writes to) a static graph's data files."""
+CLOSURES_FILE_SCHEMA = spark_schema(schema.CLOSURES_FILE)
+"""What Spark reads from (and writes to) the closures table's data files."""

@@ -6,7 +6,7 @@ import functools
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import ByteType, StringType, StructField, StructType
 from rdflib.term import Identifier
 
 from csparql.spark.schema import spark_type

@@ -84,7 +84,7 @@ def generate_workload(
     the observations stream and the four static graphs (each replaced). ``spark`` defaults to a local session.
     The returned ``Workload`` holds the data (with its ``Scenario``: when the hurricane, rain and blizzard
     happen) and the ingest reports."""
-    from csparql.engine.ingest import ingest_stream, load_static
+    from csparql.ingest.ingest import ingest_stream, load_static
     from csparql.storage.warehouse import Warehouse
 
     if not isinstance(warehouse, Warehouse):
