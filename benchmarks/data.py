@@ -23,12 +23,11 @@ import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-from csparql.storage.vocabulary import RDF_TYPE, XSD
+from csparql.storage.vocabulary import RDF_TYPE, XSD_DATETIME, XSD_INTEGER
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import parse_instant
+from csparql.windows import from_micros, parse_instant
 
 C = "http://linkedurbandata.org/city#"
 T = "http://linkedurbandata.org/traffic#"
@@ -85,7 +84,7 @@ class City:
         """The default static graph in N-Triples: placements, districts and capacities."""
         lines = [f"<{t}> <{C}placedIn> <{s}> .\n" for t, s in self.tollgate_street.items()]
         lines += [f"<{d}> <{C}contains> <{s}> .\n" for s, d in self.street_district.items()]
-        lines += [f'<{s}> <{C}hasCapacity> "{c}"^^<{XSD}integer> .\n' for s, c in self.capacity.items()]
+        lines += [f'<{s}> <{C}hasCapacity> "{c}"^^<{XSD_INTEGER}> .\n' for s, c in self.capacity.items()]
         return lines
 
 
@@ -100,8 +99,8 @@ class _Instants:
         second, fraction = divmod(micros, SECOND)
         if second != self._second:
             self._second = second
-            self._text = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-        return f'"{self._text}.{fraction:06d}Z"^^<{XSD}dateTime>'
+            self._text = from_micros(second * SECOND).strftime("%Y-%m-%dT%H:%M:%S")
+        return f'"{self._text}.{fraction:06d}Z"^^<{XSD_DATETIME}>'
 
 
 def spread(rng: random.Random, start: int, end: int, count: int) -> Iterator[int]:

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from csparql.spark.closures import ClosureKey
 from csparql.spark.schema import CLOSURES_FILE_SCHEMA
 from csparql.storage import delta, schema
-from csparql.storage.tables import KIND_PROPERTY, OPERATION
+from csparql.storage.tables import CLOSURE, KIND_PROPERTY, OPERATION
 from csparql.storage.warehouse import Warehouse
 
 class DeltaClosureStore:
@@ -68,7 +68,7 @@ class DeltaClosureStore:
             files = [(str(file), {"family": key.family, "closure": key.id}) for file in sorted(folder.glob("*.parquet"))]
             delta.commit_files(
                 self.path, files, schema.CLOSURES, schema.CLOSURES_PARTITIONS, timestamp_column=None,
-                metadata={OPERATION: "store-closure", "csparql.closure": key.description},
+                metadata={OPERATION: "store-closure", CLOSURE: key.description},
             )
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)

@@ -92,7 +92,7 @@ from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, spark_s
 from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS, hour_buckets
 from csparql.storage.statistics import record_statistics
-from csparql.storage.tables import IRI_PROPERTY, KIND_PROPERTY, OPERATION
+from csparql.storage.tables import INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, OPERATION, TARGET
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
@@ -415,8 +415,8 @@ class _Job:
         return f"i{self.id}f{file_index}_"
 
     def commit_metadata(self, operation: str, target: str) -> dict[str, str]:
-        return {OPERATION: operation, "csparql.target": target, "csparql.ingest": self.id,
-                "csparql.inputs": json.dumps([str(i.path) for i in self.inputs])}
+        return {OPERATION: operation, TARGET: target, INGEST_ID: self.id,
+                INPUTS: json.dumps([str(i.path) for i in self.inputs])}
 
     def run(self, report: IngestReport, commit, always_commit: bool = False) -> None:
         committed = False

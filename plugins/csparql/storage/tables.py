@@ -42,6 +42,14 @@ LANDED_SHA256 = "csparql.landed_sha256"
 """Commit metadata of an ingest of a landed file: the SHA-256 of its content."""
 OPERATION = "csparql.operation"
 """Commit metadata: what wrote the commit (``ingest-stream``, ``load-static``, ``store-closure`` …)."""
+TARGET = "csparql.target"
+"""Commit metadata of an ingest: the stream or graph it loaded."""
+INGEST_ID = "csparql.ingest"
+"""Commit metadata of an ingest: its id (the name of its staging folder)."""
+INPUTS = "csparql.inputs"
+"""Commit metadata of an ingest: the files it read (JSON)."""
+CLOSURE = "csparql.closure"
+"""Commit metadata of a stored closure: what it closes (``ClosureKey.description``)."""
 
 # --- csparql's own tables ----------------------------------------------------------------------------------
 
