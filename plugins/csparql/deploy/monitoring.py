@@ -106,7 +106,8 @@ def recent_windows(warehouse: Warehouse, query: str, limit: int = 50, actions: p
         rows.extend(_runs_of(path, [relative], query))
     ends = {micros_of(r["window_end"]) for r in rows}
     for max_end, relative in known:
-        if len(ends) >= limit and micros_of(max_end) + STATISTICS_TRUNCATION_MICROS < sorted(ends, reverse=True)[limit - 1]:
+        oldest_shown = sorted(ends, reverse=True)[limit - 1] if len(ends) >= limit else None
+        if oldest_shown is not None and micros_of(max_end) + STATISTICS_TRUNCATION_MICROS < oldest_shown:
             break  # this file and every later one hold only older windows
         found = _runs_of(path, [relative], query)
         rows.extend(found)
@@ -255,8 +256,8 @@ def stream_statistics(warehouse: Warehouse, watermarks: dict[str, int] | None = 
         iri = configuration.get(IRI_PROPERTY, folder.name)
         actions = delta.add_actions(table)
         per_hour: dict[int, int] = defaultdict(int)
-        buckets, records_per_file = delta.action_column(actions, "partition.bucket"), delta.action_column(actions, "num_records")
-        for bucket, records in zip(buckets, records_per_file, strict=True):
+        buckets = delta.action_column(actions, "partition.bucket")
+        for bucket, records in zip(buckets, delta.action_column(actions, "num_records"), strict=True):
             hour = bucket_start(bucket)
             if hour is not None and records:
                 per_hour[hour] += records

@@ -41,6 +41,7 @@ DATETIME_TYPES = frozenset({XSD_DATETIME, XSD_DATETIMESTAMP})
 """The datatypes of a timestamp given as an instant."""
 
 EPOCH_MILLIS_TYPES = frozenset(
-    XSD + name for name in ("integer", "long", "int", "nonNegativeInteger", "positiveInteger", "unsignedLong", "unsignedInt")
+    XSD + name
+    for name in ("integer", "long", "int", "nonNegativeInteger", "positiveInteger", "unsignedLong", "unsignedInt")
 )
 """The datatypes of a timestamp given as milliseconds since the epoch (those that can hold one)."""
