@@ -18,8 +18,8 @@ from csparql.deploy.monitoring import AirflowRun, WindowRun
 from csparql.deploy.plan import deployment_of_text
 from csparql.deploy.settings import Settings
 from csparql.engine import results as rt
-from csparql.engine.catalog import bucket_of
 from csparql.storage import delta, schema
+from csparql.storage.instants import bucket_of, micros_of
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import from_micros, parse_instant
 from engine.storage_helpers import write_static, write_stream
@@ -89,7 +89,7 @@ def test_recent_windows_read_only_the_files_of_the_latest_windows(settings):
     # Every file holding one of the 26 oldest windows becomes unreadable: the 3 latest are still found.
     actions = pa.table(delta.open_table(settings.warehouse.runs).get_add_actions(flatten=True))
     for relative, high in zip(actions["path"].to_pylist(), actions["max.window_end"].to_pylist(), strict=True):
-        if monitoring._micros(high) < ends[-4]:
+        if micros_of(high) < ends[-4]:
             unreadable(settings.warehouse.runs / relative)
     windows = monitoring.recent_windows(settings.warehouse, "Tollgates", limit=3)
     assert [w.window_end for w in windows] == ends[-1:-4:-1]

@@ -18,12 +18,8 @@ from csparql.algebra.variables import in_scope, visible
 from csparql.language import expressions as ex
 from csparql.language import syntax as sx
 from csparql.language.errors import Diagnostic, QuerySemanticError, Span
-from csparql.terms import CSPARQL_TIMESTAMP_FUNCTION
+from csparql.terms import CSPARQL_TIMESTAMP_FUNCTION, RDF_FIRST, RDF_NIL, RDF_REST
 from csparql.windows import LogicalWindow, PhysicalWindow, Window
-
-RDF_FIRST = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#first")
-RDF_REST = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#rest")
-RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
 
 
 def window_of(spec: sx.WindowSpec) -> Window:

@@ -22,37 +22,12 @@ from rdflib import BNode, Literal, URIRef, Variable
 from rdflib.term import Identifier
 
 from csparql.storage import delta, schema
+from csparql.storage.instants import bucket_of
+from csparql.storage.instants import instant_of as _instant
+from csparql.storage.tables import column_names
 from csparql.storage.terms import ntriples, term_dict
+from csparql.storage.vocabulary import INTEGER_TYPES, NUMERIC_TYPES
 from csparql.terms import XSD_BOOLEAN, XSD_DATETIME
-
-XSD = "http://www.w3.org/2001/XMLSchema#"
-INTEGER_TYPES = {XSD + t for t in "integer int long short byte nonNegativeInteger positiveInteger nonPositiveInteger negativeInteger unsignedLong unsignedInt unsignedShort unsignedByte".split()}
-NUMERIC_TYPES = INTEGER_TYPES | {XSD + "decimal", XSD + "double", XSD + "float"}
-RESERVED = {"window_start", "window_end", "query_version"}
-
-
-def column_names(vars_: tuple[Variable, ...]) -> dict[Variable, str]:
-    """The analyst column name of each variable: its name with unsafe characters replaced, unique."""
-    names: dict[Variable, str] = {}
-    used = set(RESERVED)
-    for var in vars_:
-        base = re.sub(r"[^A-Za-z0-9_]", "_", str(var)) or "var"
-        if base[0].isdigit():
-            base = "v_" + base
-        name = base
-        counter = 2
-        while name in used or name + "_term" in used:
-            name = f"{base}_{counter}"
-            counter += 1
-        used.update({name, name + "_term"})
-        names[var] = name
-    return names
-
-
-def _instant(micros: int | None) -> datetime | None:
-    if micros is None:
-        return None
-    return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).replace(microsecond=micros % 1_000_000)
 
 
 def _infer_type(terms: list[Identifier]) -> pa.DataType | None:
@@ -170,8 +145,6 @@ def triples_table(triples: list, window_start: int | None, window_end: int, vers
 
 def output_stream_table(triples: list, window_end: int) -> pa.Table:
     """The triples of a REGISTER STREAM evaluation as stream rows timestamped with the window end."""
-    from csparql.engine.catalog import bucket_of
-
     ts = _instant(window_end)
     bucket = bucket_of(window_end)
     return pa.Table.from_pylist(

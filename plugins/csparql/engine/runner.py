@@ -27,6 +27,7 @@ from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_pla
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
+from csparql.storage.tables import OUTPUT_PREDICATES, RUN_METADATA
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
@@ -66,15 +67,6 @@ class Phases:
 class EvaluationFailed(Exception):
     """An evaluation failed; the runs table has a row saying so."""
 
-
-RUN_METADATA = "csparql.run"
-"""Commit metadata of every result commit: the run it completes, as JSON (``RunRecord``). The results and
-the runs table are two Delta tables, so two commits; a process that dies between them leaves results whose
-run is written here only, and ``Engine.record_lost_runs`` appends it to the runs table later."""
-
-OUTPUT_PREDICATES = "csparql.predicates"
-"""Commit metadata of a REGISTER STREAM output commit: its triples per predicate (JSON), what the statistics
-record for the stream."""
 
 LOST_RUNS_LOOKBACK = 20
 """How many of a result table's latest commits ``Engine.record_lost_runs`` looks at."""

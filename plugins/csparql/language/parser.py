@@ -34,11 +34,10 @@ from csparql.language.errors import (
     UnsupportedFeatureError,
     shorten,
 )
-from csparql.terms import RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
+from csparql.terms import RDF_NIL, RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
 from csparql.windows import MAX_COUNT, canonical_unit, unit_micros
 
 GRAMMAR_FILE = FilePath(__file__).with_name("grammar.lark")
-RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
 MAX_QUERY_CHARACTERS = 200_000
 """The longest query text accepted, in characters: a query is a program, not a data set (a query at the limit
 is checked in a few seconds)."""

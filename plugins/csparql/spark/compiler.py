@@ -29,8 +29,9 @@ from csparql.spark import values as v
 from csparql.spark.expressions import ExpressionCompiler, Scope
 from csparql.spark.sources import SourceReader, empty_triples
 from csparql.spark.static_parts import STATIC_PARTS
-from csparql.spark.terms import TERM_STRUCT, XSD_INTEGER, XSD_STRING, constant, make_term, null_term
+from csparql.spark.terms import TERM_STRUCT, constant, make_term, null_term
 from csparql.storage.terms import IRI, LITERAL
+from csparql.storage.vocabulary import XSD_INTEGER, XSD_STRING
 
 GRAPH_COLUMN = "__graph"
 # Static parts up to this many triples are broadcast rather than shuffled against a window.

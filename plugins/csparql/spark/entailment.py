@@ -40,12 +40,13 @@ from csparql.language import syntax as sx
 from csparql.optimizer.entailment import entailed_statistics
 from csparql.optimizer.statistics import SourceStatistics
 from csparql.spark.terms import constant
+from csparql.storage import vocabulary
 from csparql.storage.terms import from_row, term_row
 
-RDF_TYPE = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-SUB_CLASS_OF = URIRef("http://www.w3.org/2000/01/rdf-schema#subClassOf")
-SUB_PROPERTY_OF = URIRef("http://www.w3.org/2000/01/rdf-schema#subPropertyOf")
-SAME_AS = URIRef("http://www.w3.org/2002/07/owl#sameAs")
+RDF_TYPE = URIRef(vocabulary.RDF_TYPE)
+SUB_CLASS_OF = URIRef(vocabulary.RDFS_SUBCLASSOF)
+SUB_PROPERTY_OF = URIRef(vocabulary.RDFS_SUBPROPERTYOF)
+SAME_AS = URIRef(vocabulary.OWL_SAMEAS)
 SCHEMA_VOCABULARY = (RDF_TYPE, SUB_CLASS_OF, SUB_PROPERTY_OF, SAME_AS)
 RDFS, SAMEAS = "RDFS", "SAMEAS"
 # Sets of constants up to this size are matched with literals in a filter; larger ones by a broadcast join.
