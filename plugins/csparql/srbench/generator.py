@@ -39,7 +39,6 @@ Everything is a function of the arguments: the same seed and size give the same 
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -59,7 +58,6 @@ from csparql.srbench.vocabulary import (
     GEONAMES_GRAPH,
     GN,
     MESOWEST,
-    OBSERVATIONS,
     OM,
     ONTOLOGY,
     OWL_SAMEAS,
