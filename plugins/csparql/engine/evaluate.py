@@ -19,6 +19,7 @@ from csparql.algebra import operators as alg
 from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
 from csparql.spark.compiler import COMPACT_TRIPLES, SparkCompiler, construct_triples, describe_triples
 from csparql.spark.entailment import Entailment
+from csparql.spark.frames import SourceFrames
 from csparql.spark.sources import SourceReader
 from csparql.spark.terms import NULLABLE_TERM_STRUCT
 from csparql.storage.terms import from_dict
@@ -114,7 +115,7 @@ def compile_plan(
         return window_to_stream(current, before, plan.stream_operator)
     entailment = None
     if plan.entailment:
-        entailment = Entailment(SparkCompiler(spark, reader, plan, now=at, statistics=statistics), plan.entailment)
+        entailment = Entailment(SourceFrames(spark, reader), statistics, plan.dataset.default, plan.entailment)
         statistics = entailment.statistics(statistics)
     if not optimized:
         plan = optimize(plan, statistics)
