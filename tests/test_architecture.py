@@ -218,3 +218,30 @@ def test_importing_storage_the_deployment_layer_the_web_pages_and_the_stack_load
     for room in ("storage", "deploy", "web", "stack"):
         members = [m for m in MODULES if room_of(m) == room]
         assert members and not loaded_by_importing(members) & set(LAYERS[room][1]), room
+
+
+
+def test_the_spark_layer_has_no_import_cycles_even_through_imports_inside_functions():
+    """The compiler, the path evaluator and entailment share ``csparql.spark.frames``: no module of the Spark
+    layer needs an import inside a function to break a cycle."""
+    spark = {module: path for module, path in MODULES.items() if room_of(module) == "spark"}
+    graph = {module: {name for name in imports(path) if name in spark and name != module} for module, path in spark.items()}
+    cycles = [sorted(component) for component in strongly_connected(graph) if len(component) > 1]
+    assert cycles == []
+
+
+def test_the_compile_path_uses_no_private_name_of_another_module():
+    """The compiler, the path evaluator, entailment and one evaluation (``engine/evaluate.py``) use each other
+    through public names only (no ``compiler._expand`` from the path evaluator, no ``_PathEvaluator`` from
+    entailment)."""
+    modules = ["csparql.spark.frames", "csparql.spark.compiler", "csparql.spark.paths", "csparql.spark.entailment",
+               "csparql.engine.evaluate"]
+    private = []
+    for module in [m for m in modules if m in MODULES]:
+        for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("csparql."):
+                private += [(module, f"{node.module}.{a.name}") for a in node.names if a.name.startswith("_")]
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                private.append((module, ast.unparse(node)))
+    assert private == []

@@ -1,13 +1,14 @@
 """The front end in one call: text to checked syntax tree to algebra.
 
-``compile_query(text)`` parses, translates and checks a C-SPARQL query and returns its ``QueryPlan``; any
-problem is a ``QueryError`` whose ``str()`` shows every diagnostic with line, column and caret.
+``compile_query(text)`` parses, checks and translates a C-SPARQL query and returns its ``QueryPlan``; any
+problem is a ``QueryError`` whose ``str()`` shows every diagnostic with line, column and caret. The
+translation is the algebra layer's (``csparql.algebra.translate.Translation``), done once.
 """
 
 from __future__ import annotations
 
 from csparql.algebra.operators import QueryPlan
-from csparql.algebra.translate import translate
+from csparql.algebra.translate import Translation
 from csparql.algebra.variables import in_scope
 from csparql.language import syntax as sx
 from csparql.language.checks import check
@@ -30,19 +31,14 @@ def compile_query(text: str, source_name: str = "<query>") -> QueryPlan:
 def _front_end(text: str, source_name: str) -> tuple[sx.Query, QueryPlan]:
     query = parse(text, source_name)
     try:
-        # Rules about windows and registration come first: the algebra needs valid windows.
-        problems = check(query, _bound_in_where(query))
+        # One translation: the checks read the variables the WHERE clause binds from its pattern, and the
+        # rest of the plan is built on that pattern once they pass (the algebra needs valid windows).
+        translation = Translation(query)
+        bound_in_where = in_scope(translation.where()) if query.where is not None else ()
+        problems = check(query, bound_in_where)
         if problems:
             raise QuerySemanticError(problems)
-        plan = translate(query)
+        plan = translation.plan()
     except QueryError as error:
         raise error.with_source(text, source_name) from None
     return query, plan
-
-
-def _bound_in_where(query: sx.Query) -> tuple:
-    from csparql.algebra.translate import _Translator
-
-    if query.where is None:
-        return ()
-    return in_scope(_Translator(query).group(query.where))

@@ -20,6 +20,7 @@ from csparql.deploy.settings import Settings
 from csparql.engine import results as rt
 from csparql.storage import delta, schema
 from csparql.storage.instants import bucket_of, micros_of
+from csparql.storage.terms import term_array
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import from_micros, parse_instant
 from engine.storage_helpers import write_static, write_stream
@@ -157,7 +158,8 @@ def write_bindings(settings: Settings, end: int, rows: list[tuple], version: str
     delta.ensure(path, pa.schema(list(schema.WINDOW_COLUMNS)),
                  properties={"csparql.variables": json.dumps(["gate", "cars"])})
     existing = pa.schema(delta.open_table(path).schema().to_arrow())
-    table = rt.bindings_table(vars_, rows, end - 10 * MINUTE, end, existing, version)
+    terms = pa.table([term_array([row[i] for row in rows]) for i in range(len(vars_))], names=["gate", "cars"])
+    table = rt.bindings_table(vars_, terms, end - 10 * MINUTE, end, existing, version)
     rt.write_window(path, table, existing, end, merge_schema=True)
 
 

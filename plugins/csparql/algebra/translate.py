@@ -55,7 +55,7 @@ def dataset_of(query: sx.Query) -> alg.Dataset:
 
 def translate(query: sx.Query) -> alg.QueryPlan:
     """The algebra of a parsed (and checked) query."""
-    return _Translator(query).plan()
+    return Translation(query).plan()
 
 
 def join(left: alg.Operator, right: alg.Operator) -> alg.Operator:
@@ -79,13 +79,25 @@ def _error(message: str, span: Span | None) -> QuerySemanticError:
     return QuerySemanticError(Diagnostic(message, span))
 
 
-class _Translator:
+class Translation:
+    """The translation of one query, done once: ``where()`` is the WHERE clause's pattern (what the C-SPARQL
+    checks read its in-scope variables from, before the rest is translated), ``plan()`` the whole plan, built
+    on that same pattern. ``translate(query)`` is ``Translation(query).plan()``."""
+
     def __init__(self, query: sx.Query):
         self.query = query
         self.stream_iris = {c.iri for c in query.streams}
         self.path_vars = 0
         self.node_vars = 0
         self.aggregate_vars = 0
+        self._where: alg.Operator | None = None
+
+    def where(self) -> alg.Operator:
+        """The pattern of the query's WHERE clause (the empty BGP without one), translated on first use."""
+        if self._where is None:
+            query = self.query
+            self._where = self.group(query.where) if query.where is not None else alg.BGP()
+        return self._where
 
     # fresh variables
 
@@ -128,7 +140,10 @@ class _Translator:
 
     def query_pattern(self, query: sx.Query, top_level: bool = False) -> tuple[alg.ResultForm, alg.Operator]:
         """§18.2.4 and §18.2.5: the pattern of a query or sub-select, with its modifiers."""
-        pattern = self.group(query.where) if query.where is not None else alg.BGP()
+        if top_level:
+            pattern = self.where()
+        else:
+            pattern = self.group(query.where) if query.where is not None else alg.BGP()
         if query.aggregates:
             pattern = alg.StreamAggregate(pattern, tuple(self.aggregate_spec(c) for c in query.aggregates))
 

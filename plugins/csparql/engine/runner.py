@@ -273,10 +273,8 @@ class Engine:
                 path, schema.STREAM, schema.STREAM_PARTITIONS,
                 {"csparql.iri": stream, "csparql.kind": "stream", "csparql.query": name},
             )
-            table = rt.output_stream_table(result.triples, window.end)
-            counts: dict[str, int] = {}
-            for _, p, _ in result.triples:
-                counts[str(p)] = counts.get(str(p), 0) + 1
+            table = rt.output_stream_table(result.terms, window.end)
+            counts = rt.predicate_counts(result.terms)
             metadata = completed(table.num_rows, **{OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True)})
             rt.write_window(path, table, schema.STREAM, window.end, column="ts", partition_by=schema.STREAM_PARTITIONS,
                             metadata=metadata)
@@ -292,7 +290,7 @@ class Engine:
             )
             existing = delta.open_table(path).schema().to_arrow()
             existing = pa.schema(existing) if existing is not None else None
-            table = rt.bindings_table(result.vars, result.rows, window.start, window.end, existing, version)
+            table = rt.bindings_table(result.vars, result.terms, window.start, window.end, existing, version)
             base = pa.schema(list(schema.WINDOW_COLUMNS))
             rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True,
                             metadata=completed(table.num_rows))
@@ -301,7 +299,7 @@ class Engine:
             table = rt.answers_table(bool(result.boolean), window.start, window.end, version)
             rt.write_window(path, table, schema.ANSWERS, window.end, merge_schema=True, metadata=completed(1))
             return 1
-        table = rt.triples_table(result.triples, window.start, window.end, version)
+        table = rt.triples_table(result.terms, window.start, window.end, version)
         rt.write_window(path, table, schema.TRIPLES, window.end, merge_schema=True, metadata=completed(table.num_rows))
         return table.num_rows
 
