@@ -27,7 +27,8 @@ from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_pla
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
-from csparql.storage.tables import OUTPUT_PREDICATES, RUN_METADATA
+from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICATES, QUERY_PROPERTY, RUN_METADATA,
+                                    VARIABLES_PROPERTY)
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
@@ -271,7 +272,7 @@ class Engine:
             path = self.warehouse.stream(stream)
             delta.ensure(
                 path, schema.STREAM, schema.STREAM_PARTITIONS,
-                {"csparql.iri": stream, "csparql.kind": "stream", "csparql.query": name},
+                {IRI_PROPERTY: stream, KIND_PROPERTY: "stream", QUERY_PROPERTY: name},
             )
             table = rt.output_stream_table(result.terms, window.end)
             counts = rt.predicate_counts(result.terms)
@@ -286,7 +287,7 @@ class Engine:
         if result.form == "select":
             delta.ensure(
                 path, pa.schema(list(schema.WINDOW_COLUMNS)),
-                properties={"csparql.query": name, "csparql.variables": json.dumps([str(v) for v in result.vars])},
+                properties={QUERY_PROPERTY: name, VARIABLES_PROPERTY: json.dumps([str(v) for v in result.vars])},
             )
             existing = delta.open_table(path).schema().to_arrow()
             existing = pa.schema(existing) if existing is not None else None
