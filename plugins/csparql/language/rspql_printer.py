@@ -153,6 +153,7 @@ class _RspqlPrinter(_Printer):
             self.window_names.setdefault(clause.iri, clause.window_name or URIRef(f"w{index}"))
 
     def query(self, query: sx.Query, depth: int = 0) -> str:
+        query = dataclasses.replace(query, datasets=_one_window_per_stream(query.datasets))
         registration = query.registration
         if registration is None:
             return super().query(query, depth)
@@ -180,3 +181,16 @@ class _RspqlPrinter(_Printer):
             name = operand.window or self.window_names[operand.name]
             return f"WINDOW {self.term(name)} " + self.group(operand.group, depth)
         return super().union_operand(operand, depth)
+
+
+def _one_window_per_stream(datasets: tuple[sx.DatasetClause, ...]) -> tuple[sx.DatasetClause, ...]:
+    """The dataset clauses, a C-SPARQL stream named twice (with the same window: one stream) kept once, since
+    its windows get one name; RSP-QL windows, which have names of their own, are all kept."""
+    kept, seen = [], set()
+    for clause in datasets:
+        if isinstance(clause, sx.FromStream) and clause.window_name is None:
+            if clause.iri in seen:
+                continue
+            seen.add(clause.iri)
+        kept.append(clause)
+    return tuple(kept)
