@@ -193,7 +193,7 @@ _TERMINAL_WORDS = {
     "RDF_TYPE": "'a'",
     "ORDER_DIRECTION": "'ASC' or 'DESC'",
     "ISO_DURATION": "an ISO 8601 duration (PT10M)",
-    "STATIC_WINDOW_BOUNDS": "the bounds of a static window",
+    "NOW_BOUND": "NOW or NOW-<duration>",
     "$END": "the end of the query",
 }
 # Expected-set words that say the most, listed first.
