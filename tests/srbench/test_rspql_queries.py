@@ -16,7 +16,7 @@ from csparql.frontend import compile_query, parse_query
 from csparql.language import syntax as sx
 from csparql.language.rspql_printer import format_rspql
 from csparql.srbench.vocabulary import OBSERVATIONS
-from srbench.test_queries import QUERIES, engine, instants, size, workload  # noqa: F401 - fixtures
+from srbench.test_queries import QUERIES, instants, size
 from support import ROOT
 
 RSPQL_QUERIES = {int(re.match(r"q(\d+)-", path.name).group(1)): path
@@ -50,7 +50,7 @@ def test_every_srbench_query_has_an_rspql_form_or_a_reason():
 
 
 @pytest.mark.parametrize("number", sorted(RSPQL_QUERIES), ids=lambda n: f"q{n:02d}")
-def test_rspql_srbench_query_gives_the_results_of_the_csparql_one(number, workload, engine):  # noqa: F811
+def test_rspql_srbench_query_gives_the_results_of_the_csparql_one(number, workload, engine):
     loaded, warehouse, graphs = workload
     path = RSPQL_QUERIES[number]
     text = path.read_text(encoding="utf-8")
