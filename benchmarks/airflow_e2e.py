@@ -41,6 +41,7 @@ from pathlib import Path
 from benchmarks import capacity, data
 from benchmarks.measure import linear_slope
 from csparql.spark.connect_server import ConnectServer
+from csparql.storage.instants import micros_of
 from csparql.windows import parse_duration
 
 log = logging.getLogger("benchmarks.airflow")
@@ -118,7 +119,7 @@ class Feeder:
         self._thread.join(timeout=300)
 
     def _run(self) -> None:
-        from csparql.engine.ingest import ingest_stream
+        from csparql.ingest.ingest import ingest_stream
 
         index = 0
         while not self._stop.wait(max(0.0, self.tick - 0.0)):
@@ -147,14 +148,6 @@ def _runs(warehouse) -> list[dict]:
     return read_table(warehouse.runs).to_pylist()
 
 
-def _micros(value) -> int:
-    from datetime import timezone
-
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return int(value.timestamp() * 1_000_000)
-
-
 def observe(stack, warehouse, names: list[str], period: str, seconds: float, drain: float = 300) -> list[dict]:
     """Unpause the DAGs ``names`` together for ``seconds``, sampling their lags; pause them, let their runs
     finish; each DAG's trial figures (see the module docstring)."""
@@ -169,7 +162,7 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
         now = time.time_ns() // 1000
         runs = _runs(warehouse)
         for name in names:
-            ends = [_micros(r["window_end"]) for r in runs if r["query"] == name and r["status"] == "succeeded"]
+            ends = [micros_of(r["window_end"]) for r in runs if r["query"] == name and r["status"] == "succeeded"]
             if ends:
                 samples[name].append(((now - started) / 1e6, (now - max(ends)) / 1e6))
     ended = time.time_ns() // 1000
@@ -184,10 +177,10 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
     last = (ended - period_micros) - (ended - period_micros) % period_micros
     expected = max(0, (last - first) // period_micros + 1)
     for name in names:
-        mine = [r for r in runs if r["query"] == name and first <= _micros(r["window_end"]) <= last]
+        mine = [r for r in runs if r["query"] == name and first <= micros_of(r["window_end"]) <= last]
         succeeded = [r for r in mine if r["status"] == "succeeded"]
-        before_end = sorted({_micros(r["window_end"]) for r in succeeded})
-        latency = sorted((_micros(r["started_at"]) + r["duration_ms"] * 1000 - _micros(r["window_end"])) / 1e6
+        before_end = sorted({micros_of(r["window_end"]) for r in succeeded})
+        latency = sorted((micros_of(r["started_at"]) + r["duration_ms"] * 1000 - micros_of(r["window_end"])) / 1e6
                          for r in succeeded)
         lag = samples[name]
         slope = linear_slope(lag[len(lag) // 3:]) if len(lag) >= 6 else linear_slope(lag)
@@ -236,7 +229,7 @@ def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:
 def run(profile, work: Path, spark) -> dict:
     """The end-to-end figures (see the module docstring) as a dictionary for results.json."""
     from csparql.deploy.settings import Settings
-    from csparql.engine.ingest import load_static
+    from csparql.ingest.ingest import load_static
     from csparql.stack.airflow_stack import AirflowStack
     from csparql.storage.warehouse import Warehouse
 

@@ -23,17 +23,15 @@ import random
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
+from csparql.storage.vocabulary import RDF_TYPE, XSD_DATETIME, XSD_INTEGER
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import parse_instant
+from csparql.windows import from_micros, parse_instant
 
 C = "http://linkedurbandata.org/city#"
 T = "http://linkedurbandata.org/traffic#"
 SIOC = "http://rdfs.org/sioc/ns#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-XSD = "http://www.w3.org/2001/XMLSchema#"
 
 MILAN_TOLLGATES = "http://streams.org/milantollgates.trdf"
 CITY_TOLLGATES = "http://streams.org/citytollgates.trdf"
@@ -86,7 +84,7 @@ class City:
         """The default static graph in N-Triples: placements, districts and capacities."""
         lines = [f"<{t}> <{C}placedIn> <{s}> .\n" for t, s in self.tollgate_street.items()]
         lines += [f"<{d}> <{C}contains> <{s}> .\n" for s, d in self.street_district.items()]
-        lines += [f'<{s}> <{C}hasCapacity> "{c}"^^<{XSD}integer> .\n' for s, c in self.capacity.items()]
+        lines += [f'<{s}> <{C}hasCapacity> "{c}"^^<{XSD_INTEGER}> .\n' for s, c in self.capacity.items()]
         return lines
 
 
@@ -101,8 +99,8 @@ class _Instants:
         second, fraction = divmod(micros, SECOND)
         if second != self._second:
             self._second = second
-            self._text = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-        return f'"{self._text}.{fraction:06d}Z"^^<{XSD}dateTime>'
+            self._text = from_micros(second * SECOND).strftime("%Y-%m-%dT%H:%M:%S")
+        return f'"{self._text}.{fraction:06d}Z"^^<{XSD_DATETIME}>'
 
 
 def spread(rng: random.Random, start: int, end: int, count: int) -> Iterator[int]:
@@ -266,7 +264,7 @@ def generate(kind: str, folder: Path, size: int, history: int,
 def build(spark, kind: str, root: Path, size: int, history: int, seed: int) -> Dataset:
     """Generate a data set and land it in a new warehouse under ``root`` through ``ingest_stream`` and
     ``load_static``; each stream ingest is timed (the ingest throughput figures)."""
-    from csparql.engine.ingest import ingest_stream, load_static
+    from csparql.ingest.ingest import ingest_stream, load_static
 
     folder = root / f"{kind}-n{size}-h{history}"
     files, static, counts, span = generate(kind, folder / "input", size, history, seed)

@@ -30,6 +30,7 @@ from pathlib import Path
 from rdflib import Literal, URIRef
 
 from benchmarks import data
+from csparql.storage.vocabulary import XSD_STRING
 from csparql.storage.warehouse import project_root
 from csparql.windows import format_instant
 
@@ -160,7 +161,7 @@ def _spark_window(spark, piece: StreamSlice):
     """The window's triples as a set (s, p, o), read from exactly the slice's files."""
     from pyspark.sql import functions as F
 
-    from csparql.engine.catalog import STREAM_FILE_SCHEMA
+    from csparql.spark.schema import STREAM_FILE_SCHEMA
 
     frame = spark.read.schema(STREAM_FILE_SCHEMA).parquet(*piece.files)
     end = F.timestamp_micros(F.lit(piece.end))
@@ -172,7 +173,7 @@ def _spark_window(spark, piece: StreamSlice):
 
 
 def _spark_static(spark, window: WindowFiles):
-    from csparql.engine.catalog import STATIC_FILE_SCHEMA
+    from csparql.spark.schema import STATIC_FILE_SCHEMA
 
     return spark.read.schema(STATIC_FILE_SCHEMA).parquet(*window.static)
 
@@ -476,7 +477,7 @@ def ntriples_sql(window: WindowFiles, graphs: tuple[str, ...] = ()) -> str:
         literal = (f"'\"' || replace(replace(replace(replace({column}.value, '\\', '\\\\'), '\"', '\\\"'), chr(10), "
                    f"'\\n'), chr(13), '\\r') || '\"' || CASE WHEN {column}.language IS NOT NULL THEN '@' || "
                    f"{column}.language WHEN {column}.datatype IS NULL OR {column}.datatype = "
-                   f"'http://www.w3.org/2001/XMLSchema#string' THEN '' ELSE '^^<' || {column}.datatype || '>' END")
+                   f"'{XSD_STRING}' THEN '' ELSE '^^<' || {column}.datatype || '>' END")
         return (f"CASE {column}.kind WHEN 1 THEN '<' || {column}.value || '>' WHEN 2 THEN '_:' || {column}.value "
                 f"ELSE {literal} END")
 

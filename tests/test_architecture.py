@@ -2,11 +2,12 @@
 
 Every module of ``csparql`` belongs to one room (``ROOMS``). ``LAYERS`` says, for each room it checks, which
 rooms below it the room may import and which packages it must not import: the pure core imports neither
-pyspark nor airflow nor deltalake; the deployment layer neither Spark nor Airflow; the web pages no Spark; the
-stack supervisor no Airflow. A room without a row is not checked yet (storage, spark, engine: issue 16 gives
-storage and ingest rules of their own; add their rows here). Imports are read from the source (every import
-statement, also inside functions), and importing the rooms' modules is checked to load none of the packages
-they must not import. The package has no import cycles among the imports that run when a module is imported.
+pyspark nor airflow nor deltalake; storage (the storage contract, delta-rs) only the core, and neither Spark nor
+Airflow; the Spark layer, ingest and the engine no Airflow; the deployment layer neither Spark nor Airflow; the
+web pages no Spark; the stack supervisor no Airflow. Imports are read from the source (every import statement,
+also inside functions), and importing the rooms' modules is checked to load none of the packages they must not
+import; the modules the executors run during an ingest load neither Spark nor Delta. The package has no import
+cycles among the imports that run when a module is imported.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ ROOMS = {
     "core": ("language", "algebra", "optimizer", "windows", "terms", "frontend", "schedule", "lateness"),
     "storage": ("storage",),
     "spark": ("spark",),
+    "ingest": ("ingest",),
     "engine": ("engine",),
     "deploy": ("deploy",),
     "samples": ("samples",),
@@ -37,16 +39,18 @@ ROOMS = {
 
 LAYERS = {
     "core": ((), ("pyspark", "airflow", "deltalake")),
+    "storage": (("core",), ("pyspark", "airflow")),
+    "spark": (("core", "storage"), ("airflow",)),
+    "ingest": (("core", "storage", "spark"), ("airflow",)),
+    "engine": (("core", "storage", "spark"), ("airflow",)),
     "deploy": (("core", "storage"), ("pyspark", "airflow")),
     "web": (("core", "storage", "deploy"), ("pyspark",)),
-    "stack": (("core", "storage", "spark", "engine", "deploy", "samples"), ("airflow",)),
-    "orchestration": (("core", "storage", "spark", "engine", "deploy"), ()),
+    "stack": (("core", "storage", "spark", "ingest", "engine", "deploy", "samples"), ("airflow",)),
+    "orchestration": (("core", "storage", "spark", "ingest", "engine", "deploy"), ()),
 }
 """Room: (the rooms below it that it may import, the packages it must not import)."""
 
-KNOWN_CROSSINGS = {
-    ("deploy/monitoring.py", "csparql.engine.results"): "column_names; issue 16 item 1 moves it to storage/",
-}
+KNOWN_CROSSINGS: dict[tuple[str, str], str] = {}
 """Imports across the layers that are known and due to go; each must still exist (remove it when it goes)."""
 
 AIRFLOW_ROOMS = ("orchestration", "web")
@@ -201,7 +205,43 @@ def test_importing_the_core_loads_no_spark_airflow_or_delta():
     assert loaded_by_importing(core, code) == set()
 
 
-def test_importing_the_deployment_layer_the_web_pages_and_the_stack_loads_what_they_may_use_only():
-    for room in ("deploy", "web", "stack"):
+EXECUTOR_MODULES = ("csparql.ingest.lines", "csparql.ingest.ranges", "csparql.ingest.rejects")
+"""What Spark's executors import during an ingest (the functions ``mapInArrow`` runs)."""
+
+
+def test_the_modules_the_executors_run_load_neither_spark_nor_delta():
+    assert set(EXECUTOR_MODULES) <= MODULES.keys()
+    assert loaded_by_importing(list(EXECUTOR_MODULES)) == set()
+
+
+def test_importing_storage_the_deployment_layer_the_web_pages_and_the_stack_loads_what_they_may_use_only():
+    for room in ("storage", "deploy", "web", "stack"):
         members = [m for m in MODULES if room_of(m) == room]
         assert members and not loaded_by_importing(members) & set(LAYERS[room][1]), room
+
+
+
+def test_the_spark_layer_has_no_import_cycles_even_through_imports_inside_functions():
+    """The compiler, the path evaluator and entailment share ``csparql.spark.frames``: no module of the Spark
+    layer needs an import inside a function to break a cycle."""
+    spark = {module: path for module, path in MODULES.items() if room_of(module) == "spark"}
+    graph = {module: {name for name in imports(path) if name in spark and name != module} for module, path in spark.items()}
+    cycles = [sorted(component) for component in strongly_connected(graph) if len(component) > 1]
+    assert cycles == []
+
+
+def test_the_compile_path_uses_no_private_name_of_another_module():
+    """The compiler, the path evaluator, entailment and one evaluation (``engine/evaluate.py``) use each other
+    through public names only (no ``compiler._expand`` from the path evaluator, no ``_PathEvaluator`` from
+    entailment)."""
+    modules = ["csparql.spark.frames", "csparql.spark.compiler", "csparql.spark.paths", "csparql.spark.entailment",
+               "csparql.engine.evaluate"]
+    private = []
+    for module in [m for m in modules if m in MODULES]:
+        for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("csparql."):
+                private += [(module, f"{node.module}.{a.name}") for a in node.names if a.name.startswith("_")]
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                private.append((module, ast.unparse(node)))
+    assert private == []

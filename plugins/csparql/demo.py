@@ -23,7 +23,7 @@ ROWS_SHOWN = 8
 
 def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None = None, out=sys.stdout) -> int:
     from csparql.engine.formats import render
-    from csparql.engine.ingest import ingest_stream, load_static
+    from csparql.ingest.ingest import ingest_stream, load_static
     from csparql.engine.runner import Engine, EvaluationFailed
     from csparql.samples import write_samples
     from csparql.schedule import evaluation_period, scheduled_evaluations

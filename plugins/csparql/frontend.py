@@ -1,48 +1,65 @@
 """The front end in one call: text to checked syntax tree to algebra.
 
-``compile_query(text)`` parses, translates and checks a C-SPARQL query and returns its ``QueryPlan``; any
-problem is a ``QueryError`` whose ``str()`` shows every diagnostic with line, column and caret.
+``compile_query(text)`` parses, checks and translates a query and returns its ``QueryPlan``; any problem is a
+``QueryError`` whose ``str()`` shows every diagnostic with line, column and caret. The translation is the
+algebra layer's (``csparql.algebra.translate.Translation``), done once. Queries are read in either of two
+dialects, C-SPARQL and RSP-QL, told apart from the text (``csparql.language.dialect``) unless ``dialect`` says
+which; both give the same syntax tree, so everything after the front end is the same.
 """
 
 from __future__ import annotations
 
 from csparql.algebra.operators import QueryPlan
-from csparql.algebra.translate import translate
+from csparql.algebra.translate import Translation
 from csparql.algebra.variables import in_scope
 from csparql.language import syntax as sx
 from csparql.language.checks import check
+from csparql.language.dialect import CSPARQL, RSPQL, detect_dialect
 from csparql.language.errors import QueryError, QuerySemanticError
-from csparql.language.parser import parse
+from csparql.language.parser import DIALECTS, parse
+from csparql.language.rspql import parse_rspql
 
 
-def parse_query(text: str, source_name: str = "<query>") -> sx.Query:
-    """The syntax tree of a query that parses, translates and keeps every C-SPARQL rule."""
-    query, _ = _front_end(text, source_name)
+def parse_query(text: str, source_name: str = "<query>", dialect: str | None = None) -> sx.Query:
+    """The syntax tree of a query that parses, translates and keeps every C-SPARQL rule; ``dialect`` is
+    ``"csparql"``, ``"rspql"`` or None (told from the text)."""
+    query, _ = _front_end(text, source_name, dialect)
     return query
 
 
-def compile_query(text: str, source_name: str = "<query>") -> QueryPlan:
+def compile_query(text: str, source_name: str = "<query>", dialect: str | None = None) -> QueryPlan:
     """The algebra of a valid query; raises ``QueryError`` (with every problem found) otherwise."""
-    _, plan = _front_end(text, source_name)
+    _, plan = _front_end(text, source_name, dialect)
     return plan
 
 
-def _front_end(text: str, source_name: str) -> tuple[sx.Query, QueryPlan]:
-    query = parse(text, source_name)
+def query_dialect(text: str, dialect: str | None = None) -> str:
+    """The dialect a query is read in: ``dialect`` when given (``ValueError`` for an unknown one), else the
+    one its text is written in."""
+    if dialect is None:
+        return detect_dialect(text)
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+    return dialect
+
+
+def _front_end(text: str, source_name: str, dialect: str | None) -> tuple[sx.Query, QueryPlan]:
+    if query_dialect(text, dialect) == RSPQL:
+        query = parse_rspql(text, source_name)
+    else:
+        query = parse(text, source_name)
     try:
-        # Rules about windows and registration come first: the algebra needs valid windows.
-        problems = check(query, _bound_in_where(query))
+        # One translation: the checks read the variables the WHERE clause binds from its pattern, and the
+        # rest of the plan is built on that pattern once they pass (the algebra needs valid windows).
+        translation = Translation(query)
+        bound_in_where = in_scope(translation.where()) if query.where is not None else ()
+        problems = check(query, bound_in_where)
         if problems:
             raise QuerySemanticError(problems)
-        plan = translate(query)
+        plan = translation.plan()
     except QueryError as error:
         raise error.with_source(text, source_name) from None
     return query, plan
 
 
-def _bound_in_where(query: sx.Query) -> tuple:
-    from csparql.algebra.translate import _Translator
-
-    if query.where is None:
-        return ()
-    return in_scope(_Translator(query).group(query.where))
+__all__ = ["CSPARQL", "RSPQL", "compile_query", "parse_query", "query_dialect"]

@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from csparql.storage.vocabulary import RDF_TYPE, XSD_DATETIME, XSD_INTEGER
 from csparql.windows import format_instant, parse_instant
 
 C = "http://linkedurbandata.org/city#"
@@ -25,8 +26,6 @@ X12 = "http://stockexchanges.org/exchanges#"
 SIOC = "http://rdfs.org/sioc/ns#"
 FOAF = "http://xmlns.com/foaf/0.1/"
 GLUE = "http://getglue.com/user/"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 
 STREAMS = {
     "milantollgates": "http://streams.org/milantollgates.trdf",
@@ -131,9 +130,9 @@ def write_samples(folder: str | Path, start: str = DEFAULT_START, hours: int = 3
         broker = rng.choice(brokers)
         amount = rng.randint(1, 40)
         streams["market"].append(_quad(_iri(broker), _iri(X11 + "does"), _iri(tx), at))
-        streams["market"].append(_quad(_iri(tx), _iri(X11 + "with"), f'"{amount}"^^<http://www.w3.org/2001/XMLSchema#integer>', at))
+        streams["market"].append(_quad(_iri(tx), _iri(X11 + "with"), f'"{amount}"^^<{XSD_INTEGER}>', at))
         streams["market"].append(_quad(_iri(tx), _iri(X12 + "seller"), _iri(broker), at))
-        streams["market"].append(_quad(_iri(tx), _iri(X12 + "with"), f'"{amount}"^^<http://www.w3.org/2001/XMLSchema#integer>', at))
+        streams["market"].append(_quad(_iri(tx), _iri(X12 + "with"), f'"{amount}"^^<{XSD_INTEGER}>', at))
         post = f"http://getglue.com/post/{index}"
         streams["interactions"].append(_quad(_iri(post), _iri(RDF_TYPE), _iri(SIOC + "Post"), at))
         streams["interactions"].append(_quad(_iri(post), _iri(SIOC + "has_creator"), _iri(rng.choice(users)), at))

@@ -22,6 +22,9 @@ XSD_DOUBLE = XSD.double
 XSD_BOOLEAN = XSD.boolean
 XSD_DATETIME = XSD.dateTime
 RDF_TYPE = RDF.type
+RDF_FIRST = RDF.first
+RDF_REST = RDF.rest
+RDF_NIL = RDF.nil
 RDF_LANGSTRING = RDF.langString
 
 # The reference engine's timestamp function, accepted as f:timestamp(?s, ?p, ?o) (decision 8).

@@ -18,8 +18,9 @@ from csparql.deploy.monitoring import AirflowRun, WindowRun
 from csparql.deploy.plan import deployment_of_text
 from csparql.deploy.settings import Settings
 from csparql.engine import results as rt
-from csparql.engine.catalog import bucket_of
 from csparql.storage import delta, schema
+from csparql.storage.instants import bucket_of, micros_of
+from csparql.storage.terms import term_array
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import from_micros, parse_instant
 from engine.storage_helpers import write_static, write_stream
@@ -89,7 +90,7 @@ def test_recent_windows_read_only_the_files_of_the_latest_windows(settings):
     # Every file holding one of the 26 oldest windows becomes unreadable: the 3 latest are still found.
     actions = pa.table(delta.open_table(settings.warehouse.runs).get_add_actions(flatten=True))
     for relative, high in zip(actions["path"].to_pylist(), actions["max.window_end"].to_pylist(), strict=True):
-        if monitoring._micros(high) < ends[-4]:
+        if micros_of(high) < ends[-4]:
             unreadable(settings.warehouse.runs / relative)
     windows = monitoring.recent_windows(settings.warehouse, "Tollgates", limit=3)
     assert [w.window_end for w in windows] == ends[-1:-4:-1]
@@ -157,7 +158,8 @@ def write_bindings(settings: Settings, end: int, rows: list[tuple], version: str
     delta.ensure(path, pa.schema(list(schema.WINDOW_COLUMNS)),
                  properties={"csparql.variables": json.dumps(["gate", "cars"])})
     existing = pa.schema(delta.open_table(path).schema().to_arrow())
-    table = rt.bindings_table(vars_, rows, end - 10 * MINUTE, end, existing, version)
+    terms = pa.table([term_array([row[i] for row in rows]) for i in range(len(vars_))], names=["gate", "cars"])
+    table = rt.bindings_table(vars_, terms, end - 10 * MINUTE, end, existing, version)
     rt.write_window(path, table, existing, end, merge_schema=True)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 from rdflib import URIRef
 
-from csparql.engine.catalog import bucket_of
 from csparql.storage import delta, schema
+from csparql.storage.instants import bucket_of
 from csparql.storage.statistics import record_statistics
 from csparql.storage.terms import term_dict
 from csparql.storage.warehouse import Warehouse

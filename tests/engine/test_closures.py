@@ -15,7 +15,7 @@ from rdflib import URIRef
 from conformance import reference
 from conformance.compare import compare, from_engine
 from csparql.engine.closures import DeltaClosureStore
-from csparql.engine.ingest import ingest_stream, load_static
+from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.frontend import compile_query
 from csparql.storage.warehouse import Warehouse

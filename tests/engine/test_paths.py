@@ -345,24 +345,24 @@ def test_closure_from_a_bound_end_walks_only_what_it_reaches(spark, monkeypatch,
     store = _store(CHAIN + CYCLE)
     seen: list[list[str]] = []
     if rounds == "driver":
-        collect = paths._PathEvaluator._collect
+        collect = paths.PathEvaluator._collect
 
         def recording(self, frame):
             pairs = collect(self, frame)
             seen.append([b[1] for _, b, _ in pairs])
             return pairs
 
-        monkeypatch.setattr(paths._PathEvaluator, "_collect", recording)
+        monkeypatch.setattr(paths.PathEvaluator, "_collect", recording)
     else:
         monkeypatch.setattr(paths, "LOCAL_PAIRS", 0)
-        materialise = paths._PathEvaluator._materialise
+        materialise = paths.PathEvaluator._materialise
 
         def recording(self, frame):
             frame, size = materialise(self, frame)
             seen.append([row.b.value for row in frame.collect()])
             return frame, size
 
-        monkeypatch.setattr(paths._PathEvaluator, "_materialise", recording)
+        monkeypatch.setattr(paths.PathEvaluator, "_materialise", recording)
     for where in [":n0 :p+ ?y", "?x :p* :n8"]:
         seen.clear()
         rows = check(spark, reader, store, where)

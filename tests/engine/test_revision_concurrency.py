@@ -17,7 +17,7 @@ import pytest
 from csparql.deploy.plan import deployment_of
 from csparql.deploy.registration import register_text
 from csparql.deploy.revisions import detect_after_commits, mark_revised, pending_windows
-from csparql.engine.ingest import ingest_stream
+from csparql.ingest.ingest import ingest_stream
 from csparql.engine.runner import Engine
 from csparql.storage import revisions as rv
 from csparql.storage.statistics import read_table

@@ -16,7 +16,7 @@ from csparql.deploy.plan import deployment_of
 from csparql.deploy.registration import register_text
 from csparql.deploy.revisions import check_evaluation, detect_after_commits, mark_revised, pending_windows
 from csparql.deploy.settings import Settings
-from csparql.engine.ingest import ingest_stream
+from csparql.ingest.ingest import ingest_stream
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.storage import revisions as rv

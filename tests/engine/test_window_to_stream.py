@@ -11,7 +11,7 @@ from rdflib import URIRef
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
-from csparql.engine.ingest import ingest_stream
+from csparql.ingest.ingest import ingest_stream
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.frontend import compile_query

@@ -13,6 +13,7 @@ import pytest
 from csparql.algebra.sexpr import format_plan
 from csparql.cli import main
 from csparql.frontend import compile_query, parse_query
+from csparql.language.dialect import detect_dialect
 from csparql.language.errors import EXCERPT_WIDTH, MAX_REPORTED, Diagnostic, QueryError, Span
 from csparql.language.parser import MAX_NESTING, MAX_QUERY_CHARACTERS, _lark, nesting_depth
 from csparql.language.printer import format_query
@@ -151,7 +152,8 @@ SHAPES = {
 
 
 def depth_of(text: str) -> int:
-    return nesting_depth(_lark().parse(text))
+    """How deep a query nests, parsed in its own dialect (the examples hold RSP-QL queries too)."""
+    return nesting_depth(_lark(detect_dialect(text)).parse(text))
 
 
 def largest_accepted(shape) -> int:

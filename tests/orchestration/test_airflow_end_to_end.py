@@ -25,7 +25,7 @@ from csparql import samples
 from csparql.deploy.plan import deployment_of, ingest_dag_id
 from csparql.deploy.registration import register, register_text
 from csparql.deploy.settings import Settings
-from csparql.engine.ingest import ingest_stream, load_static
+from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.stack.airflow_stack import AirflowStack, free_port

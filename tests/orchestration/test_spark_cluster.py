@@ -19,7 +19,7 @@ from deltalake import write_deltalake
 from csparql.deploy.plan import deployment_of
 from csparql.deploy.registry import write_loader
 from csparql.deploy.settings import Settings
-from csparql.engine.ingest import ingest_stream, load_static
+from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.samples import write_samples

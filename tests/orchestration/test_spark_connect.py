@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from csparql.engine.ingest import ingest_stream, load_static
+from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.frontend import compile_query

@@ -14,21 +14,16 @@ import re
 from collections import Counter
 
 import pytest
-from rdflib import Graph
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
-from csparql.engine.runner import Engine
 from csparql.frontend import compile_query, parse_query
-from csparql.srbench import Size, generate_workload, query_files
+from csparql.srbench import query_files
 from csparql.srbench.vocabulary import OBSERVATIONS
-from csparql.storage.warehouse import Warehouse
 from conformance import entailment as chaining
 
 HOUR = 3_600_000_000
 MINUTE = 60_000_000
-SIZE = Size(stations=12, hours=30, rate=1, towns_per_county=2)
-SEED = 7
 QUERIES = {int(re.match(r"q(\d+)-", path.name).group(1)): path for path in query_files()}
 # Per query: hours (from the start of the data) of windows with answers, and of windows without. The
 # scenario (csparql.srbench.generator.Scenario) of 30 hours: strong winds in hours 2–3 and 10–11 over the
@@ -53,23 +48,6 @@ WINDOWS = {
     16: ([6], [3]),
     17: ([6], [3]),
 }
-
-
-@pytest.fixture(scope="module")
-def workload(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("srbench")
-    warehouse = Warehouse(root / "warehouse")
-    loaded = generate_workload(warehouse, SIZE, SEED, folder=root / "files", spark=spark)
-    assert all(report.rejected == 0 for report in loaded.reports)
-    graphs = {}
-    for iri, path in loaded.graph_files.items():
-        graphs[iri] = list(Graph().parse(path, format="turtle" if path.suffix == ".ttl" else "nt"))
-    return loaded, warehouse, graphs
-
-
-@pytest.fixture(scope="module")
-def engine(workload, spark):
-    return Engine(workload[1], spark)
 
 
 def instants(number: int, data) -> tuple[list[int], list[int]]:

@@ -49,7 +49,7 @@ class UI:
 
 @pytest.fixture(scope="package")
 def ui(tmp_path_factory, spark) -> UI:
-    from csparql.engine.ingest import ingest_stream, load_static
+    from csparql.ingest.ingest import ingest_stream, load_static
 
     root = tmp_path_factory.mktemp("ui")
     files = samples.write_samples(root / "samples", hours=1)

@@ -18,12 +18,8 @@ from csparql.algebra.variables import in_scope, visible
 from csparql.language import expressions as ex
 from csparql.language import syntax as sx
 from csparql.language.errors import Diagnostic, QuerySemanticError, Span
-from csparql.terms import CSPARQL_TIMESTAMP_FUNCTION
+from csparql.terms import CSPARQL_TIMESTAMP_FUNCTION, RDF_FIRST, RDF_NIL, RDF_REST
 from csparql.windows import LogicalWindow, PhysicalWindow, Window
-
-RDF_FIRST = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#first")
-RDF_REST = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#rest")
-RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
 
 
 def window_of(spec: sx.WindowSpec) -> Window:
@@ -59,7 +55,7 @@ def dataset_of(query: sx.Query) -> alg.Dataset:
 
 def translate(query: sx.Query) -> alg.QueryPlan:
     """The algebra of a parsed (and checked) query."""
-    return _Translator(query).plan()
+    return Translation(query).plan()
 
 
 def join(left: alg.Operator, right: alg.Operator) -> alg.Operator:
@@ -83,13 +79,25 @@ def _error(message: str, span: Span | None) -> QuerySemanticError:
     return QuerySemanticError(Diagnostic(message, span))
 
 
-class _Translator:
+class Translation:
+    """The translation of one query, done once: ``where()`` is the WHERE clause's pattern (what the C-SPARQL
+    checks read its in-scope variables from, before the rest is translated), ``plan()`` the whole plan, built
+    on that same pattern. ``translate(query)`` is ``Translation(query).plan()``."""
+
     def __init__(self, query: sx.Query):
         self.query = query
         self.stream_iris = {c.iri for c in query.streams}
         self.path_vars = 0
         self.node_vars = 0
         self.aggregate_vars = 0
+        self._where: alg.Operator | None = None
+
+    def where(self) -> alg.Operator:
+        """The pattern of the query's WHERE clause (the empty BGP without one), translated on first use."""
+        if self._where is None:
+            query = self.query
+            self._where = self.group(query.where) if query.where is not None else alg.BGP()
+        return self._where
 
     # fresh variables
 
@@ -132,7 +140,10 @@ class _Translator:
 
     def query_pattern(self, query: sx.Query, top_level: bool = False) -> tuple[alg.ResultForm, alg.Operator]:
         """§18.2.4 and §18.2.5: the pattern of a query or sub-select, with its modifiers."""
-        pattern = self.group(query.where) if query.where is not None else alg.BGP()
+        if top_level:
+            pattern = self.where()
+        else:
+            pattern = self.group(query.where) if query.where is not None else alg.BGP()
         if query.aggregates:
             pattern = alg.StreamAggregate(pattern, tuple(self.aggregate_spec(c) for c in query.aggregates))
 

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from csparql.cli.language import _read_or_report
+from csparql.cli.language import _read_or_report, add_dialect_option
 from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 
@@ -37,6 +37,7 @@ def register(commands) -> None:
                      "when SQL would confuse it with a warehouse table or another query's results (see `csparql sql`)")
     run.add_argument("--no-write", action="store_true", help="print the results without writing them")
     _common(run)
+    add_dialect_option(run)
     run.set_defaults(run=run_run)
 
     replay = commands.add_parser(
@@ -52,6 +53,7 @@ def register(commands) -> None:
     replay.add_argument("--name", help="result table name for a query without REGISTER (default: the file name); "
                         "refused as for run")
     _common(replay)
+    add_dialect_option(replay)
     replay.set_defaults(run=run_replay)
 
     results = commands.add_parser(
@@ -110,14 +112,15 @@ def _instant(text: str, option: str) -> int | None:
         return None
 
 
-def _load(query: str):
-    """(plan, source name, version of the text) or None after reporting the problem."""
+def _load(query: str, dialect: str | None = None):
+    """(plan, source name, version of the text) or None after reporting the problem; ``dialect`` as
+    ``--dialect`` gives it (None: told from the text)."""
     source = _read_or_report(query)
     if source is None:
         return None
     text, source_name = source
     try:
-        plan = compile_query(text, source_name)
+        plan = compile_query(text, source_name, dialect)
     except QueryError as error:
         print(error.render(), file=sys.stderr)
         return None
@@ -179,7 +182,7 @@ def _engine_errors():
 
 
 def run_run(args: argparse.Namespace) -> int:
-    loaded = _load(args.query)
+    loaded = _load(args.query, args.dialect)
     at = _instant(args.at, "--at")
     if loaded is None or at is None:
         return 1
@@ -205,7 +208,7 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    loaded = _load(args.query)
+    loaded = _load(args.query, args.dialect)
     start, end = _instant(args.start, "--from"), _instant(args.end, "--to")
     if loaded is None or start is None or end is None:
         return 1

@@ -85,7 +85,7 @@ def _report(command: str, report, where: str) -> int:
 
 def _run(command: str, args: argparse.Namespace, work) -> int:
     # Spark and Delta are imported here, not at module level, so that `csparql check` stays fast.
-    from csparql.engine.ingest import InputError
+    from csparql.ingest.ingest import InputError
     from csparql.storage.delta import StorageError, TableFeatureError
     from csparql.storage.warehouse import Warehouse
 
@@ -104,7 +104,7 @@ def _max_future_skew(text: str | None) -> int:
     """``--max-future-skew`` in µs, else ``$CSPARQL_MAX_FUTURE_SKEW``, else the default; InputError naming
     the option or the variable for a value that cannot be used."""
     from csparql.deploy.settings import max_future_skew_setting
-    from csparql.engine.ingest import InputError
+    from csparql.ingest.ingest import InputError
     from csparql.windows import parse_duration
 
     try:
@@ -120,7 +120,7 @@ def _max_future_skew(text: str | None) -> int:
 
 def run_ingest(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
-        from csparql.engine.ingest import check_stream_request, ingest_stream
+        from csparql.ingest.ingest import check_stream_request, ingest_stream
         from csparql.spark.session import spark_session
         from csparql.storage.revisions import table_version
 
@@ -162,7 +162,7 @@ def _report_stale_windows(warehouse, stream: str, before: int) -> None:
 
 def run_load_static(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
-        from csparql.engine.ingest import check_static_request, load_static
+        from csparql.ingest.ingest import check_static_request, load_static
         from csparql.spark.session import spark_session
 
         check_static_request(args.graph, args.files, args.format, args.rejects)  # before Spark starts

@@ -1,4 +1,7 @@
-"""``csparql check`` and ``csparql explain``: the language front end from the command line."""
+"""``csparql check``, ``csparql explain`` and ``csparql translate``: the language front end from the command line.
+
+Every command that takes a query reads C-SPARQL and RSP-QL, told apart from the text unless ``--dialect``
+says which (``add_dialect_option``)."""
 
 from __future__ import annotations
 
@@ -7,9 +10,13 @@ import sys
 from pathlib import Path
 
 from csparql.algebra.sexpr import format_plan
-from csparql.frontend import compile_query, parse_query
-from csparql.language.errors import QueryError
+from csparql.frontend import compile_query, parse_query, query_dialect
+from csparql.language import syntax as sx
+from csparql.language.dialect import DIALECT_NAMES, RSPQL
+from csparql.language.errors import Diagnostic, QueryError
+from csparql.language.parser import DIALECTS
 from csparql.language.printer import format_query
+from csparql.language.rspql_printer import NotExpressibleError, format_rspql
 from csparql.optimizer import optimize
 
 
@@ -17,11 +24,13 @@ def register(commands) -> None:
     check = commands.add_parser(
         "check",
         help="validate queries and print them normalised",
-        description="Validate C-SPARQL queries. Prints each valid query normalised; reports every problem "
-        "with line, column and a caret. Exit 0 when all are valid, 1 otherwise. '-' reads standard input.",
+        description="Validate C-SPARQL or RSP-QL queries. Prints each valid query normalised, in its own "
+        "dialect; reports every problem with line, column and a caret. Exit 0 when all are valid, 1 otherwise. "
+        "'-' reads standard input.",
     )
     check.add_argument("files", nargs="+", metavar="FILE", help="query files ('-' for standard input)")
     check.add_argument("--quiet", "-q", action="store_true", help="print only the problems")
+    add_dialect_option(check)
     check.set_defaults(run=run_check)
 
     explain = commands.add_parser(
@@ -36,7 +45,34 @@ def register(commands) -> None:
         help="use the statistics of this warehouse (default: $CSPARQL_WAREHOUSE, else delta_tables/) to split "
         "each pattern into the part that reads stream windows and the part that reads static graphs",
     )
+    add_dialect_option(explain)
     explain.set_defaults(run=run_explain)
+
+    translate = commands.add_parser(
+        "translate",
+        help="print a query in the other dialect (C-SPARQL or RSP-QL)",
+        description="Print the query of FILE in the dialect --to names, when that dialect can express it; "
+        "otherwise say, with line, column and a caret, each construct it cannot express (exit 1). The printed "
+        "query has the same algebra as the original. '-' reads standard input.",
+    )
+    translate.add_argument("file", metavar="FILE", help="query file ('-' for standard input)")
+    translate.add_argument("--to", required=True, choices=DIALECTS, help="the dialect to print the query in")
+    add_dialect_option(translate)
+    translate.set_defaults(run=run_translate)
+
+
+def add_dialect_option(parser: argparse.ArgumentParser) -> None:
+    """``--dialect csparql|rspql`` for a command that reads queries (default: told from each query's text)."""
+    parser.add_argument(
+        "--dialect", choices=DIALECTS, default=None,
+        help="the query language: csparql (C-SPARQL) or rspql (RSP-QL, as RSP4J, Yasper, rsp-js and rsp-rs "
+        "write it); default: told from the text",
+    )
+
+
+def format_in_dialect(query: sx.Query, dialect: str) -> str:
+    """A valid query printed normalised in ``dialect``; ``NotExpressibleError`` when RSP-QL cannot say it."""
+    return format_rspql(query) if dialect == RSPQL else format_query(query)
 
 
 def read_source(name: str) -> tuple[str, str]:
@@ -68,8 +104,9 @@ def run_check(args: argparse.Namespace) -> int:
             failures += 1
             continue
         text, source_name = source
+        dialect = query_dialect(text, args.dialect)
         try:
-            query = parse_query(text, source_name)
+            query = parse_query(text, source_name, dialect)
         except QueryError as error:
             failures += 1
             print(error.render(), file=sys.stderr)
@@ -77,7 +114,7 @@ def run_check(args: argparse.Namespace) -> int:
         if not args.quiet:
             if len(args.files) > 1:
                 print(f"# {source_name}" if index == 0 else f"\n# {source_name}")
-            sys.stdout.write(format_query(query))
+            sys.stdout.write(format_in_dialect(query, dialect))
     if len(args.files) > 1:
         print(f"{len(args.files) - failures} of {len(args.files)} valid", file=sys.stderr)
     return 1 if failures else 0
@@ -89,7 +126,7 @@ def run_explain(args: argparse.Namespace) -> int:
         return 1
     text, source_name = source
     try:
-        plan = compile_query(text, source_name)
+        plan = compile_query(text, source_name, args.dialect)
     except QueryError as error:
         print(error.render(), file=sys.stderr)
         return 1
@@ -107,3 +144,42 @@ def run_explain(args: argparse.Namespace) -> int:
               "compiled for Spark, and a property also counts its sub-properties' triples (docs/entailment.md)")
     sys.stdout.write(format_plan(optimize(plan, statistics)))
     return 0
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    source = _read_or_report(args.file)
+    if source is None:
+        return 1
+    text, source_name = source
+    dialect = query_dialect(text, args.dialect)
+    try:
+        query = parse_query(text, source_name, dialect)
+        printed = format_in_dialect(query, args.to)
+    except NotExpressibleError as error:
+        print(f"{source_name}: error: {DIALECT_NAMES[args.to]} cannot express this {DIALECT_NAMES[dialect]} query:",
+              file=sys.stderr)
+        print(error.with_source(text, source_name).render(), file=sys.stderr)
+        return 1
+    except QueryError as error:
+        print(error.render(), file=sys.stderr)
+        return 1
+    for note in translation_notes(query, dialect, args.to):
+        print(note.render(text, source_name).replace(": error: ", ": note: ", 1), file=sys.stderr)
+    sys.stdout.write(printed)
+    return 0
+
+
+def translation_notes(query: sx.Query, source: str, target: str) -> list[Diagnostic]:
+    """What a translation says differently without changing what the query means (printed as notes)."""
+    notes: list[Diagnostic] = []
+    registration = query.registration
+    if source == RSPQL and target != RSPQL and registration is not None and registration.output is not None:
+        notes.append(Diagnostic(
+            f"the output IRI <{registration.output}> becomes the query name '{registration.name}' (C-SPARQL "
+            "names registered queries; a REGISTER STREAM query's output stream is urn:csparql:stream:"
+            f"{registration.name})", registration.span))
+    if target == RSPQL and registration is not None and registration.computed_every is not None:
+        notes.append(Diagnostic(
+            "COMPUTED EVERY is left out: it is the period the windows' STEP gives anyway",
+            registration.computed_every.span))
+    return notes

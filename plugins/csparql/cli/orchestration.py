@@ -14,6 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+from csparql.cli.language import add_dialect_option
+
 EXIT_OK, EXIT_REFUSED = 0, 1
 
 
@@ -30,6 +32,7 @@ def register(commands) -> None:
     reg.add_argument("--as", dest="name", metavar="NAME", help="the registration name (DAG id and result tables)")
     reg.add_argument("--replace", action="store_true", help="replace a different query registered under NAME")
     reg.add_argument("--sync", action="store_true", help="bring the loaders in line with the registry's .rq files")
+    add_dialect_option(reg)
     reg.set_defaults(run=run_register)
 
     unreg = commands.add_parser("unregister", help="remove a query from the registry (its results stay)")
@@ -102,6 +105,8 @@ def run_register(args: argparse.Namespace) -> int:
     if not args.query:
         print("csparql register: give a QUERY file, or --sync", file=sys.stderr)
         return 2
+    if args.dialect is not None and not _is_in_dialect(args.query, args.dialect):
+        return EXIT_REFUSED
     try:
         target = register(args.query, settings, name=args.name, replace=args.replace)
     except RegistrationError as error:
@@ -109,6 +114,25 @@ def run_register(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     print(f"registered {target.stem}: {target} (DAG '{target.stem}', loader {target.with_suffix('.py').name})")
     return EXIT_OK
+
+
+def _is_in_dialect(path: str, dialect: str) -> bool:
+    """Whether the query file is a valid query of ``dialect`` (reporting why not). The registry reads a query
+    in the dialect its text is written in, which is this one whenever the query is valid in it."""
+    from csparql.cli.language import _read_or_report
+    from csparql.frontend import compile_query
+    from csparql.language.errors import QueryError
+
+    source = _read_or_report(path)
+    if source is None:
+        return False
+    text, source_name = source
+    try:
+        compile_query(text, source_name, dialect)
+    except QueryError as error:
+        print(error.render(), file=sys.stderr)
+        return False
+    return True
 
 
 def run_unregister(args: argparse.Namespace) -> int:

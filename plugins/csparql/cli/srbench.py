@@ -38,15 +38,13 @@ def register(commands) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from datetime import datetime, timezone
-
     from csparql.srbench.generator import Size, generate
     from csparql.srbench.workload import write_files
-    from csparql.windows import parse_evaluation_instant
+    from csparql.windows import from_micros, parse_evaluation_instant
 
     try:
         size = Size(args.stations, args.hours, args.rate, args.towns)
-        start = datetime.fromtimestamp(parse_evaluation_instant(args.start) / 1_000_000, tz=timezone.utc)
+        start = from_micros(parse_evaluation_instant(args.start))
     except ValueError as error:
         print(f"csparql srbench generate: {error}", file=sys.stderr)
         return EXIT_REFUSED

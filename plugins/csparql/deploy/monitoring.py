@@ -17,59 +17,24 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from rdflib import Variable
 
 from csparql.deploy.plan import Deployment
 from csparql.schedule import Schedule
 from csparql.storage import delta
+from csparql.storage.delta import STATISTICS_TRUNCATION_MICROS
+from csparql.storage.instants import bucket_start, micros_of
+from csparql.storage.tables import IRI_PROPERTY, QUERY_PROPERTY, RESULT_KINDS, VARIABLES_PROPERTY, column_names
 from csparql.storage.warehouse import Warehouse, check_query_name
 
-IRI_PROPERTY = "csparql.iri"  # as csparql.engine.catalog records it (that module needs Spark)
 STATES = ("complete", "late", "failed", "running", "evaluated")
 """The state of a window: ``complete`` (evaluated once every input had landed), ``late`` (evaluated after the
 wait timed out, ``complete = false``), ``failed``, ``running`` (a run of it is in progress in Airflow — set by
 the Airflow layer), or ``evaluated`` (evaluated outside Airflow, e.g. ``csparql run``: completeness unknown)."""
-MILLI = 1_000  # Delta truncates timestamp statistics to milliseconds
-
-
-def _micros(value) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        delta_ = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
-        return (delta_.days * 86_400 + delta_.seconds) * 1_000_000 + delta_.microseconds
-    return int(value)
-
-
-def _add_actions(path) -> pa.Table:
-    """The add actions of a table's current version, one row per live file, statistics flattened."""
-    return pa.table(delta.open_table(path).get_add_actions(flatten=True))
-
-
-def _column(actions: pa.Table, name: str) -> list:
-    return actions.column(name).to_pylist() if name in actions.column_names else [None] * actions.num_rows
-
-
-def _file_uri(root, relative: str) -> str:
-    return relative if relative.startswith("/") else str(Path(root).resolve() / unquote(relative))
-
-
-def _read_files(root, paths: Iterable[str]) -> pa.Table | None:
-    tables = [pq.read_table(_file_uri(root, p)) for p in paths]
-    if not tables:
-        return None
-    return pa.concat_tables(tables, promote_options="permissive")
 
 
 # --- the windows of a query ------------------------------------------------------------------------------
@@ -111,19 +76,9 @@ def window_state(status: str, complete: bool | None) -> str:
     return "complete" if complete else "late"
 
 
-def _may_hold(minimum: str | None, maximum: str | None, value: str) -> bool:
-    """Whether a file whose string statistics are [minimum, maximum] may hold ``value`` (Delta writers may
-    truncate string statistics to a prefix, so the maximum is compared on the value's prefix)."""
-    if minimum is not None and minimum > value:
-        return False
-    if maximum is not None and value[: len(maximum)] > maximum:
-        return False
-    return True
-
-
 def runs_actions(warehouse: Warehouse) -> pa.Table:
     """The add actions of the runs table (to share between several ``recent_windows`` calls)."""
-    return _add_actions(warehouse.runs)
+    return delta.add_actions(warehouse.runs)
 
 
 def recent_windows(warehouse: Warehouse, query: str, limit: int = 50, actions: pa.Table | None = None) -> list[WindowRun]:
@@ -137,38 +92,39 @@ def recent_windows(warehouse: Warehouse, query: str, limit: int = 50, actions: p
     if actions is None:
         if not delta.exists(path):
             return []
-        actions = _add_actions(path)
+        actions = delta.add_actions(path)
     files = [
         (max_end, relative)
         for relative, low, high, max_end in zip(
-            _column(actions, "path"), _column(actions, "min.query"), _column(actions, "max.query"),
-            _column(actions, "max.window_end"), strict=True)
-        if _may_hold(low, high, query)
+            delta.action_column(actions, "path"), delta.action_column(actions, "min.query"),
+            delta.action_column(actions, "max.query"), delta.action_column(actions, "max.window_end"), strict=True)
+        if delta.may_hold_string(low, high, query)
     ]
     unknown = [f for f in files if f[0] is None]
-    known = sorted((f for f in files if f[0] is not None), key=lambda f: _micros(f[0]), reverse=True)
+    known = sorted((f for f in files if f[0] is not None), key=lambda f: micros_of(f[0]), reverse=True)
     rows: list[dict] = []
     for _, relative in unknown:
         rows.extend(_runs_of(path, [relative], query))
-    ends = {_micros(r["window_end"]) for r in rows}
+    ends = {micros_of(r["window_end"]) for r in rows}
     for max_end, relative in known:
-        if len(ends) >= limit and _micros(max_end) + MILLI < sorted(ends, reverse=True)[limit - 1]:
+        oldest_shown = sorted(ends, reverse=True)[limit - 1] if len(ends) >= limit else None
+        if oldest_shown is not None and micros_of(max_end) + STATISTICS_TRUNCATION_MICROS < oldest_shown:
             break  # this file and every later one hold only older windows
         found = _runs_of(path, [relative], query)
         rows.extend(found)
-        ends.update(_micros(r["window_end"]) for r in found)
+        ends.update(micros_of(r["window_end"]) for r in found)
     by_window: dict[int, list[dict]] = defaultdict(list)
     for row in rows:
-        by_window[_micros(row["window_end"])].append(row)
+        by_window[micros_of(row["window_end"])].append(row)
     windows = []
     for end in sorted(by_window, reverse=True)[:limit]:
-        runs = sorted(by_window[end], key=lambda r: _micros(r["started_at"]))
+        runs = sorted(by_window[end], key=lambda r: micros_of(r["started_at"]))
         last = runs[-1]
         windows.append(WindowRun(
-            window_start=_micros(last["window_start"]),
+            window_start=micros_of(last["window_start"]),
             window_end=end,
             state=window_state(last["status"], last.get("complete")),
-            started_at=_micros(last["started_at"]),
+            started_at=micros_of(last["started_at"]),
             triples_read=_json_counts(last.get("triples_read")),
             files_read=_json_counts(last.get("files_read")),
             rows_written=last.get("rows_written"),
@@ -183,7 +139,7 @@ def recent_windows(warehouse: Warehouse, query: str, limit: int = 50, actions: p
 
 
 def _runs_of(root, relatives: list[str], query: str) -> list[dict]:
-    table = _read_files(root, relatives)
+    table = delta.read_files(root, relatives)
     if table is None:
         return []
     return table.filter(pc.equal(table["query"], query)).to_pylist()
@@ -374,18 +330,10 @@ class StaticGraph:
 
 
 def table_size(actions: pa.Table) -> TableSize:
-    records = _column(actions, "num_records")
-    sizes = _column(actions, "size_bytes")
+    records = delta.action_column(actions, "num_records")
+    sizes = delta.action_column(actions, "size_bytes")
     triples = None if any(r is None for r in records) else sum(records)
     return TableSize(actions.num_rows, sum(s or 0 for s in sizes), triples)
-
-
-def _bucket_hour(bucket: str) -> int | None:
-    try:
-        moment = datetime.strptime(bucket, "%Y%m%dT%H").replace(tzinfo=timezone.utc)
-    except (TypeError, ValueError):
-        return None
-    return _micros(moment)
 
 
 def stream_statistics(warehouse: Warehouse, watermarks: dict[str, int] | None = None) -> list[StreamStatistics]:
@@ -398,14 +346,15 @@ def stream_statistics(warehouse: Warehouse, watermarks: dict[str, int] | None = 
         table = delta.open_table(folder)
         configuration = table.metadata().configuration or {}
         iri = configuration.get(IRI_PROPERTY, folder.name)
-        actions = pa.table(table.get_add_actions(flatten=True))
+        actions = delta.add_actions(table)
         per_hour: dict[int, int] = defaultdict(int)
-        for bucket, records in zip(_column(actions, "partition.bucket"), _column(actions, "num_records"), strict=True):
-            hour = _bucket_hour(bucket)
+        buckets = delta.action_column(actions, "partition.bucket")
+        for bucket, records in zip(buckets, delta.action_column(actions, "num_records"), strict=True):
+            hour = bucket_start(bucket)
             if hour is not None and records:
                 per_hour[hour] += records
         streams.append(StreamStatistics(iri, str(folder), table_size(actions), marks.get(iri), dict(per_hour),
-                                        configuration.get("csparql.query")))
+                                        configuration.get(QUERY_PROPERTY)))
     return sorted(streams, key=lambda s: s.iri)
 
 
@@ -415,7 +364,7 @@ def static_graphs(warehouse: Warehouse) -> list[StaticGraph]:
     for folder in warehouse.static_folders():
         table = delta.open_table(folder)
         iri = (table.metadata().configuration or {}).get(IRI_PROPERTY)
-        graphs.append(StaticGraph(iri, str(folder), table_size(pa.table(table.get_add_actions(flatten=True)))))
+        graphs.append(StaticGraph(iri, str(folder), table_size(delta.add_actions(table))))
     return sorted(graphs, key=lambda g: (g.iri is not None, g.iri or ""))
 
 
@@ -449,7 +398,7 @@ class ResultWindow:
 
 def result_kind(warehouse: Warehouse, query: str) -> str | None:
     """Which result table a query has (``bindings``, ``answers``, ``triples``), None before its first write."""
-    for kind in ("bindings", "answers", "triples"):
+    for kind in RESULT_KINDS:
         if delta.exists(warehouse.results(query, kind)):
             return kind
     return None
@@ -458,27 +407,25 @@ def result_kind(warehouse: Warehouse, query: str) -> str | None:
 def latest_results(warehouse: Warehouse, query: str, limit: int = 100, window_end: int | None = None) -> ResultWindow | None:
     """The rows of the query's latest window (or of the window ending at ``window_end``), reading only the
     files whose statistics say they hold it; None when the query has written no results."""
-    from csparql.engine.results import column_names
-
     kind = result_kind(warehouse, query)
     if kind is None:
         return None
     path = warehouse.results(query, kind)
     table = delta.open_table(path)
-    actions = pa.table(table.get_add_actions(flatten=True))
-    lows = [_micros(v) for v in _column(actions, "min.window_end")]
-    highs = [_micros(v) for v in _column(actions, "max.window_end")]
-    paths = _column(actions, "path")
+    actions = delta.add_actions(table)
+    lows = [micros_of(v) for v in delta.action_column(actions, "min.window_end")]
+    highs = [micros_of(v) for v in delta.action_column(actions, "max.window_end")]
+    paths = delta.action_column(actions, "path")
     if not paths:
         return None
     if window_end is None:
         known = [h for h in highs if h is not None]
-        threshold = max(known) - MILLI if len(known) == len(highs) else None
+        threshold = max(known) - STATISTICS_TRUNCATION_MICROS if len(known) == len(highs) else None
         chosen = [p for p, h in zip(paths, highs, strict=True) if threshold is None or h >= threshold]
     else:
         chosen = [p for p, lo, hi in zip(paths, lows, highs, strict=True)
-                  if lo is None or hi is None or lo - MILLI <= window_end <= hi + MILLI]
-    data = _read_files(path, chosen)
+                  if delta.may_hold_instant(lo, hi, window_end)]
+    data = delta.read_files(path, chosen)
     if data is None or data.num_rows == 0:
         return None
     ends = pc.cast(data["window_end"], pa.int64())
@@ -489,7 +436,7 @@ def latest_results(warehouse: Warehouse, query: str, limit: int = 100, window_en
     first = rows.slice(0, 1).to_pylist()[0]
     version = first.get("query_version")
     if kind == "bindings":
-        recorded = (table.metadata().configuration or {}).get("csparql.variables")
+        recorded = (table.metadata().configuration or {}).get(VARIABLES_PROPERTY)
         if recorded:
             vars_ = tuple(Variable(v) for v in json.loads(recorded))
         else:
@@ -505,7 +452,7 @@ def latest_results(warehouse: Warehouse, query: str, limit: int = 100, window_en
     values = tuple(
         tuple(_shown(row.get(c)) for c in term_columns) for row in shown
     )
-    return ResultWindow(kind, _micros(first["window_start"]), target, tuple(columns), values, rows.num_rows, version)
+    return ResultWindow(kind, micros_of(first["window_start"]), target, tuple(columns), values, rows.num_rows, version)
 
 
 def _shown(value) -> str | None:

@@ -1,1 +1,2 @@
-"""The engine: evaluating plans on Spark, reading and writing Delta tables, ingesting streams."""
+"""The engine: evaluating windows on Spark over the Delta tables, writing their results and runs, and reading
+them back (ingest is ``csparql.ingest``)."""

@@ -18,42 +18,21 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+from pyspark.sql.types import LongType, TimestampType
 from rdflib import URIRef
 
 from csparql.algebra import operators as alg
 from csparql.engine.closures import DeltaClosureStore
 from csparql.optimizer import SourceStatistics
 from csparql.spark.sources import empty_triples
-from csparql.spark.terms import TERM_STRUCT
+from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA
 from csparql.storage import delta
 from csparql.storage.delta import STATISTICS_TRUNCATION_MICROS, FileInfo
+from csparql.storage.instants import bucket_of
 from csparql.storage.statistics import read_statistics, record_statistics
+from csparql.storage.tables import IRI_PROPERTY
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import LogicalWindow, WindowBounds, from_micros
-
-IRI_PROPERTY = "csparql.iri"
-KIND_PROPERTY = "csparql.kind"
-
-STREAM_FILE_SCHEMA = StructType(
-    [
-        StructField("s", TERM_STRUCT, False),
-        StructField("p", TERM_STRUCT, False),
-        StructField("o", TERM_STRUCT, False),
-        StructField("ts", TimestampType(), False),
-        StructField("arrival", LongType(), False),
-    ]
-)
-STATIC_FILE_SCHEMA = StructType(
-    [StructField("s", TERM_STRUCT, False), StructField("p", TERM_STRUCT, False), StructField("o", TERM_STRUCT, False)]
-)
-
-
-def bucket_of(micros: int) -> str:
-    """The hour bucket (``yyyyMMddTHH``, UTC) a timestamp falls in; streams are partitioned by it."""
-    instant = from_micros(micros)
-    return f"{instant.year:04d}{instant:%m%dT%H}"
-
+from csparql.windows import LogicalWindow, WindowBounds
 
 @dataclass
 class Scan:

@@ -22,31 +22,14 @@ import uuid
 from pathlib import Path
 from urllib.parse import unquote
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
 
 from csparql.spark.closures import ClosureKey
-from csparql.spark.terms import TERM_STRUCT
-from csparql.storage import delta
-from csparql.storage.terms import TERM_TYPE
+from csparql.spark.schema import CLOSURES_FILE_SCHEMA
+from csparql.storage import delta, schema
+from csparql.storage.tables import CLOSURE, KIND_PROPERTY, OPERATION
 from csparql.storage.warehouse import Warehouse
-
-CLOSURES_SCHEMA = pa.schema(
-    [
-        pa.field("a", TERM_TYPE),
-        pa.field("b", TERM_TYPE),
-        pa.field("g", pa.string()),
-        pa.field("family", pa.string(), nullable=False),
-        pa.field("closure", pa.string(), nullable=False),
-    ]
-)
-PARTITIONS = ["family", "closure"]
-FILE_SCHEMA = StructType(
-    [StructField("a", TERM_STRUCT, True), StructField("b", TERM_STRUCT, True), StructField("g", StringType(), True)]
-)
-
 
 class DeltaClosureStore:
     """Closures kept in the warehouse's ``_csparql/closures`` table (see the module docstring)."""
@@ -59,7 +42,7 @@ class DeltaClosureStore:
         files = self.files(key)
         if not files:
             return None
-        frame = self.spark.read.schema(FILE_SCHEMA).parquet(*files)
+        frame = self.spark.read.schema(CLOSURES_FILE_SCHEMA).parquet(*files)
         return frame.where(F.col("a").isNotNull())
 
     def files(self, key: ClosureKey) -> list[str]:
@@ -76,16 +59,16 @@ class DeltaClosureStore:
         return sorted(f.uri for f in live if _writer(f.uri) == first)
 
     def store(self, key: ClosureKey, pairs: DataFrame) -> DataFrame:
-        delta.ensure(self.path, CLOSURES_SCHEMA, PARTITIONS, {"csparql.kind": "closures"})
+        delta.ensure(self.path, schema.CLOSURES, schema.CLOSURES_PARTITIONS, {KIND_PROPERTY: "closures"})
         writer = uuid.uuid4().hex
         folder = self.path / f"family={key.family}" / f"closure={key.id}" / writer
-        marker = self.spark.createDataFrame([(None, None, None)], FILE_SCHEMA)
+        marker = self.spark.createDataFrame([(None, None, None)], CLOSURES_FILE_SCHEMA)
         try:
             pairs.select("a", "b", "g").unionByName(marker).write.parquet(str(folder))
             files = [(str(file), {"family": key.family, "closure": key.id}) for file in sorted(folder.glob("*.parquet"))]
             delta.commit_files(
-                self.path, files, CLOSURES_SCHEMA, PARTITIONS, timestamp_column=None,
-                metadata={"csparql.operation": "store-closure", "csparql.closure": key.description},
+                self.path, files, schema.CLOSURES, schema.CLOSURES_PARTITIONS, timestamp_column=None,
+                metadata={OPERATION: "store-closure", CLOSURE: key.description},
             )
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)

@@ -11,15 +11,15 @@ import re
 from rdflib import BNode, Literal, URIRef
 
 from csparql.engine.evaluate import QueryResult
+from csparql.storage.vocabulary import XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
 from csparql.terms import XSD_STRING, format_ntriples_term
 
 FORMATS = ("json", "tsv", "csv")
-_XSD = "http://www.w3.org/2001/XMLSchema#"
 _ABBREVIATED = {
-    _XSD + "integer": re.compile(r"^[+-]?[0-9]+$"),
-    _XSD + "decimal": re.compile(r"^[+-]?[0-9]*\.[0-9]+$"),
-    _XSD + "double": re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)[eE][+-]?[0-9]+$"),
-    _XSD + "boolean": re.compile(r"^(true|false)$"),
+    XSD_INTEGER: re.compile(r"^[+-]?[0-9]+$"),
+    XSD_DECIMAL: re.compile(r"^[+-]?[0-9]*\.[0-9]+$"),
+    XSD_DOUBLE: re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)[eE][+-]?[0-9]+$"),
+    XSD_BOOLEAN: re.compile(r"^(true|false)$"),
 }
 
 

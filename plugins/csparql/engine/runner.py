@@ -28,6 +28,8 @@ from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage import revisions as rv
+from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICATES, QUERY_PROPERTY, RUN_METADATA,
+                                    VARIABLES_PROPERTY)
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
@@ -67,15 +69,6 @@ class Phases:
 class EvaluationFailed(Exception):
     """An evaluation failed; the runs table has a row saying so."""
 
-
-RUN_METADATA = "csparql.run"
-"""Commit metadata of every result commit: the run it completes, as JSON (``RunRecord``). The results and
-the runs table are two Delta tables, so two commits; a process that dies between them leaves results whose
-run is written here only, and ``Engine.record_lost_runs`` appends it to the runs table later."""
-
-OUTPUT_PREDICATES = "csparql.predicates"
-"""Commit metadata of a REGISTER STREAM output commit: its triples per predicate (JSON), what the statistics
-record for the stream."""
 
 LOST_RUNS_LOOKBACK = 20
 """How many of a result table's latest commits ``Engine.record_lost_runs`` looks at."""
@@ -285,12 +278,10 @@ class Engine:
             path = self.warehouse.stream(stream)
             delta.ensure(
                 path, schema.STREAM, schema.STREAM_PARTITIONS,
-                {"csparql.iri": stream, "csparql.kind": "stream", "csparql.query": name},
+                {IRI_PROPERTY: stream, KIND_PROPERTY: "stream", QUERY_PROPERTY: name},
             )
-            table = rt.output_stream_table(result.triples, window.end)
-            counts: dict[str, int] = {}
-            for _, p, _ in result.triples:
-                counts[str(p)] = counts.get(str(p), 0) + 1
+            table = rt.output_stream_table(result.terms, window.end)
+            counts = rt.predicate_counts(result.terms)
             metadata = completed(table.num_rows, **{OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True)})
             # Readers of the stream that evaluated this window before (a revision) must see it changed, even
             # when it is now empty: its end is the event time of what was replaced.
@@ -306,11 +297,11 @@ class Engine:
         if result.form == "select":
             delta.ensure(
                 path, pa.schema(list(schema.WINDOW_COLUMNS)),
-                properties={"csparql.query": name, "csparql.variables": json.dumps([str(v) for v in result.vars])},
+                properties={QUERY_PROPERTY: name, VARIABLES_PROPERTY: json.dumps([str(v) for v in result.vars])},
             )
             existing = delta.open_table(path).schema().to_arrow()
             existing = pa.schema(existing) if existing is not None else None
-            table = rt.bindings_table(result.vars, result.rows, window.start, window.end, existing, version)
+            table = rt.bindings_table(result.vars, result.terms, window.start, window.end, existing, version)
             base = pa.schema(list(schema.WINDOW_COLUMNS))
             table = rv.with_revision(table, run.revision)
             rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True,
@@ -323,7 +314,7 @@ class Engine:
             rt.write_window(path, table, schema.ANSWERS, window.end, merge_schema=True, metadata=completed(1))
             run.result_version = self._committed_version(path, run)
             return 1
-        table = rv.with_revision(rt.triples_table(result.triples, window.start, window.end, version), run.revision)
+        table = rv.with_revision(rt.triples_table(result.terms, window.start, window.end, version), run.revision)
         rt.write_window(path, table, schema.TRIPLES, window.end, merge_schema=True, metadata=completed(table.num_rows))
         run.result_version = self._committed_version(path, run)
         return table.num_rows

@@ -15,28 +15,19 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
 from rdflib import Variable
 
-from csparql.engine.catalog import IRI_PROPERTY
 from csparql.engine.evaluate import QueryResult
-from csparql.engine.results import column_names, parse_ntriples_term
+from csparql.engine.results import parse_ntriples_term
 from csparql.storage import delta
 from csparql.storage.revisions import revision_rows
+from csparql.storage.instants import micros_of
 from csparql.storage.statistics import read_table
+from csparql.storage.tables import IRI_PROPERTY, VARIABLES_PROPERTY, column_names
 from csparql.storage.warehouse import Warehouse, check_query_name, sql_table_name
-
-
-def _micros(value: datetime | None) -> int | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    delta_ = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta_.days * 86_400 + delta_.seconds) * 1_000_000 + delta_.microseconds
 
 
 class StoredResults:
@@ -64,18 +55,18 @@ class StoredResults:
         groups: dict[int, list[dict]] = defaultdict(list)
         starts: dict[int, int | None] = {}
         for row in rows:
-            window_end = _micros(row["window_end"])
+            window_end = micros_of(row["window_end"])
             if (start is not None and window_end < start) or (end is not None and window_end > end):
                 continue
             groups[window_end].append(row)
-            starts[window_end] = _micros(row["window_start"])
+            starts[window_end] = micros_of(row["window_start"])
         vars_ = self._variables(table.column_names)
         for window_end in sorted(groups):
             yield starts[window_end], window_end, self._result(groups[window_end], vars_)
 
     def _variables(self, columns: list[str]) -> tuple[Variable, ...]:
         """The query's variables, in order (recorded on the table; column names replace unsafe characters)."""
-        recorded = delta.properties(self.path).get("csparql.variables")
+        recorded = delta.properties(self.path).get(VARIABLES_PROPERTY)
         if recorded:
             return tuple(Variable(v) for v in json.loads(recorded))
         return tuple(Variable(c[: -len("_term")]) for c in columns if c.endswith("_term"))

@@ -34,11 +34,14 @@ from csparql.language.errors import (
     UnsupportedFeatureError,
     shorten,
 )
-from csparql.terms import RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
+from csparql.terms import RDF_NIL, RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
 from csparql.windows import MAX_COUNT, canonical_unit, unit_micros
 
 GRAMMAR_FILE = FilePath(__file__).with_name("grammar.lark")
-RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
+RSPQL_GRAMMAR_FILE = FilePath(__file__).with_name("rspql.lark")
+"""The RSP-QL additions: the RSP-QL parser is built from ``GRAMMAR_FILE`` followed by this file."""
+DIALECTS = ("csparql", "rspql")
+"""The query languages csparql reads: C-SPARQL and RSP-QL (``csparql.language.dialect`` tells them apart)."""
 MAX_QUERY_CHARACTERS = 200_000
 """The longest query text accepted, in characters: a query is a program, not a data set (a query at the limit
 is checked in a few seconds)."""
@@ -53,11 +56,23 @@ UPDATE_KEYWORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD",
 LARK_OPTIONS = {"parser": "lalr", "lexer": "contextual", "propagate_positions": True, "maybe_placeholders": False}
 
 
-@functools.cache
-def _lark() -> lark.Lark:
-    """The parser, built from the grammar once per grammar (building the LALR tables takes a CPU-second that
-    every process would pay: each Airflow task and DAG file parse) and otherwise loaded from the cache."""
+def grammar_text(dialect: str = "csparql") -> str:
+    """The lark grammar of a dialect: the C-SPARQL grammar, and for RSP-QL that grammar followed by the RSP-QL
+    additions (which override and extend its rules, so that both dialects share every SPARQL 1.1 rule)."""
     grammar = GRAMMAR_FILE.read_text(encoding="utf-8")
+    if dialect == "rspql":
+        grammar += "\n" + RSPQL_GRAMMAR_FILE.read_text(encoding="utf-8")
+    elif dialect != "csparql":
+        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+    return grammar
+
+
+@functools.cache
+def _lark(dialect: str = "csparql") -> lark.Lark:
+    """The parser of a dialect, built from its grammar once per grammar (building the LALR tables takes a
+    CPU-second that every process would pay: each Airflow task and DAG file parse) and otherwise loaded from
+    the cache."""
+    grammar = grammar_text(dialect)
     cached = _parser_cache(grammar)
     if cached is not None:
         try:
@@ -108,6 +123,12 @@ def parse(text: str, source_name: str = "<query>") -> sx.Query:
     can already tell is wrong (nesting deeper than ``MAX_NESTING``, an undefined prefix, a duration finer than
     a microsecond). The language rules that need the whole query are checked by ``csparql.language.checks``.
     """
+    return parse_with(text, source_name, "csparql", _TreeBuilder)
+
+
+def parse_with(text: str, source_name: str, dialect: str, builder: type[_TreeBuilder]) -> sx.Query:
+    """Parse ``text`` with the parser of ``dialect`` and build its syntax tree with a new ``builder``; every
+    problem is a ``QueryError`` carrying the text, as ``parse`` promises."""
     if len(text) > MAX_QUERY_CHARACTERS:
         raise QuerySyntaxError(
             Diagnostic(
@@ -118,12 +139,12 @@ def parse(text: str, source_name: str = "<query>") -> sx.Query:
             source_name,
         )
     try:
-        tree = _lark().parse(text)
+        tree = _lark(dialect).parse(text)
     except lark.exceptions.UnexpectedInput as error:
-        raise _syntax_error(error, text).with_source(text, source_name) from None
+        raise _syntax_error(error, text, dialect).with_source(text, source_name) from None
     try:
         _check_nesting(tree)
-        return _TreeBuilder().build(tree)
+        return builder().build(tree)
     except QueryError as error:
         raise error.with_source(text, source_name) from None
 
@@ -170,6 +191,8 @@ _TERMINAL_WORDS = {
     "INVERSE": "'^'",
     "RDF_TYPE": "'a'",
     "ORDER_DIRECTION": "'ASC' or 'DESC'",
+    "ISO_DURATION": "an ISO 8601 duration (PT10M)",
+    "NOW_BOUND": "NOW or NOW-<duration>",
     "$END": "the end of the query",
 }
 # Expected-set words that say the most, listed first.
@@ -177,9 +200,9 @@ _WORD_ORDER = ["the end of the query", "'}'", "')'", "']'", "'.'"]
 
 
 @functools.cache
-def _terminal_words() -> dict[str, str]:
+def _terminal_words(dialect: str) -> dict[str, str]:
     words = dict(_TERMINAL_WORDS)
-    for terminal in _lark().terminals:
+    for terminal in _lark(dialect).terminals:
         if terminal.name in words:
             continue
         pattern = terminal.pattern
@@ -190,8 +213,8 @@ def _terminal_words() -> dict[str, str]:
     return words
 
 
-def _describe_expected(names) -> str:
-    words = _terminal_words()
+def _describe_expected(names, dialect: str = "csparql") -> str:
+    words = _terminal_words(dialect)
     described = sorted({words.get(name, name) for name in names})
     described.sort(key=lambda w: (_WORD_ORDER.index(w) if w in _WORD_ORDER else len(_WORD_ORDER), w.startswith("'"), w))
     if len(described) > 8:
@@ -223,7 +246,7 @@ def _end_span(text: str) -> Span:
     return Span(len(lines), len(lines[-1]) + 1, 1)
 
 
-def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> QueryError:
+def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str, dialect: str = "csparql") -> QueryError:
     line, column = getattr(error, "line", -1), getattr(error, "column", -1)
     if isinstance(error, lark.exceptions.UnexpectedToken) and error.token.type == "$END":
         span = _end_span(text)
@@ -231,7 +254,7 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> QueryErr
             return QuerySyntaxError(
                 Diagnostic("the query is empty: expected SELECT, CONSTRUCT, ASK or DESCRIBE", span if text.strip() else Span(1, 1))
             )
-        return QuerySyntaxError(Diagnostic(f"unexpected end of query; expected {_describe_expected(error.expected)}", span))
+        return QuerySyntaxError(Diagnostic(f"unexpected end of query; expected {_describe_expected(error.expected, dialect)}", span))
     if line < 1:
         return QuerySyntaxError(Diagnostic("the query could not be parsed", None))
     word = _word_at(text, line, column)
@@ -248,7 +271,7 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> QueryErr
         span = Span.of_token(token)
         if token.type == "TIME_UNIT" or (token.type == "QUERY_NAME" and word):
             span = Span(line, column, len(word) or 1)
-        message = f"unexpected {_describe_token(token)}; expected {_describe_expected(error.expected)}"
+        message = f"unexpected {_describe_token(token)}; expected {_describe_expected(error.expected, dialect)}"
         return QuerySyntaxError(Diagnostic(message, span))
     # UnexpectedCharacters: no terminal starts here.
     char = getattr(error, "char", "")
@@ -261,14 +284,14 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str) -> QueryErr
     elif char == "<" and "IRIREF" in allowed:
         message = "unterminated or malformed IRI: an IRI is written <…> with no spaces, quotes or braces inside"
     elif word and allowed & {"TIME_UNIT"}:
-        message = f"unknown time unit '{shorten(word)}'; expected {_describe_expected(allowed)}"
+        message = f"unknown time unit '{shorten(word)}'; expected {_describe_expected(allowed, dialect)}"
     elif word:
-        message = f"unexpected '{shorten(word)}'; expected {_describe_expected(allowed)}"
+        message = f"unexpected '{shorten(word)}'; expected {_describe_expected(allowed, dialect)}"
     else:
         shown = char if char.strip() else repr(char)
         message = f"unexpected character '{shown}'"
         if allowed:
-            message += f"; expected {_describe_expected(allowed)}"
+            message += f"; expected {_describe_expected(allowed, dialect)}"
     return QuerySyntaxError(Diagnostic(message, Span(line, column, len(word) or 1)))
 
 

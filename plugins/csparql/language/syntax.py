@@ -23,6 +23,13 @@ def _span() -> Span | None:
     return field(default=None, compare=False, repr=False)
 
 
+def _spelling(default=None):
+    """A field that records how an RSP-QL query spelled something the C-SPARQL tree says in its own way (the
+    output IRI, window names, ``ON STREAM``): kept for printing RSP-QL back, and, like spans, no part of
+    equality, so that an RSP-QL query and its C-SPARQL equivalent have equal trees."""
+    return field(default=default, compare=False)
+
+
 # --- C-SPARQL registration and windows -------------------------------------------------------------------
 
 
@@ -48,6 +55,7 @@ class Registration:
     entailment: tuple[str, ...] = ()
     span: Span | None = _span()
     entailment_spans: tuple[Span | None, ...] = _span()
+    output: URIRef | None = _spelling()  # RSP-QL: the IRI of REGISTER RSTREAM <output> AS, whose name is ``name``
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,8 @@ class FromStream:
     window: WindowSpec | None
     named: bool = False
     span: Span | None = _span()
+    window_name: URIRef | None = _spelling()  # RSP-QL: FROM NAMED WINDOW <window_name> ON <iri>
+    on_stream: bool = _spelling(False)  # RSP-QL: written ON STREAM (durations in milliseconds), else ON (ISO 8601)
 
 
 DatasetClause = FromGraph | FromStream
@@ -247,6 +257,7 @@ class GraphPattern:
     name: URIRef | Variable
     group: GroupPattern
     span: Span | None = _span()
+    window: URIRef | None = _spelling()  # RSP-QL: written WINDOW <window> { … } (``name`` is its stream)
 
 
 @dataclass(frozen=True)

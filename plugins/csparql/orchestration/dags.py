@@ -39,7 +39,7 @@ RETRY_DELAY = timedelta(seconds=30)
 def task_defaults(settings: Settings) -> dict:
     """The default arguments of every csparql task: ``settings.retries`` retries, ``RETRY_DELAY`` apart. Both
     kinds of task may run again safely: an evaluation replaces its window's results, and an ingest lands each
-    waiting file exactly once (``csparql.engine.landing``)."""
+    waiting file exactly once (``csparql.ingest.landing``)."""
     return {"retries": settings.retries, "retry_delay": RETRY_DELAY}
 
 

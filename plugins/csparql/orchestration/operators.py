@@ -199,7 +199,7 @@ class EvaluateWindowOperator(BaseOperator):
 
 class IngestLandedFilesOperator(BaseOperator):
     """Lands every file waiting in a stream's landing folder, each in its own commit and exactly once, even
-    after a run that stopped between a commit and moving its file (``csparql.engine.landing``): a file that
+    after a run that stopped between a commit and moving its file (``csparql.ingest.landing``): a file that
     lands moves to ``done/``, a file refused as a whole moves to ``rejected/`` with a ``.reason`` beside it;
     lines refused inside a landed file (malformed, or timestamped later than the clock plus
     ``CSPARQL_MAX_FUTURE_SKEW``) are written to ``rejected/<file>.rejects.tsv``. Ingest advances the stream's
@@ -217,7 +217,7 @@ class IngestLandedFilesOperator(BaseOperator):
         self.settings = settings
 
     def execute(self, context):
-        from csparql.engine.landing import land_waiting_files
+        from csparql.ingest.landing import land_waiting_files
         from csparql.spark.session import spark_session
 
         def start_spark():

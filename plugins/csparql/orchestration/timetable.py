@@ -31,10 +31,6 @@ while, a scheduler down for long) are skipped, and a backfill replays them. A DA
 closed window."""
 
 
-def _micros(moment) -> int:
-    return to_micros(moment)
-
-
 def _moment(micros: int) -> pendulum.DateTime:
     return pendulum.instance(from_micros(micros), tz="UTC")
 
@@ -70,17 +66,17 @@ class WindowTimetable(Timetable):
         return DagRunInfo(run_after=_moment(evaluation.at), data_interval=self.data_interval(evaluation))
 
     def infer_manual_data_interval(self, *, run_after: pendulum.DateTime) -> DataInterval:
-        return self.data_interval(self.schedule.latest_evaluation(_micros(run_after)))
+        return self.data_interval(self.schedule.latest_evaluation(to_micros(run_after)))
 
     def next_dagrun_info(
         self, *, last_automated_data_interval: DataInterval | None, restriction: TimeRestriction
     ) -> DagRunInfo | None:
         if not self.schedule.within_limits:
             return None
-        now = _micros(pendulum.now("UTC"))
-        earliest = max(_micros(restriction.earliest), EARLIEST_INSTANT) if restriction.earliest is not None else None
+        now = to_micros(pendulum.now("UTC"))
+        earliest = max(to_micros(restriction.earliest), EARLIEST_INSTANT) if restriction.earliest is not None else None
         if last_automated_data_interval is not None:
-            last_end = _micros(last_automated_data_interval.end)
+            last_end = to_micros(last_automated_data_interval.end)
             evaluation = self.schedule.next_evaluation(last_end, last_end + 1)
         elif earliest is not None:
             evaluation = self.schedule.next_evaluation(None, earliest)
@@ -96,7 +92,7 @@ class WindowTimetable(Timetable):
                 evaluation = oldest_kept  # older missed windows are skipped; a backfill replays them
         if earliest is not None and evaluation.at < earliest:
             evaluation = self.schedule.next_evaluation(None, earliest)
-        if restriction.latest is not None and evaluation.at > _micros(restriction.latest):
+        if restriction.latest is not None and evaluation.at > to_micros(restriction.latest):
             return None
         if evaluation.at > LATEST_INSTANT:
             return None

@@ -12,7 +12,6 @@ import dataclasses
 import itertools
 import re
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -27,32 +26,19 @@ from csparql.language import expressions as ex
 from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
 from csparql.spark import values as v
 from csparql.spark.expressions import ExpressionCompiler, Scope
+from csparql.spark.frames import GRAPH_COLUMN, CompilationError, Solutions, SourceFrames
+from csparql.spark.paths import evaluate_path
 from csparql.spark.sources import SourceReader, empty_triples
 from csparql.spark.static_parts import STATIC_PARTS
-from csparql.spark.terms import TERM_STRUCT, XSD_INTEGER, XSD_STRING, constant, make_term, null_term
+from csparql.spark.terms import TERM_STRUCT, constant, make_term, null_term
 from csparql.storage.terms import IRI, LITERAL
+from csparql.storage.vocabulary import XSD_INTEGER, XSD_STRING
 
-GRAPH_COLUMN = "__graph"
 # Static parts up to this many triples are broadcast rather than shuffled against a window.
 BROADCAST_TRIPLES = 2_000_000
 # An evaluation whose windows' files hold at most this many triples runs in one partition, with no broadcast
 # and no shuffle; its static parts are kept in one partition too.
 COMPACT_TRIPLES = 200_000
-
-
-class CompilationError(Exception):
-    """The plan holds something the Spark compiler does not know; the message names it."""
-
-
-@dataclass
-class Solutions:
-    """A compiled pattern: its DataFrame and what its columns mean."""
-
-    df: DataFrame
-    vars: tuple[Variable, ...]  # in-scope variables, in order
-    stamps: dict[Variable, list[tuple[str, str | None]]] = field(default_factory=dict)
-    graph: bool = False  # whether the graph column (inside GRAPH ?g) is present
-    ordering: list[tuple[str, bool]] = field(default_factory=list)  # sort-key columns (name, descending)
 
 
 class SparkCompiler:
@@ -79,7 +65,7 @@ class SparkCompiler:
         self.statistics = statistics
         self.entailment = entailment
         self.compact = compact
-        self._window_sets: dict[alg.StreamWindow, DataFrame] = {}
+        self.frames = SourceFrames(spark, reader, compact=compact, share_windows=entailment is None)
         self.names: dict[Variable, str] = {}
         self.counter = itertools.count()
         self._solution_id = "__sid"
@@ -124,46 +110,9 @@ class SparkCompiler:
 
     # basic graph patterns
 
-    def _source_frame(self, sources: tuple[alg.Source, ...], graph: bool) -> DataFrame:
-        frames = []
-        for source in self._expand(sources):
-            frame = self._window_set(source) if self._shares_window(source) else self.reader.read(source)
-            if self.compact:
-                frame = frame.coalesce(1)
-            label = str(source.iri) if source.iri is not None else None
-            frames.append(frame.withColumn("src", F.lit(label).cast(StringType())))
-        if not frames:
-            return empty_triples(self.spark).withColumn("src", F.lit(None).cast(StringType()))
-        return reduce(lambda a, b: a.unionByName(b), frames)
-
-    def _shares_window(self, source: alg.Source) -> bool:
-        """Whether patterns read a stream window as one set shared by all of them: in a distributed
-        evaluation, where every pattern's own scan and shuffle would read the whole window again (a compact
-        one reads its single partition once per pattern, filtered by the pattern first, which is cheaper)."""
-        return isinstance(source, alg.StreamWindow) and not self.compact and self.entailment is None
-
-    def _window_set(self, source: alg.StreamWindow) -> DataFrame:
-        """The window as a set — each triple once, with its latest timestamp — built once per evaluation, so
-        that every pattern over the window shares one scan and one shuffle (Spark reuses the exchange of
-        identical subplans)."""
-        if source not in self._window_sets:
-            frame = self.reader.read(source)
-            self._window_sets[source] = frame.groupBy("s", "p", "o").agg(
-                F.max("ts").alias("ts"), F.max("arrival").alias("arrival"))
-        return self._window_sets[source]
-
-    def _expand(self, sources: tuple[alg.Source, ...]) -> list[alg.Source]:
-        expanded: list[alg.Source] = []
-        for source in sources:
-            if source == alg.ALL_NAMED_GRAPHS:
-                expanded.extend(alg.StaticGraph(iri) for iri in self.reader.named_graphs())
-            else:
-                expanded.append(source)
-        return list(dict.fromkeys(expanded))
-
     def _pattern(self, triple: alg.TriplePattern, sources: tuple[alg.Source, ...], graph: bool) -> Solutions:
         """The distinct matches of one triple pattern (an RDF graph is a set), with provenance if needed."""
-        frame = self._source_frame(sources, graph)
+        frame = self.frames.triples(sources)
         if self.entailment is not None:
             frame = self.entailment.match(frame, triple)
         positions = {"s": triple.subject, "p": triple.predicate, "o": triple.object}
@@ -181,11 +130,12 @@ class SparkCompiler:
         keys = [F.col(position).alias(self.column(var)) for var, position in bound.items()]
         if graph:
             keys.append(F.col("src").alias(GRAPH_COLUMN))
-        streams = [s for s in self._expand(sources) if isinstance(s, alg.StreamWindow)]
+        streams = [s for s in self.frames.expand(sources) if isinstance(s, alg.StreamWindow)]
         stamps: dict[Variable, list[tuple[str, str | None]]] = {}
         # One static graph, or one window read as a set, holds each triple once; inferences may repeat one.
-        expanded = self._expand(sources)
-        one_set = len(expanded) == 1 and self.entailment is None and (not streams or self._shares_window(expanded[0]))
+        expanded = self.frames.expand(sources)
+        one_set = (len(expanded) == 1 and self.entailment is None
+                   and (not streams or self.frames.shares_window(expanded[0])))
         if self.uses_timestamps and streams:
             aggregates = []
             stamp_columns = []
@@ -244,7 +194,7 @@ class SparkCompiler:
         identity = getattr(self.reader, "static_identity", None)
         if identity is None or self.entailment is not None:
             return None
-        return tuple((source.iri, identity(source)) for source in self._expand(sources))
+        return tuple((source.iri, identity(source)) for source in self.frames.expand(sources))
 
     _graph_mode = False
 
@@ -256,7 +206,7 @@ class SparkCompiler:
         if estimate is None:
             return False
         total = 0
-        for source in self._expand(sources):
+        for source in self.frames.expand(sources):
             count = estimate(source)
             if count is None:
                 return False
@@ -266,15 +216,13 @@ class SparkCompiler:
     def _unit(self, graph: bool) -> Solutions:
         """One empty solution (or, inside GRAPH ?g, one per named graph)."""
         if graph:
-            names = [str(s.iri) for s in self._expand(self.plan.dataset.named)]
+            names = [str(s.iri) for s in self.frames.expand(self.plan.dataset.named)]
             frame = self.spark.createDataFrame([(n,) for n in names], f"{GRAPH_COLUMN} string")
             return Solutions(frame, (), {}, True)
         return Solutions(self.spark.range(1).select(), (), {}, False)
 
     def _PathPattern(self, op: alg.PathPattern) -> Solutions:
-        from csparql.spark.paths import evaluate_path
-
-        return evaluate_path(self, op, self._graph_mode)
+        return evaluate_path(op, self.frames, self.statistics, self.entailment, self.column, self._graph_mode)
 
     # joins
 
@@ -810,7 +758,7 @@ def describe_triples(compiler: SparkCompiler, solutions: Solutions, terms: tuple
     if not frames:
         return empty_triples(compiler.spark).select("s", "p", "o")
     resources = reduce(lambda a, b: a.unionByName(b), frames).where(F.col("r").isNotNull()).distinct()
-    graph = compiler._source_frame(compiler.plan.dataset.default, False).select("s", "p", "o").distinct().cache()
+    graph = compiler.frames.triples(compiler.plan.dataset.default).select("s", "p", "o").distinct().cache()
     found = graph.join(resources, graph["s"] == resources["r"], "left_semi").cache()
     seen = resources.cache()
     frontier = found.where(F.col("o").getField("kind") == BLANK_KIND).select(F.col("o").alias("r")).distinct()

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from rdflib import URIRef, Variable
 
@@ -39,13 +39,16 @@ from csparql.algebra import operators as alg
 from csparql.language import syntax as sx
 from csparql.optimizer.entailment import entailed_statistics
 from csparql.optimizer.statistics import SourceStatistics
+from csparql.spark.frames import SourceFrames, term_literal
+from csparql.spark.paths import PathEvaluator
 from csparql.spark.terms import constant
+from csparql.storage import vocabulary
 from csparql.storage.terms import from_row, term_row
 
-RDF_TYPE = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-SUB_CLASS_OF = URIRef("http://www.w3.org/2000/01/rdf-schema#subClassOf")
-SUB_PROPERTY_OF = URIRef("http://www.w3.org/2000/01/rdf-schema#subPropertyOf")
-SAME_AS = URIRef("http://www.w3.org/2002/07/owl#sameAs")
+RDF_TYPE = URIRef(vocabulary.RDF_TYPE)
+SUB_CLASS_OF = URIRef(vocabulary.RDFS_SUBCLASSOF)
+SUB_PROPERTY_OF = URIRef(vocabulary.RDFS_SUBPROPERTYOF)
+SAME_AS = URIRef(vocabulary.OWL_SAMEAS)
 SCHEMA_VOCABULARY = (RDF_TYPE, SUB_CLASS_OF, SUB_PROPERTY_OF, SAME_AS)
 RDFS, SAMEAS = "RDFS", "SAMEAS"
 # Sets of constants up to this size are matched with literals in a filter; larger ones by a broadcast join.
@@ -67,16 +70,20 @@ _DRIVER_VIEWS: dict[str, tuple] = {}
 class Entailment:
     """The entailment regimes of one evaluation and the ontology they read (see the module docstring).
 
-    ``compiler`` is a compiler over the same reader without entailment: it evaluates the closures.
+    ``frames`` reads the evaluation's sources as stored (no entailment): the closures are evaluated over
+    them; ``statistics`` are the sources' statistics as stored (before ``statistics`` adjusts them);
+    ``default_graph`` is the plan's default graph, whose static graphs are the ontology.
     """
 
-    def __init__(self, compiler, regimes: tuple[str, ...]):
-        self.compiler = compiler
-        self.spark = compiler.spark
+    def __init__(self, frames: SourceFrames, statistics: SourceStatistics,
+                 default_graph: tuple[alg.Source, ...], regimes: tuple[str, ...]):
+        self.frames = frames
+        self.stored_statistics = statistics
+        self.spark = frames.spark
         self.rdfs = RDFS in regimes
         self.same_as = SAMEAS in regimes
         self.regimes = tuple(r for r in (RDFS, SAMEAS) if r in regimes)
-        default = compiler._expand(compiler.plan.dataset.default)
+        default = frames.expand(default_graph)
         self.ontology: tuple[alg.StaticGraph, ...] = tuple(s for s in default if isinstance(s, alg.StaticGraph))
         self.description = "(entailment " + " ".join(r.lower() for r in self.regimes) + ")"
         self._closures: dict[str, DataFrame] = {}
@@ -91,16 +98,14 @@ class Entailment:
     def _closure(self, name: str) -> DataFrame:
         """SC, SP or EQ as a frame of pairs (a, b), from the closure store when the reader keeps one."""
         if name not in self._closures:
-            from csparql.spark.paths import _PathEvaluator
-
-            evaluator = _PathEvaluator(self.compiler, self.ontology, graph=False)
-            evaluator.entailment = None  # the hierarchies are read from the statements as written
+            # the hierarchies are read from the statements as written (no entailment)
+            evaluator = PathEvaluator(self.frames, self.stored_statistics, self.ontology, graph=False)
             try:
                 pairs = evaluator.eval(sx.ModifiedPath(CLOSED[name], "+"), None).select("a", "b")
                 if name == "SP":
                     pairs = pairs.where(~F.col("a").isin([constant(iri) for iri in SCHEMA_VOCABULARY]))
                 self._closures[name] = pairs  # checkpoints, driver data or stored files: never the released links
-                self._keys[name] = evaluator._closure_key(CLOSED[name], None)
+                self._keys[name] = evaluator.closure_key(CLOSED[name], None)
             finally:
                 evaluator.release()
         return self._closures[name]
@@ -185,7 +190,7 @@ class Entailment:
             if view is not None:
                 found = sorted(view.get(term, ()))
             else:
-                pairs = self._closure("EQ").where(F.col("a") == _literal(term))
+                pairs = self._closure("EQ").where(F.col("a") == term_literal(term))
                 found = [tuple(row["b"]) for row in pairs.select("b").distinct().collect()]
             self._classes[term] = list(dict.fromkeys([term] + found))
         return self._classes[term]
@@ -239,7 +244,7 @@ class Entailment:
             return self._expand_objects(rows, hierarchy)
         rows = _restrict(self.spark, rows, "o", self._terms_below(hierarchy, objects))
         if len(objects) == 1:
-            return rows.withColumn("o", _literal(objects[0]))
+            return rows.withColumn("o", term_literal(objects[0]))
         return _restrict(self.spark, self._expand_objects(rows, hierarchy), "o", objects)
 
     def _expand_objects(self, rows: DataFrame, hierarchy: str) -> DataFrame:
@@ -278,17 +283,11 @@ class Entailment:
         return joined.withColumn(column, F.coalesce(F.col("__b"), F.col(column))).select(*COLUMNS)
 
 
-def _literal(term: tuple) -> Column:
-    from csparql.spark.paths import _literal as literal
-
-    return literal(term)
-
-
 def _restrict(spark, frame: DataFrame, column: str, terms: list[tuple]) -> DataFrame:
     """The rows whose ``column`` holds one of ``terms`` (term rows): a filter with literals for a few, a
     broadcast semi-join for many."""
     if len(terms) <= LITERAL_SET:
-        return frame.where(F.col(column).isin([_literal(term) for term in terms]))
+        return frame.where(F.col(column).isin([term_literal(term) for term in terms]))
     values = spark.createDataFrame(
         [(term,) for term in terms], "__v struct<kind:tinyint,value:string,datatype:string,language:string>"
     )

@@ -19,20 +19,7 @@ from rdflib import BNode, Literal, URIRef, Variable
 
 from csparql.language import expressions as ex
 from csparql.spark import values as v
-from csparql.spark.terms import (
-    RDF_LANGSTRING,
-    XSD,
-    XSD_BOOLEAN,
-    XSD_DATETIME,
-    XSD_DECIMAL,
-    XSD_DOUBLE,
-    XSD_FLOAT,
-    XSD_INTEGER,
-    XSD_STRING,
-    constant,
-    make_term,
-    null_term,
-)
+from csparql.spark.terms import constant, make_term, null_term
 from csparql.spark.values import (
     _memo,
     BooleanValue,
@@ -44,6 +31,17 @@ from csparql.spark.values import (
     Value,
 )
 from csparql.storage.terms import BLANK, IRI, LITERAL
+from csparql.storage.vocabulary import (
+    RDF_LANGSTRING,
+    XSD,
+    XSD_BOOLEAN,
+    XSD_DATETIME,
+    XSD_DECIMAL,
+    XSD_DOUBLE,
+    XSD_FLOAT,
+    XSD_INTEGER,
+    XSD_STRING,
+)
 
 
 @dataclass

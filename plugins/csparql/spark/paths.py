@@ -1,6 +1,6 @@
 """SPARQL 1.1 property paths (§18.4) as DataFrame plans.
 
-``evaluate_path(compiler, op, graph_mode)`` compiles one ``PathPattern``. A path is evaluated to a frame of
+``evaluate_path(op, frames, …)`` compiles one ``PathPattern``. A path is evaluated to a frame of
 node pairs ``(a, b)`` (plus the graph ``g`` inside ``GRAPH ?g``, carried through every join, union, distinct
 and closure so that each path is evaluated per graph):
 
@@ -39,17 +39,20 @@ entailment (``csparql.spark.entailment``) links read the entailed graph.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ByteType, StringType, StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType
 from rdflib import URIRef, Variable
 
 from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_path
 from csparql.language import syntax as sx
+from csparql.optimizer.statistics import SourceStatistics
 from csparql.spark.closures import ClosureKey
+from csparql.spark.frames import GRAPH_COLUMN, CompilationError, Solutions, SourceFrames, term_literal
 from csparql.spark.terms import TERM_STRUCT, constant
 from csparql.storage.terms import term_row
 
@@ -66,15 +69,22 @@ Term = tuple  # (kind, value, datatype, language), as stored
 Pair = tuple  # (a, b, graph label or None)
 
 
-def evaluate_path(compiler, op: alg.PathPattern, graph_mode: bool):
-    """The solutions of a path pattern: one column per variable (plus the graph column in graph mode)."""
-    from csparql.spark.compiler import GRAPH_COLUMN, CompilationError, Solutions
-
+def evaluate_path(
+    op: alg.PathPattern,
+    frames: SourceFrames,
+    statistics: SourceStatistics,
+    entailment,
+    column: Callable[[Variable], str],
+    graph_mode: bool,
+) -> Solutions:
+    """The solutions of a path pattern: one column per variable, named by ``column`` (plus the graph column in
+    graph mode). ``statistics`` are those the plan was optimised with; ``entailment`` (or None) as for
+    ``PathEvaluator``."""
     if op.sources is None:
         raise CompilationError(
             "the plan was not optimised: a path pattern has no sources (run csparql.optimizer.optimize)"
         )
-    evaluator = _PathEvaluator(compiler, op.sources, graph_mode)
+    evaluator = PathEvaluator(frames, statistics, op.sources, graph_mode, entailment)
     try:
         subject, obj = op.subject, op.object
         if not op.sources:
@@ -93,10 +103,10 @@ def evaluate_path(compiler, op: alg.PathPattern, graph_mode: bool):
         columns = []
         vars_: list[Variable] = []
         if isinstance(subject, Variable):
-            columns.append(F.col("a").alias(compiler.column(subject)))
+            columns.append(F.col("a").alias(column(subject)))
             vars_.append(subject)
         if isinstance(obj, Variable) and obj != subject:
-            columns.append(F.col("b").alias(compiler.column(obj)))
+            columns.append(F.col("b").alias(column(obj)))
             vars_.append(obj)
         if graph_mode:
             columns.append(F.col("g").alias(GRAPH_COLUMN))
@@ -144,16 +154,6 @@ def _swap(pairs: DataFrame) -> DataFrame:
     return pairs.withColumnRenamed("a", "__swap").withColumnRenamed("b", "a").withColumnRenamed("__swap", "b")
 
 
-def _literal(term: Term) -> Column:
-    kind, value, datatype, language = term
-    return F.struct(
-        F.lit(kind).cast(ByteType()).alias("kind"),
-        F.lit(value).alias("value"),
-        F.lit(datatype).cast(StringType()).alias("datatype"),
-        F.lit(language).cast(StringType()).alias("language"),
-    )
-
-
 class _Nodes:
     """Start nodes known on the driver: distinct (term, graph label or None) tuples; ``constant`` when they are
     the query's own constants (not found in the data)."""
@@ -169,16 +169,29 @@ class _Nodes:
 # --- evaluation ----------------------------------------------------------------------------------------------
 
 
-class _PathEvaluator:
-    """Evaluates the paths of one pattern over its sources; frames have columns a, b (and g in graph mode)."""
+class PathEvaluator:
+    """Evaluates the paths of one pattern over its sources; frames have columns a, b (and g in graph mode).
 
-    def __init__(self, compiler, sources: tuple[alg.Source, ...], graph: bool):
-        self.compiler = compiler
-        self.spark = compiler.spark
+    ``frames`` gives the sources' triples; ``statistics`` (those the plan was optimised with) say which sources
+    each link reads; ``entailment`` (a ``csparql.spark.entailment.Entailment``, or None) makes links match the
+    entailed graph. Call ``release`` when done with the frames it returned."""
+
+    def __init__(
+        self,
+        frames: SourceFrames,
+        statistics: SourceStatistics,
+        sources: tuple[alg.Source, ...],
+        graph: bool,
+        entailment=None,
+    ):
+        self.frames = frames
+        self.statistics = statistics
+        self.reader = frames.reader
+        self.spark = frames.spark
         self.sources = sources
         self.graph = graph
-        self.expanded = compiler._expand(sources)
-        self.entailment = compiler.entailment
+        self.expanded = frames.expand(sources)
+        self.entailment = entailment
         self.keys = ["g"] if graph else []
         self.columns = ["a", "b", *self.keys]
         fields = [StructField("a", TERM_STRUCT, False), StructField("b", TERM_STRUCT, False)]
@@ -193,7 +206,7 @@ class _PathEvaluator:
     def _frame(self, sources, predicate: URIRef | None = None) -> DataFrame:
         """The triples of some of the pattern's sources (entailed ones too, under entailment), with predicate
         ``predicate`` when given: s, p, o (and g, the source, in graph mode); not yet distinct."""
-        frame = self.compiler._source_frame(tuple(sources), self.graph)
+        frame = self.frames.triples(tuple(sources))
         if self.entailment is not None:
             frame = self.entailment.triples(frame, predicate=predicate)
         elif predicate is not None:
@@ -210,8 +223,7 @@ class _PathEvaluator:
     def link_sources(self, iri: URIRef) -> list[alg.Source]:
         """The sources that can hold triples with predicate ``iri`` (by the optimizer's statistics, which
         count sub-properties under entailment)."""
-        statistics = self.compiler.statistics
-        return [source for source in self.expanded if statistics.can_match(source, iri)]
+        return [source for source in self.expanded if self.statistics.can_match(source, iri)]
 
     def _pairs(self, frame: DataFrame, inverted: bool) -> DataFrame:
         a, b = ("o", "s") if inverted else ("s", "o")
@@ -314,7 +326,7 @@ class _PathEvaluator:
                 by_graph[label].append(node)
             conditions = []
             for label, nodes in by_graph.items():
-                condition = F.col("a").isin([_literal(node) for node in nodes])
+                condition = F.col("a").isin([term_literal(node) for node in nodes])
                 conditions.append(condition if label is None else (F.col("g") == F.lit(label)) & condition)
             return pairs.where(reduce(lambda x, y: x | y, conditions)) if conditions else pairs.limit(0)
         return pairs.join(seeds, on=["a", *self.keys], how="left_semi")
@@ -353,7 +365,7 @@ class _PathEvaluator:
         self._loop_depth += 1
         try:
             constant_start = isinstance(seeds, _Nodes) and seeds.constant
-            key = self._closure_key(inner, seeds if constant_start else None)
+            key = self.closure_key(inner, seeds if constant_start else None)
             if key is None:
                 result = self._plus(inner, seeds)
             else:
@@ -397,10 +409,10 @@ class _PathEvaluator:
                 return self._read_sources(inner)
         return None
 
-    def _closure_key(self, inner: sx.PathExpr, seeds: _Nodes | None) -> ClosureKey | None:
+    def closure_key(self, inner: sx.PathExpr, seeds: _Nodes | None) -> ClosureKey | None:
         """The key of ``inner+`` (from constant seeds, if given) when it reads static graphs only and the reader
         keeps closures; None otherwise."""
-        reader = self.compiler.reader
+        reader = self.reader
         if getattr(reader, "closures", None) is None or not hasattr(reader, "static_version"):
             return None
         sources = self._read_sources(inner)
@@ -419,7 +431,7 @@ class _PathEvaluator:
         return ClosureKey(description + ")", versions)
 
     def _stored(self, key: ClosureKey, compute) -> DataFrame:
-        store = self.compiler.reader.closures
+        store = self.reader.closures
         pairs = store.fetch(key)
         if pairs is None:
             computed = compute()

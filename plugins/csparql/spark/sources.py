@@ -13,24 +13,17 @@ from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 from rdflib import URIRef
 from rdflib.term import Identifier
 
 from csparql.algebra import operators as alg
-from csparql.spark.terms import TERM_STRUCT
+from csparql.spark.schema import spark_schema
+from csparql.storage import schema
 from csparql.storage.terms import term_row
 from csparql.windows import LogicalWindow, WindowBounds, from_micros
 
-TRIPLES_SCHEMA = StructType(
-    [
-        StructField("s", TERM_STRUCT, False),
-        StructField("p", TERM_STRUCT, False),
-        StructField("o", TERM_STRUCT, False),
-        StructField("ts", TimestampType(), True),
-        StructField("arrival", LongType(), True),
-    ]
-)
+TRIPLES_SCHEMA = spark_schema(schema.STREAM_FILE, nullable=("ts", "arrival"))
+"""Triples as a source gives them to the compiler: a stream's files, or a static graph's triples (no ``ts``)."""
 
 Triple = tuple[Identifier, Identifier, Identifier]
 TimedTriple = tuple[Identifier, Identifier, Identifier, int]  # (s, p, o, τ in microseconds)

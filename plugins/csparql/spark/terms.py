@@ -9,31 +9,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ByteType, StringType, StructField, StructType
 from rdflib.term import Identifier
 
-from csparql.storage.terms import BLANK, IRI, LITERAL, term_row
+from csparql.spark.schema import spark_type
+from csparql.storage.schema import BLANK, IRI, LITERAL, TERM_TYPE
+from csparql.storage.terms import term_row
 
-TERM_STRUCT = StructType(
-    [
-        StructField("kind", ByteType(), False),
-        StructField("value", StringType(), False),
-        StructField("datatype", StringType(), True),
-        StructField("language", StringType(), True),
-    ]
-)
+TERM_STRUCT = spark_type(TERM_TYPE)
+"""The stored term struct as a Spark type."""
 
 NULLABLE_TERM_STRUCT = StructType([StructField(f.name, f.dataType, True) for f in TERM_STRUCT.fields])
 """The term struct with every field nullable: the type a column of terms is collected as, since an unbound
 term is a null struct whose fields read null too."""
-
-XSD = "http://www.w3.org/2001/XMLSchema#"
-RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-XSD_STRING = XSD + "string"
-XSD_BOOLEAN = XSD + "boolean"
-XSD_INTEGER = XSD + "integer"
-XSD_DECIMAL = XSD + "decimal"
-XSD_FLOAT = XSD + "float"
-XSD_DOUBLE = XSD + "double"
-XSD_DATETIME = XSD + "dateTime"
-RDF_LANGSTRING = RDF + "langString"
 
 __all__ = ["TERM_STRUCT", "IRI", "BLANK", "LITERAL", "make_term", "constant", "null_term"]
 

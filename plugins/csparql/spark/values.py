@@ -19,9 +19,11 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType, DoubleType, StringType
 
-from csparql.spark.terms import (
+from csparql.spark.terms import make_term
+from csparql.storage import vocabulary
+from csparql.storage.terms import BLANK, IRI, LITERAL
+from csparql.storage.vocabulary import (
     RDF_LANGSTRING,
-    XSD,
     XSD_BOOLEAN,
     XSD_DATETIME,
     XSD_DECIMAL,
@@ -29,18 +31,10 @@ from csparql.spark.terms import (
     XSD_FLOAT,
     XSD_INTEGER,
     XSD_STRING,
-    make_term,
 )
-from csparql.storage.terms import BLANK, IRI, LITERAL
 
 DECIMAL = DecimalType(38, 18)
-INTEGER_TYPES = [
-    XSD + name
-    for name in (
-        "integer nonPositiveInteger negativeInteger long int short byte nonNegativeInteger unsignedLong "
-        "unsignedInt unsignedShort unsignedByte positiveInteger"
-    ).split()
-]
+INTEGER_TYPES = sorted(vocabulary.INTEGER_TYPES)
 RANK_DATATYPE = {1: XSD_INTEGER, 2: XSD_DECIMAL, 3: XSD_FLOAT, 4: XSD_DOUBLE}
 
 # Value categories: what operators a value takes part in.

@@ -39,7 +39,6 @@ Everything is a function of the arguments: the same seed and size give the same 
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -59,7 +58,6 @@ from csparql.srbench.vocabulary import (
     GEONAMES_GRAPH,
     GN,
     MESOWEST,
-    OBSERVATIONS,
     OM,
     ONTOLOGY,
     OWL_SAMEAS,
@@ -76,6 +74,7 @@ from csparql.srbench.vocabulary import (
     XSD,
     YAGO,
 )
+from csparql.windows import from_micros, to_micros
 
 HOUR = 3_600_000_000
 MINUTE = 60_000_000
@@ -245,7 +244,7 @@ class _Generator:
         self.size = size
         self.seed = seed
         self.random = random.Random(seed)
-        self.start = int(start.timestamp()) * 1_000_000
+        self.start = to_micros(start) // 1_000_000 * 1_000_000
         self.scenario = Scenario.of(size.hours)
         self.next_feature = 4_900_000
         self.sensors: list[Triple] = []
@@ -577,7 +576,7 @@ class _Generator:
                         self.observation(station, prop, self.start + hour * HOUR + minute * MINUTE, hour)
 
     def observation(self, station: Station, prop: str, instant: int, hour: int) -> None:
-        when = datetime.fromtimestamp(instant // 1_000_000, tz=timezone.utc)
+        when = from_micros(instant)
         stamp = f"{when.year}_{when.month}_{when.day}_{when.hour}_{when.minute:02d}_00"
         klass, unit = PROPERTIES[prop]
         observation = SENS[f"Observation_{prop}_{station.id}_{stamp}"]

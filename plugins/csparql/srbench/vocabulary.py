@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from rdflib import Namespace, URIRef
 
+from csparql.storage import vocabulary
+
 OM = Namespace("http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#")
 WEATHER = Namespace("http://knoesis.wright.edu/ssw/ont/weather.owl#")
 SENS = Namespace("http://knoesis.wright.edu/ssw/")
@@ -27,11 +29,11 @@ GEONAMES = Namespace("http://sws.geonames.org/")
 WIKIDATA = Namespace("http://www.wikidata.org/entity/")
 MESOWEST = "http://mesowest.utah.edu/cgi-bin/droman/meso_base.cgi?stn="
 
-RDF_TYPE = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-RDFS_SUBCLASSOF = URIRef("http://www.w3.org/2000/01/rdf-schema#subClassOf")
-RDFS_SUBPROPERTYOF = URIRef("http://www.w3.org/2000/01/rdf-schema#subPropertyOf")
-OWL_SAMEAS = URIRef("http://www.w3.org/2002/07/owl#sameAs")
-XSD = Namespace("http://www.w3.org/2001/XMLSchema#")
+RDF_TYPE = URIRef(vocabulary.RDF_TYPE)
+RDFS_SUBCLASSOF = URIRef(vocabulary.RDFS_SUBCLASSOF)
+RDFS_SUBPROPERTYOF = URIRef(vocabulary.RDFS_SUBPROPERTYOF)
+OWL_SAMEAS = URIRef(vocabulary.OWL_SAMEAS)
+XSD = Namespace(vocabulary.XSD)
 
 # The stream and the static graphs, as the queries name them (004 §6), plus the graph of the ontologies.
 OBSERVATIONS = URIRef("http://www.cwi.nl/SRBench/observations")

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from rdflib import Graph
 
 from csparql.srbench.generator import DEFAULT_START, SRBenchData, Size, generate
 from csparql.srbench.vocabulary import DBPEDIA_GRAPH, GEONAMES_GRAPH, OBSERVATIONS, ONTOLOGY, SENSORS
+from csparql.storage.vocabulary import RDFS, XSD_DATETIME
+from csparql.windows import from_micros
 
-XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 FILES = {SENSORS: "sensors.nt", GEONAMES_GRAPH: "geonames.nt", DBPEDIA_GRAPH: "dbpedia.nt", ONTOLOGY: "ontology.ttl"}
 STREAM_FILE = "observations.nq"
 QUERIES = Path(__file__).resolve().parents[3] / "examples" / "srbench"
@@ -38,7 +39,7 @@ class Workload:
 
 
 def _instant(micros: int) -> str:
-    return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return from_micros(micros).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def write_files(data: SRBenchData, folder: str | os.PathLike) -> Workload:
@@ -55,7 +56,7 @@ def write_files(data: SRBenchData, folder: str | os.PathLike) -> Workload:
         triples = data.graphs[iri]
         if name.endswith(".ttl"):
             graph = Graph()
-            graph.bind("rdfs", "http://www.w3.org/2000/01/rdf-schema#")
+            graph.bind("rdfs", RDFS)
             graph.bind("weather", "http://knoesis.wright.edu/ssw/ont/weather.owl#")
             graph.bind("om-owl", "http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#")
             graph.bind("gn", "http://www.geonames.org/ontology#")
@@ -83,7 +84,7 @@ def generate_workload(
     the observations stream and the four static graphs (each replaced). ``spark`` defaults to a local session.
     The returned ``Workload`` holds the data (with its ``Scenario``: when the hurricane, rain and blizzard
     happen) and the ingest reports."""
-    from csparql.engine.ingest import ingest_stream, load_static
+    from csparql.ingest.ingest import ingest_stream, load_static
     from csparql.storage.warehouse import Warehouse
 
     if not isinstance(warehouse, Warehouse):

@@ -238,7 +238,7 @@ class EmbeddedStack:
 
     def load_static_graphs(self, files: SampleFiles) -> None:
         """Load the sample static graphs (through the Connect server, else with a local Spark)."""
-        from csparql.engine.ingest import load_static
+        from csparql.ingest.ingest import load_static
         from csparql.spark.session import spark_session
 
         if self.server is not None:

@@ -15,9 +15,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -26,6 +25,8 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction
+
+from csparql.storage.instants import instant_of, micros_of
 
 STANDARD_CONFIGURATION = {"delta.enableDeletionVectors": "false", "delta.columnMapping.mode": "none"}
 REFUSED_READER_FEATURES = {"deletionVectors", "columnMapping", "v2Checkpoint", "variantType", "typeWidening"}
@@ -123,37 +124,70 @@ def properties(path) -> dict[str, str]:
     return dict(SNAPSHOTS.latest(path).metadata().configuration or {})
 
 
-def _micros(value) -> int | None:
-    if value is None:
+def add_actions(table: DeltaTable | str | os.PathLike) -> pa.Table:
+    """The add actions of a table's current version (a table, or the path of one): one row per live file,
+    its statistics flattened (``num_records``, ``min.<column>``, ``max.<column>``, ``partition.<column>``)."""
+    if not isinstance(table, DeltaTable):
+        table = open_table(table)
+    return pa.table(table.get_add_actions(flatten=True))
+
+
+def action_column(actions: pa.Table, name: str) -> list:
+    """One column of ``add_actions`` as a list; all None when no file records it (no statistics)."""
+    return actions.column(name).to_pylist() if name in actions.column_names else [None] * actions.num_rows
+
+
+def file_uri(root, relative: str) -> str:
+    """The absolute path of a data file the log names relative to the table's folder ``root``."""
+    return relative if relative.startswith("/") else str(Path(root).resolve() / unquote(relative))
+
+
+def read_files(root, relatives: Iterable[str]) -> pa.Table | None:
+    """The rows of some data files of the table at ``root`` (None when there are none), their schemas unified
+    (files written before a column was added lack it)."""
+    tables = [pq.read_table(file_uri(root, relative)) for relative in relatives]
+    if not tables:
         return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    return int(value)
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def may_hold_string(minimum: str | None, maximum: str | None, value: str) -> bool:
+    """Whether a file whose string statistics are [minimum, maximum] may hold ``value`` (Delta writers may
+    truncate string statistics to a prefix, so the maximum is compared on the value's prefix)."""
+    if minimum is not None and minimum > value:
+        return False
+    if maximum is not None and value[: len(maximum)] > maximum:
+        return False
+    return True
+
+
+def may_hold_instant(minimum: int | None, maximum: int | None, instant: int) -> bool:
+    """Whether a file whose timestamp statistics (µs) are [minimum, maximum] may hold ``instant`` (Delta
+    truncates them to milliseconds: ``STATISTICS_TRUNCATION_MICROS``)."""
+    if minimum is not None and minimum - STATISTICS_TRUNCATION_MICROS > instant:
+        return False
+    if maximum is not None and maximum + STATISTICS_TRUNCATION_MICROS < instant:
+        return False
+    return True
 
 
 def live_files(table: DeltaTable, root) -> list[FileInfo]:
     """The data files of the table's current version (never a directory listing: removed files linger until
     vacuum), each with its record count, timestamp bounds and partition values."""
-    actions = pa.table(table.get_add_actions(flatten=True))
-    columns = set(actions.column_names)
-    paths = actions.column("path").to_pylist()
-    sizes = actions.column("size_bytes").to_pylist()
-    records = actions.column("num_records").to_pylist() if "num_records" in columns else [None] * len(paths)
-    mins = actions.column("min.ts").to_pylist() if "min.ts" in columns else [None] * len(paths)
-    maxs = actions.column("max.ts").to_pylist() if "max.ts" in columns else [None] * len(paths)
+    actions = add_actions(table)
+    paths = action_column(actions, "path")
+    sizes = action_column(actions, "size_bytes")
+    records = action_column(actions, "num_records")
+    mins = action_column(actions, "min.ts")
+    maxs = action_column(actions, "max.ts")
     partition_columns = [c for c in actions.column_names if c.startswith("partition.")]
     partitions = [
         {c[len("partition."):]: actions.column(c)[i].as_py() for c in partition_columns} for i in range(len(paths))
     ]
-    root = Path(root).resolve()
-    files = []
-    for i, relative in enumerate(paths):
-        uri = relative if relative.startswith("/") else str(root / unquote(relative))
-        files.append(FileInfo(uri, sizes[i], records[i], _micros(mins[i]), _micros(maxs[i]), partitions[i]))
-    return files
+    return [
+        FileInfo(file_uri(root, relative), sizes[i], records[i], micros_of(mins[i]), micros_of(maxs[i]), partitions[i])
+        for i, relative in enumerate(paths)
+    ]
 
 
 class TableSnapshots:
@@ -305,9 +339,8 @@ def file_statistics(file: str, timestamp_column: str | None = "ts") -> str:
 
 
 def _delta_timestamp(value) -> str:
-    micros = _micros(value)
-    millis = micros // 1000
-    instant = datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
+    millis = micros_of(value) // 1000
+    instant = instant_of(millis * 1000)
     return instant.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
 
 

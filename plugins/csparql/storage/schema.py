@@ -1,18 +1,37 @@
-"""The Arrow schemas of the warehouse's tables."""
+"""The Arrow schemas of the warehouse's tables, of the files Spark reads and writes, and of the term struct.
+
+These are the storage contract: the Spark layer derives its schemas from them (``csparql.spark.schema``)
+rather than spelling them again. Only pyarrow, so that the executors' line parser can use them.
+"""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from csparql.storage.terms import TERM_TYPE
+IRI, BLANK, LITERAL = 1, 2, 3
+"""The ``kind`` of a stored term (see ``csparql.storage.terms``)."""
+
+TERM_TYPE = pa.struct(
+    [
+        pa.field("kind", pa.int8(), nullable=False),
+        pa.field("value", pa.string(), nullable=False),
+        pa.field("datatype", pa.string()),
+        pa.field("language", pa.string()),
+    ]
+)
+"""An RDF term as stored: (kind, value, datatype, language)."""
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
+TRIPLE_FIELDS = [
+    pa.field("s", TERM_TYPE, nullable=False),
+    pa.field("p", TERM_TYPE, nullable=False),
+    pa.field("o", TERM_TYPE, nullable=False),
+]
+
 STREAM = pa.schema(
     [
-        pa.field("s", TERM_TYPE, nullable=False),
-        pa.field("p", TERM_TYPE, nullable=False),
-        pa.field("o", TERM_TYPE, nullable=False),
+        *TRIPLE_FIELDS,
         pa.field("ts", TIMESTAMP, nullable=False),
         pa.field("arrival", pa.int64(), nullable=False),
         pa.field("bucket", pa.string(), nullable=False),
@@ -23,13 +42,42 @@ partitioned by (``yyyyMMddTHH`` of ``ts``)."""
 
 STREAM_PARTITIONS = ["bucket"]
 
-STATIC = pa.schema(
+STREAM_FILE = pa.schema([field for field in STREAM if field.name not in STREAM_PARTITIONS])
+"""What a stream table's data files hold (the bucket is in their folder, not in them)."""
+
+STATIC = pa.schema(TRIPLE_FIELDS)
+"""A static graph, and what its data files hold."""
+
+PARSED_STREAM = pa.schema(
     [
-        pa.field("s", TERM_TYPE, nullable=False),
-        pa.field("p", TERM_TYPE, nullable=False),
-        pa.field("o", TERM_TYPE, nullable=False),
+        *TRIPLE_FIELDS,
+        pa.field("ts_micros", pa.int64(), nullable=False),
+        pa.field("arrival", pa.int64(), nullable=False),
+        pa.field("bucket", pa.string(), nullable=False),
     ]
 )
+"""What the executors' line parser returns for a stream: terms, the timestamp in microseconds (Spark turns it
+into a timestamp), the arrival order and the hour bucket."""
+
+PARSED_STATIC = STATIC
+"""What the executors' line parser returns for a static graph."""
+
+CLOSURES = pa.schema(
+    [
+        pa.field("a", TERM_TYPE),
+        pa.field("b", TERM_TYPE),
+        pa.field("g", pa.string()),
+        pa.field("family", pa.string(), nullable=False),
+        pa.field("closure", pa.string(), nullable=False),
+    ]
+)
+"""Closures of static graphs: pairs (a, b) per graph ``g`` (null: the default graph), partitioned by
+``CLOSURES_PARTITIONS``."""
+
+CLOSURES_PARTITIONS = ["family", "closure"]
+
+CLOSURES_FILE = pa.schema([field for field in CLOSURES if field.name not in CLOSURES_PARTITIONS])
+"""What the closures table's data files hold."""
 
 WINDOW_COLUMNS = [pa.field("window_start", TIMESTAMP), pa.field("window_end", TIMESTAMP, nullable=False)]
 

@@ -1,6 +1,7 @@
 """RDF terms as stored: a struct of four fields, lossless, one per position of a triple.
 
-``kind`` is 1 for an IRI, 2 for a blank node, 3 for a literal; ``value`` is the IRI, the blank node label or
+``kind`` is 1 for an IRI, 2 for a blank node, 3 for a literal (``IRI``, ``BLANK``, ``LITERAL`` of
+``csparql.storage.schema``, where ``TERM_TYPE`` is); ``value`` is the IRI, the blank node label or
 the literal's lexical form; ``datatype`` is the literal's datatype IRI (``xsd:string`` for a plain literal,
 ``rdf:langString`` for a language-tagged one) and ``language`` its tag in lower case. Two terms are the same
 RDF term exactly when their structs are equal, so joins compare structs.
@@ -14,18 +15,8 @@ import pyarrow as pa
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Identifier
 
+from csparql.storage.schema import BLANK, IRI, LITERAL, TERM_TYPE
 from csparql.terms import RDF_LANGSTRING, XSD_STRING, format_ntriples_term
-
-IRI, BLANK, LITERAL = 1, 2, 3
-
-TERM_TYPE = pa.struct(
-    [
-        pa.field("kind", pa.int8(), nullable=False),
-        pa.field("value", pa.string(), nullable=False),
-        pa.field("datatype", pa.string()),
-        pa.field("language", pa.string()),
-    ]
-)
 
 TermRow = tuple[int, str, str | None, str | None]
 

@@ -37,11 +37,13 @@ from pathlib import Path
 
 from rdflib import URIRef
 
+from csparql.storage import tables
+from csparql.storage.tables import RESULT_KINDS
+
 ENVIRONMENT_VARIABLE = "CSPARQL_WAREHOUSE"
 OUTPUT_STREAM_PREFIX = "urn:csparql:stream:"
 QUERY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
-RESULT_KINDS = ("bindings", "answers", "triples")
-SYSTEM_TABLES = ("runs", "statistics", "watermarks", "closures")
+SYSTEM_TABLES = tuple(table.name for table in tables.SYSTEM_TABLES)
 """The SQL names of the warehouse's own tables (``_csparql/``): SQL shows runs and statistics; the other two
 are kept, so that showing them later hides no query's results."""
 SYSTEM_PREFIXES = ("stream_", "static_")
@@ -167,7 +169,7 @@ class Warehouse:
 
     @property
     def runs(self) -> Path:
-        return self.root / "_csparql" / "runs"
+        return self.root / tables.RUNS.folder
 
     @property
     def stale_windows(self) -> Path:
@@ -176,15 +178,15 @@ class Warehouse:
 
     @property
     def statistics(self) -> Path:
-        return self.root / "_csparql" / "statistics"
+        return self.root / tables.STATISTICS.folder
 
     @property
     def watermarks(self) -> Path:
-        return self.root / "_csparql" / "watermarks"
+        return self.root / tables.WATERMARKS.folder
 
     @property
     def closures(self) -> Path:
-        return self.root / "_csparql" / "closures"
+        return self.root / tables.CLOSURES.folder
 
     @property
     def query_facts(self) -> Path:

@@ -3,7 +3,7 @@
 A watermark W for a stream promises that triples with τ ≤ W have landed, up to the allowed lateness the
 deployment grants (``csparql.deploy.settings.Settings.allowed_lateness``). It is the greatest value recorded for the
 stream in ``_csparql/watermarks``; recording never lowers it. Ingest advances it to the greatest τ it landed,
-which is never later than the ingest's clock plus the maximum future skew (``csparql.engine.ingest`` rejects
+which is never later than the ingest's clock plus the maximum future skew (``csparql.ingest.ingest`` rejects
 later triples); an evaluation of a ``REGISTER STREAM`` query advances its output stream to the window's end; an
 operator may advance a quiet stream by hand (``csparql watermark``, which asks for ``--allow-future`` beyond
 that bound). The Airflow layer waits on it before evaluating.

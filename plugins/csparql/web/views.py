@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from csparql.deploy import monitoring
+from csparql.storage.vocabulary import XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
 from csparql.windows import format_instant
 
 
@@ -58,7 +59,8 @@ def moment(micros: int | None) -> str:
     return format_instant(micros - micros % 1_000_000)
 
 
-NUMERIC_TYPES = {f"http://www.w3.org/2001/XMLSchema#{t}" for t in ("integer", "decimal", "double", "boolean")}
+PLAIN_TYPES = {XSD_INTEGER, XSD_DECIMAL, XSD_DOUBLE, XSD_BOOLEAN}
+"""The datatypes whose literals are shown by their lexical form alone (as SPARQL writes them abbreviated)."""
 
 
 def term(text: str | None) -> str:
@@ -68,7 +70,7 @@ def term(text: str | None) -> str:
         return ""
     if text.startswith('"') and '"^^<' in text:
         lexical, datatype = text[1:].rsplit('"^^<', 1)
-        if datatype.rstrip(">") in NUMERIC_TYPES and "\\" not in lexical:
+        if datatype.rstrip(">") in PLAIN_TYPES and "\\" not in lexical:
             return lexical
     return text
 

@@ -19,7 +19,7 @@ Exactly once
 
 Timestamps in the future
     Lines timestamped later than the ingest's clock plus ``max_future_skew`` (``CSPARQL_MAX_FUTURE_SKEW``)
-    are refused like malformed ones, into ``rejected/<file>.rejects.tsv`` (see ``csparql.engine.ingest``).
+    are refused like malformed ones, into ``rejected/<file>.rejects.tsv`` (see ``csparql.ingest.ingest``).
 """
 
 from __future__ import annotations
@@ -35,15 +35,14 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from csparql.engine.ingest import InputError, ingest_stream
+from csparql.ingest.ingest import InputError, ingest_stream
 from csparql.storage import delta
 from csparql.storage.files import write_text_atomically
+from csparql.storage.tables import LANDED_FILE, LANDED_SHA256
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
 
 INTENT = ".landing.json"
-LANDED_FILE = "csparql.landed_file"
-LANDED_SHA256 = "csparql.landed_sha256"
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from csparql.engine import ingest as ingest_module
-from csparql.engine import landing
-from csparql.engine.landing import INTENT, land_waiting_files
+from csparql.ingest import ingest as ingest_module
+from csparql.ingest import landing
+from csparql.ingest.landing import INTENT, land_waiting_files
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import watermark

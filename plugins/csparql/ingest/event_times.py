@@ -8,7 +8,7 @@ import time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from csparql.engine.catalog import STREAM_FILE_SCHEMA
+from csparql.spark.schema import STREAM_FILE_SCHEMA
 from csparql.lateness import keep_until
 from csparql.storage import revisions as rv
 from csparql.storage.warehouse import Warehouse

@@ -6,7 +6,7 @@ Both return an ``IngestReport``.
 
 Inputs
     Timestamped N-Quads (``.nq``/``.tnq``): the fourth term is the triple's timestamp, an ``xsd:dateTime`` or
-    epoch milliseconds (see ``csparql.engine.ntriples``); lines without one take ``--timestamp`` if given.
+    epoch milliseconds (see ``csparql.ingest.lines``); lines without one take ``--timestamp`` if given.
     N-Triples (``.nt``): every triple takes ``--timestamp``. Any other format rdflib reads (Turtle, RDF/XML,
     N3, TriG, JSON-LD, ...; from the extension or ``format``) also takes ``--timestamp``.
 
@@ -84,13 +84,16 @@ import pyarrow.parquet as pq
 import rdflib
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from csparql.engine import ntriples as nt
-from csparql.engine.catalog import IRI_PROPERTY, KIND_PROPERTY, STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, Catalog
-from csparql.engine.event_times import staged_event_times
-from csparql.spark.terms import TERM_STRUCT
+from csparql.ingest.lines import FutureLimit
+from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_parser
+from csparql.ingest.rejects import escape_field, read_rejects, unescape_field
+from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, spark_schema
+from csparql.ingest.event_times import staged_event_times
 from csparql.storage import delta, schema
+from csparql.storage.instants import MAX_MICROS, MIN_MICROS, hour_buckets
+from csparql.storage.statistics import record_statistics
+from csparql.storage.tables import INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, OPERATION, TARGET
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
@@ -228,18 +231,18 @@ def check_inputs(files: Sequence[str | os.PathLike], format: str | None) -> list
     return inputs
 
 
-def future_limit(max_future_skew: int, now: int | None = None) -> nt.FutureLimit:
+def future_limit(max_future_skew: int, now: int | None = None) -> FutureLimit:
     """The latest timestamp an ingest starting at ``now`` (µs; default: the wall clock) accepts: ``now`` plus
     ``max_future_skew``; InputError for a negative skew."""
     if max_future_skew < 0:
         raise InputError(f"the maximum future skew must not be negative (got {format_duration(max_future_skew)})")
     now = time.time_ns() // 1000 if now is None else now
-    latest = min(now + max_future_skew, nt.MAX_MICROS)
-    return nt.FutureLimit(latest, f"{format_instant(latest)}, the ingest's clock plus the maximum future skew "
+    latest = min(now + max_future_skew, MAX_MICROS)
+    return FutureLimit(latest, f"{format_instant(latest)}, the ingest's clock plus the maximum future skew "
                                   f"of {format_duration(max_future_skew)} (--max-future-skew, CSPARQL_MAX_FUTURE_SKEW)")
 
 
-def check_timestamp(text: str | None, future: nt.FutureLimit | None = None) -> int | None:
+def check_timestamp(text: str | None, future: FutureLimit | None = None) -> int | None:
     """``--timestamp`` in microseconds (ISO 8601 with a zone, or epoch milliseconds), or InputError (also
     when it is later than ``future``)."""
     if text is None:
@@ -248,7 +251,7 @@ def check_timestamp(text: str | None, future: nt.FutureLimit | None = None) -> i
         micros = parse_instant(text)
     except ValueError as error:
         raise InputError(f"--timestamp: {error}") from None
-    if not nt.MIN_MICROS <= micros <= nt.MAX_MICROS:
+    if not MIN_MICROS <= micros <= MAX_MICROS:
         raise InputError(f"--timestamp: {text} is outside years 1..9999")
     if future is not None and micros > future.latest:
         raise InputError(f"--timestamp: {text} is too far in the future: later than {future.described}")
@@ -329,7 +332,7 @@ def ingest_stream(
                   **staged_event_times(spark, warehouse, [f for f, _ in files])},
     ))
     if report.version is not None:
-        _record(report, Catalog(warehouse), iri, "stream", replaces=False)
+        _record(report, warehouse, iri, "stream", replaces=False)
         if report.max_ts is not None:
             try:
                 advance_watermark(warehouse, iri, min(report.max_ts, future.latest), "ingest")
@@ -365,13 +368,13 @@ def load_static(
 
     job.run(report, commit, always_commit=replace)
     if report.version is not None:
-        _record(report, Catalog(warehouse), graph, "static", replaces=replace)
+        _record(report, warehouse, graph, "static", replaces=replace)
     return report
 
 
-def _record(report: IngestReport, catalog: Catalog, source: str | None, kind: str, replaces: bool) -> None:
+def _record(report: IngestReport, warehouse: Warehouse, source: str | None, kind: str, replaces: bool) -> None:
     try:
-        catalog.record_statistics(source, kind, report.counts, replaces=replaces)
+        record_statistics(warehouse, source, kind, report.counts, replaces=replaces)
     except Exception as error:  # the data is committed: say so rather than fail
         report.warnings.append(f"the triples landed, but their statistics were not recorded: {error}")
 
@@ -379,15 +382,6 @@ def _record(report: IngestReport, catalog: Catalog, source: str | None, kind: st
 # ---------------------------------------------------------------------------------------------------------
 # One ingest: parse, stage, commit
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _parsed_spark_schema(stream: bool) -> StructType:
-    fields = [StructField("s", TERM_STRUCT, False), StructField("p", TERM_STRUCT, False),
-              StructField("o", TERM_STRUCT, False)]
-    if stream:
-        fields += [StructField("ts_micros", LongType(), False), StructField("arrival", LongType(), False),
-                   StructField("bucket", StringType(), False)]
-    return StructType(fields)
 
 
 def _parallelism(spark: SparkSession) -> int:
@@ -403,7 +397,7 @@ def _parallelism(spark: SparkSession) -> int:
 class _Job:
     def __init__(self, spark, path: Path, inputs: list[Input], targets: dict[int, Path], stream: bool,
                  default_micros: int | None = None, batch: int = 0, replace: bool = False,
-                 explicit_rejects: str | os.PathLike | None = None, future: nt.FutureLimit | None = None):
+                 explicit_rejects: str | os.PathLike | None = None, future: FutureLimit | None = None):
         self.spark = spark
         self.path = Path(path)
         self.inputs = inputs
@@ -423,8 +417,8 @@ class _Job:
         return f"i{self.id}f{file_index}_"
 
     def commit_metadata(self, operation: str, target: str) -> dict[str, str]:
-        return {"csparql.operation": operation, "csparql.target": target, "csparql.ingest": self.id,
-                "csparql.inputs": json.dumps([str(i.path) for i in self.inputs])}
+        return {OPERATION: operation, TARGET: target, INGEST_ID: self.id,
+                INPUTS: json.dumps([str(i.path) for i in self.inputs])}
 
     def run(self, report: IngestReport, commit, always_commit: bool = False) -> None:
         committed = False
@@ -467,17 +461,17 @@ class _Job:
             offset += spans[item.index]
         if offset >= 1 << BATCH_SHIFT:
             raise InputError(f"one ingest holds at most {1 << BATCH_SHIFT} lines; split the input")
-        spark_schema = _parsed_spark_schema(self.stream)
+        parsed_schema = spark_schema(_parsed_schema(self.stream))
         if ranges:
-            jobs = [nt.RangeJob(r, self.scope(r.file_index), bases[r.file_index], self.stream, self.default_micros,
+            jobs = [RangeJob(r, self.scope(r.file_index), bases[r.file_index], self.stream, self.default_micros,
                                 self.future) for r in ranges]
-            parser = nt.range_parser(jobs, str(self.rejects_folder))
-            frames.append(self._ids(len(ranges)).mapInArrow(parser, spark_schema))
+            parser = range_parser(jobs, str(self.rejects_folder))
+            frames.append(self._ids(len(ranges)).mapInArrow(parser, parsed_schema))
         for index, arrow in whole.items():
             if arrow.num_rows:
                 if self.stream:
                     arrow = arrow.set_column(4, "arrival", pc.add(arrow.column("arrival"), bases[index]))
-                frames.append(self.spark.createDataFrame(arrow, schema=spark_schema))
+                frames.append(self.spark.createDataFrame(arrow, schema=parsed_schema))
         if not frames:
             return None
         frame = frames[0]
@@ -491,7 +485,7 @@ class _Job:
         partitions = min(count, 4 * _parallelism(self.spark))
         return self.spark.range(0, count, 1, partitions)
 
-    def split(self, inputs: list[Input]) -> list[nt.ByteRange]:
+    def split(self, inputs: list[Input]) -> list[ByteRange]:
         sizes = {i.index: i.path.stat().st_size for i in inputs}
         total = sum(sizes.values())
         target = min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, -(-total // (3 * _parallelism(self.spark)))))
@@ -503,18 +497,18 @@ class _Job:
             for k in range(pieces):
                 start, end = k * step, min(size, (k + 1) * step)
                 if start < end or (size == 0 and k == 0):
-                    ranges.append(nt.ByteRange(len(ranges), item.index, str(item.path), start, end))
+                    ranges.append(ByteRange(len(ranges), item.index, str(item.path), start, end))
         return ranges
 
-    def count_lines(self, ranges: list[nt.ByteRange], spans: dict[int, int]) -> list[nt.ByteRange]:
+    def count_lines(self, ranges: list[ByteRange], spans: dict[int, int]) -> list[ByteRange]:
         """The first pass: newline counts per range, in Spark; returns the ranges with ``newlines_before``."""
-        rows = self._ids(len(ranges)).mapInArrow(nt.newline_counter(ranges), "id long, newlines long").collect()
+        rows = self._ids(len(ranges)).mapInArrow(newline_counter(ranges), "id long, newlines long").collect()
         counts = {row["id"]: row["newlines"] for row in rows}
         before: dict[int, int] = {}
         numbered = []
         for r in ranges:
             seen = before.get(r.file_index, 0)
-            numbered.append(nt.ByteRange(r.index, r.file_index, r.path, r.start, r.end, seen))
+            numbered.append(ByteRange(r.index, r.file_index, r.path, r.start, r.end, seen))
             before[r.file_index] = seen + counts[r.index]
         for file_index, newlines in before.items():
             spans[file_index] = newlines + 1  # a last line without a newline still counts
@@ -531,7 +525,7 @@ class _Job:
             graph.parse(str(item.path), format=item.format)
         except Exception as error:  # rdflib raises many kinds: each means the file is not valid
             line, reason = _parser_position(error)
-            self.rejects.append((item.index, line, nt.escape_field(reason), nt.escape_field(_line_text(item.path, line))))
+            self.rejects.append((item.index, line, escape_field(reason), escape_field(_line_text(item.path, line))))
             return empty
         finally:
             rdflib.NORMALIZE_LITERALS = previous
@@ -545,10 +539,10 @@ class _Job:
                     value = scope + value
                 columns[name].append({"kind": kind, "value": value, "datatype": datatype, "language": language})
         rows = len(columns["s"])
-        arrays = [pa.array(columns[name], nt.TERM_TYPE) for name in ("s", "p", "o")]
+        arrays = [pa.array(columns[name], schema.TERM_TYPE) for name in ("s", "p", "o")]
         if self.stream:
             ts = pa.array([self.default_micros] * rows, pa.int64())
-            arrays += [ts, pa.array(range(1, rows + 1), pa.int64()), nt.hour_buckets(ts)]
+            arrays += [ts, pa.array(range(1, rows + 1), pa.int64()), hour_buckets(ts)]
         return pa.Table.from_arrays(arrays, schema=target)
 
     # writing
@@ -609,17 +603,17 @@ class _Job:
     def write_rejects(self, report: IngestReport) -> None:
         rejects = list(self.rejects)
         for file in sorted(self.rejects_folder.glob("*.tsv")):
-            rejects.extend(nt.read_rejects(str(file)))
+            rejects.extend(read_rejects(str(file)))
         rejects.sort(key=lambda r: (r[0], r[1]))
         names = {i.index: str(i.path) for i in self.inputs}
         report.rejected = len(rejects)
         report.first_rejects = [
-            Reject(names[f], line, _unescape_field(reason), _unescape_field(text))
+            Reject(names[f], line, unescape_field(reason), unescape_field(text))
             for f, line, reason, text in rejects[:SHOWN_REJECTS]
         ]
         by_target: dict[Path, list[str]] = {}
         for file_index, line, reason, text in rejects:
-            row = f"{nt.escape_field(names[file_index])}\t{line}\t{reason}\t{text}\n"
+            row = f"{escape_field(names[file_index])}\t{line}\t{reason}\t{text}\n"
             by_target.setdefault(self.targets[file_index], []).append(row)
         if self.explicit_rejects is not None:  # a named rejects file is always written, even empty
             by_target.setdefault(self.explicit_rejects, [])
@@ -632,14 +626,7 @@ class _Job:
 
 
 def _parsed_schema(stream: bool) -> pa.Schema:
-    return nt.PARSED_STREAM if stream else nt.PARSED_STATIC
-
-
-_FIELD_ESCAPES = re.compile(r"\\(.)")
-
-
-def _unescape_field(text: str) -> str:
-    return _FIELD_ESCAPES.sub(lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), text)
+    return schema.PARSED_STREAM if stream else schema.PARSED_STATIC
 
 
 def _parser_position(error: Exception) -> tuple[int, str]:

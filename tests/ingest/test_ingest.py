@@ -15,12 +15,13 @@ import rdflib
 from rdflib import URIRef
 
 from csparql.cli import main
-from csparql.engine import ingest as ingest_module
-from csparql.engine import ntriples as nt
-from csparql.engine.catalog import Catalog, bucket_of
-from csparql.engine.ingest import InputError, ingest_stream, load_static
+from csparql.engine.catalog import Catalog
+from csparql.ingest import ingest as ingest_module
+from csparql.ingest import lines as nt
+from csparql.ingest.ingest import InputError, ingest_stream, load_static
 from csparql.spark.session import spark_session
 from csparql.storage import delta, schema
+from csparql.storage.instants import bucket_of
 from csparql.storage.terms import term_dict
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import parse_instant, to_micros

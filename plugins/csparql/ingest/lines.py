@@ -1,7 +1,8 @@
 """N-Triples and timestamped N-Quads, one line at a time, as Spark executors parse them.
 
-This module is what runs inside the executors' Python workers (``mapInArrow``), so it imports neither Spark
-nor Delta: only the standard library and pyarrow.
+This module runs inside the executors' Python workers (``mapInArrow``, through ``csparql.ingest.ranges``), so
+it imports neither Spark nor Delta: only the standard library, pyarrow and the storage contract
+(``csparql.storage.schema``, ``vocabulary``, ``instants``).
 
 A line is a triple, optionally followed by its timestamp as the fourth term (timestamped N-Quads, 003 §3.1)::
 
@@ -30,51 +31,15 @@ file ingested twice, are different nodes, as RDF merging requires.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
-XSD_STRING = XSD + "string"
-XSD_DATETIME = XSD + "dateTime"
-XSD_DATETIMESTAMP = XSD + "dateTimeStamp"
-RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-DATETIME_TYPES = frozenset({XSD_DATETIME, XSD_DATETIMESTAMP})
-INTEGER_TYPES = frozenset(
-    XSD + t for t in ("integer", "long", "int", "nonNegativeInteger", "positiveInteger", "unsignedLong", "unsignedInt")
-)
-
-IRI, BLANK, LITERAL = 1, 2, 3
-
-# Instants must fall in years 1..9999 (the hour buckets and Python's datetime cover them).
-MIN_MICROS = -62_135_596_800_000_000
-MAX_MICROS = 253_402_300_799_999_999
-
-TERM_TYPE = pa.struct(
-    [
-        pa.field("kind", pa.int8(), nullable=False),
-        pa.field("value", pa.string(), nullable=False),
-        pa.field("datatype", pa.string()),
-        pa.field("language", pa.string()),
-    ]
-)
-# What the executors return: terms, the timestamp in microseconds (Spark turns it into a timestamp), the
-# arrival order and the hour bucket.
-PARSED_STREAM = pa.schema(
-    [
-        pa.field("s", TERM_TYPE, nullable=False),
-        pa.field("p", TERM_TYPE, nullable=False),
-        pa.field("o", TERM_TYPE, nullable=False),
-        pa.field("ts_micros", pa.int64(), nullable=False),
-        pa.field("arrival", pa.int64(), nullable=False),
-        pa.field("bucket", pa.string(), nullable=False),
-    ]
-)
-PARSED_STATIC = pa.schema([PARSED_STREAM.field("s"), PARSED_STREAM.field("p"), PARSED_STREAM.field("o")])
+from csparql.storage.instants import MAX_MICROS, MIN_MICROS, hour_buckets
+from csparql.storage.schema import BLANK, IRI, LITERAL, PARSED_STATIC, PARSED_STREAM, TERM_TYPE
+from csparql.storage.vocabulary import DATETIME_TYPES, EPOCH_MILLIS_TYPES, RDF_LANGSTRING, XSD_DATETIME, XSD_STRING
 
 
 class LineError(ValueError):
@@ -228,7 +193,7 @@ def _in_range(micros: int, shown: str) -> int:
 
 def timestamp_micros(lexical: str, datatype: str | None, bare: bool = False) -> int:
     """The instant of the fourth term: a dateTime, or epoch milliseconds (see the module docstring)."""
-    if bare or datatype in INTEGER_TYPES:
+    if bare or datatype in EPOCH_MILLIS_TYPES:
         if _INTEGER.fullmatch(lexical):
             return _in_range(int(lexical) * 1000, lexical)
         raise LineError(f"the timestamp '{lexical}' is not an integer number of epoch milliseconds")
@@ -477,7 +442,7 @@ class LineParser:
                                 elif fraction[0] == "." and 1 < len(fraction) <= 7:
                                     ts = base + (int(minutes) * 60 + int(seconds)) * 1_000_000 \
                                         + int(fraction[1:].ljust(6, "0"))
-                    elif g_dt in INTEGER_TYPES and g_lex.isdigit() and g_lex.isascii() and len(g_lex) < 15:
+                    elif g_dt in EPOCH_MILLIS_TYPES and g_lex.isdigit() and g_lex.isascii() and len(g_lex) < 15:
                         ts = int(g_lex) * 1000
                 elif g_int is not None:
                     if g_int.isdigit() and g_int.isascii() and len(g_int) < 15:
@@ -631,209 +596,3 @@ class LineParser:
             batch = pa.RecordBatch.from_arrays([s, p, o], schema=PARSED_STATIC)
         self._reset()
         return batch
-
-
-def hour_buckets(micros: pa.Array) -> pa.Array:
-    """The hour bucket (``yyyyMMddTHH``, UTC) of each timestamp, as ``catalog.bucket_of`` computes it
-    (formatted once per distinct hour: formatting every value is slow)."""
-    hours = pc.floor_temporal(micros.cast(pa.timestamp("us")), unit="hour")
-    distinct = pc.unique(hours)
-    labels = pc.strftime(distinct, format="%Y%m%dT%H")
-    return pc.take(labels, pc.index_in(hours, value_set=distinct))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Byte ranges of a file (the executors' side of the parallel parse)
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ByteRange:
-    """A slice [start, end) of one input file. Its lines are those that START inside it; the last one is
-    read past ``end`` to its newline. ``newlines_before`` is how many newlines the file has before ``start``
-    (from the first pass), so line numbers are exact."""
-
-    index: int  # position among all ranges of the ingest (the order of the rejects)
-    file_index: int
-    path: str
-    start: int
-    end: int
-    newlines_before: int = 0
-
-
-def count_newlines(path: str, start: int, end: int) -> int:
-    """How many newline bytes the file has in [start, end)."""
-    count = 0
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        left = end - start
-        while left > 0:
-            chunk = handle.read(min(left, 8 << 20))
-            if not chunk:
-                break
-            count += chunk.count(b"\n")
-            left -= len(chunk)
-    return count
-
-
-def read_lines(byte_range: ByteRange) -> tuple[int, list[bytes | str]]:
-    """The line number of the range's first line and its lines (without newlines), decoded when the whole
-    slice is UTF-8 (else bytes, decoded line by line by the caller)."""
-    start, end = byte_range.start, byte_range.end
-    with open(byte_range.path, "rb") as handle:
-        skip_partial = False
-        if start > 0:
-            handle.seek(start - 1)
-            skip_partial = handle.read(1) != b"\n"
-        data = handle.read(end - start)
-        if data and not data.endswith(b"\n"):
-            tail = []
-            while True:
-                chunk = handle.read(1 << 16)
-                if not chunk:
-                    break
-                cut = chunk.find(b"\n")
-                if cut >= 0:
-                    tail.append(chunk[: cut + 1])
-                    break
-                tail.append(chunk)
-            data += b"".join(tail)
-    first_line = byte_range.newlines_before + 1
-    if skip_partial:  # the line holding `start` began in the previous range, which reads it
-        cut = data.find(b"\n")
-        if cut < 0 or cut >= end - start - 1:  # the next line starts at or after `end`: not ours
-            return first_line, []
-        data = data[cut + 1:]
-        first_line += 1
-    if not data:
-        return first_line, []
-    if data.endswith(b"\n"):
-        data = data[:-1]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return first_line, data.split(b"\n")
-    if "\r" in text:  # CRLF line ends
-        text = text.replace("\r\n", "\n")
-        if text.endswith("\r"):
-            text = text[:-1]
-    return first_line, text.split("\n")
-
-
-BATCH_LINES = 65_536
-
-
-def parse_range(
-    byte_range: ByteRange,
-    scope: str,
-    arrival_base: int,
-    timestamps: bool,
-    default_micros: int | None,
-    rejects_folder: str | None,
-    future: FutureLimit | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """Parse the lines of one byte range into record batches; write its rejects (file index, line, reason,
-    text) to ``<rejects_folder>/<range index>.tsv``. A line timestamped after ``future`` is rejected."""
-    first_line, lines = read_lines(byte_range)
-    parser = LineParser(scope, timestamps, default_micros, future)
-    rejects: list[tuple[int, str, str]] = []  # lines that are not even UTF-8
-    if lines and first_line == 1:
-        first = lines[0]
-        if isinstance(first, str) and first.startswith("\ufeff"):
-            lines[0] = first[1:]
-        elif isinstance(first, bytes) and first.startswith(b"\xef\xbb\xbf"):
-            lines[0] = first[3:]
-    if not lines or isinstance(lines[0], str):
-        for begin in range(0, len(lines), BATCH_LINES):
-            parser.add_lines(first_line + begin, lines[begin:begin + BATCH_LINES])
-            if len(parser):
-                yield parser.batch(arrival_base)
-    else:  # the slice is not all UTF-8: decode line by line, rejecting the lines that are not
-        number = first_line
-        for raw in lines:
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                rejects.append((number, f"not UTF-8 text (byte {error.start + 1} of the line)",
-                                raw.decode("utf-8", "backslashreplace")))
-            else:
-                parser.add(number, line[:-1] if line.endswith("\r") else line)
-            number += 1
-            if len(parser) >= BATCH_LINES:
-                yield parser.batch(arrival_base)
-        if len(parser):
-            yield parser.batch(arrival_base)
-    rejects = sorted(rejects + parser.rejects)
-    if rejects_folder is not None and rejects:
-        write_rejects(os.path.join(rejects_folder, f"{byte_range.index:08d}.tsv"), byte_range.file_index, rejects)
-
-
-def escape_field(text: str) -> str:
-    """A TSV field: backslash, tab, newline and carriage return escaped."""
-    if "\\" in text or "\t" in text or "\n" in text or "\r" in text:
-        text = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return text
-
-
-def write_rejects(path: str, file_index: int, rejects: list[tuple[int, str, str]]) -> None:
-    """Rejects of one range as ``file index <TAB> line <TAB> reason <TAB> text`` lines (atomic: a retried
-    task rewrites the same file)."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        for number, reason, text in rejects:
-            handle.write(f"{file_index}\t{number}\t{escape_field(reason)}\t{escape_field(text)}\n")
-    os.replace(temporary, path)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The functions Spark runs (``mapInArrow`` over ``spark.range(n)``: one row per byte range)
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RangeJob:
-    """What an executor needs to parse one byte range."""
-
-    byte_range: ByteRange
-    scope: str  # blank node label prefix of the range's file
-    arrival_base: int  # arrival of line n is arrival_base + n
-    timestamps: bool  # a stream (True) or a static graph (False)
-    default_micros: int | None  # --timestamp, for lines without a fourth term
-    future: FutureLimit | None = None  # the latest timestamp accepted (streams)
-
-
-def newline_counter(ranges: list[ByteRange]):
-    """The first pass: for each range id, how many newlines its bytes hold (``id long, newlines long``)."""
-
-    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            ids = batch.column(0).to_pylist()
-            counts = [count_newlines(ranges[i].path, ranges[i].start, ranges[i].end) for i in ids]
-            yield pa.RecordBatch.from_arrays([pa.array(ids, pa.int64()), pa.array(counts, pa.int64())],
-                                             names=["id", "newlines"])
-
-    return count
-
-
-def range_parser(jobs: list[RangeJob], rejects_folder: str):
-    """The second pass: for each range id, its parsed rows (``PARSED_STREAM`` or ``PARSED_STATIC``); its
-    rejects go to ``rejects_folder``."""
-
-    def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                job = jobs[i]
-                yield from parse_range(job.byte_range, job.scope, job.arrival_base, job.timestamps,
-                                       job.default_micros, rejects_folder, job.future)
-
-    return parse
-
-
-def read_rejects(path: str) -> list[tuple[int, int, str, str]]:
-    """The rejects one range wrote: (file index, line, reason, text), fields still escaped."""
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            file_index, number, reason, text = line.rstrip("\n").split("\t", 3)
-            rows.append((int(file_index), int(number), reason, text))
-    return rows

@@ -1,0 +1,107 @@
+"""The catalog of the warehouse's tables, without Spark: where each of csparql's own tables lives, its SQL
+name, its schema and partitions; the keys csparql records in Delta table properties and commit metadata; and
+how a SELECT query's variables name the columns of its result table.
+
+Streams, static graphs and result tables are found per IRI or query through ``csparql.storage.warehouse``;
+their schemas are in ``csparql.storage.schema``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from csparql.storage import schema
+
+# --- Delta table properties (a table's configuration) ----------------------------------------------------
+
+IRI_PROPERTY = "csparql.iri"
+"""The IRI of the stream or named graph a table holds (absent for the default graph)."""
+KIND_PROPERTY = "csparql.kind"
+"""What a table holds: ``stream``, ``static`` or ``closures``."""
+QUERY_PROPERTY = "csparql.query"
+"""The query whose results a result table holds, or that produces an output stream (REGISTER STREAM)."""
+VARIABLES_PROPERTY = "csparql.variables"
+"""A bindings table's query variables, in order (JSON), which name its columns (``column_names``)."""
+
+# --- Delta commit metadata (what one commit records) ------------------------------------------------------
+
+RUN_METADATA = "csparql.run"
+"""Commit metadata of every result commit: the run it completes, as JSON (``RunRecord``). The results and
+the runs table are two Delta tables, so two commits; a process that dies between them leaves results whose
+run is written here only, and ``Engine.record_lost_runs`` appends it to the runs table later."""
+OUTPUT_PREDICATES = "csparql.predicates"
+"""Commit metadata of a REGISTER STREAM output commit: its triples per predicate (JSON), what the statistics
+record for the stream."""
+LANDED_FILE = "csparql.landed_file"
+"""Commit metadata of an ingest of a landed file: the file's name (``csparql.ingest.landing``)."""
+LANDED_SHA256 = "csparql.landed_sha256"
+"""Commit metadata of an ingest of a landed file: the SHA-256 of its content."""
+OPERATION = "csparql.operation"
+"""Commit metadata: what wrote the commit (``ingest-stream``, ``load-static``, ``store-closure`` …)."""
+TARGET = "csparql.target"
+"""Commit metadata of an ingest: the stream or graph it loaded."""
+INGEST_ID = "csparql.ingest"
+"""Commit metadata of an ingest: its id (the name of its staging folder)."""
+INPUTS = "csparql.inputs"
+"""Commit metadata of an ingest: the files it read (JSON)."""
+CLOSURE = "csparql.closure"
+"""Commit metadata of a stored closure: what it closes (``ClosureKey.description``)."""
+
+# --- csparql's own tables ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemTable:
+    """One of csparql's own tables: its SQL name, its folder under the warehouse root, schema, partitions."""
+
+    name: str
+    folder: str
+    schema: pa.Schema
+    partitions: tuple[str, ...] = ()
+
+
+RUNS = SystemTable("runs", "_csparql/runs", schema.RUNS)
+"""One row per evaluation."""
+STATISTICS = SystemTable("statistics", "_csparql/statistics", schema.STATISTICS)
+"""Per source and predicate, how many triples were loaded (the optimizer's statistics)."""
+WATERMARKS = SystemTable("watermarks", "_csparql/watermarks", schema.WATERMARKS)
+"""Per stream, how far its triples are known to have landed."""
+CLOSURES = SystemTable("closures", "_csparql/closures", schema.CLOSURES, tuple(schema.CLOSURES_PARTITIONS))
+"""Closures of static graphs, per version of the graphs (property paths, entailment)."""
+
+SYSTEM_TABLES = (RUNS, STATISTICS, WATERMARKS, CLOSURES)
+"""csparql's own tables, under ``_csparql/``."""
+
+# --- result tables ----------------------------------------------------------------------------------------
+
+RESULT_KINDS = ("bindings", "answers", "triples")
+"""The result table of a SELECT, an ASK, a CONSTRUCT or DESCRIBE query (``results/<query>/<kind>``)."""
+
+RESULT_SCHEMAS = {"answers": schema.ANSWERS, "triples": schema.TRIPLES}
+"""The fixed schemas of result tables; a bindings table's columns follow its variables (``column_names``)."""
+
+RESERVED_COLUMNS = frozenset({"window_start", "window_end", "query_version", "revision"})
+"""The columns of every result table that no variable may name."""
+
+
+def column_names(variables: Iterable) -> dict:
+    """The analyst column name of each variable of a SELECT query: its name with unsafe characters replaced,
+    unique (the typed value is in that column, the N-Triples term in ``<name>_term``)."""
+    names = {}
+    used = set(RESERVED_COLUMNS)
+    for var in variables:
+        base = re.sub(r"[^A-Za-z0-9_]", "_", str(var)) or "var"
+        if base[0].isdigit():
+            base = "v_" + base
+        name = base
+        counter = 2
+        while name in used or name + "_term" in used:
+            name = f"{base}_{counter}"
+            counter += 1
+        used.update({name, name + "_term"})
+        names[var] = name
+    return names
