@@ -419,7 +419,7 @@ class SparkCompiler:
     def _triple_timestamp(self, solutions: Solutions, node: ex.TripleTimestamp) -> tuple[Solutions, str]:
         """A timestamp column: the latest τ of the triple (s, p, o) in the query's stream windows."""
         name = self.fresh("tts")
-        windows = self._source_frame(tuple(self.plan.streams), False)
+        windows = self.frames.triples(tuple(self.plan.streams))
         lookup = windows.groupBy("s", "p", "o").agg(F.max("ts").alias(name))
         scope = self.scope(solutions)
         compiler = ExpressionCompiler(scope)
