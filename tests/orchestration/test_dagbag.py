@@ -14,7 +14,7 @@ import pytest
 from csparql.deploy.history import versions
 from csparql.deploy.plan import deployment_of
 from csparql.deploy.registration import register
-from csparql.deploy import registry
+from csparql.deploy import registry as registry_module
 from csparql.deploy.registry import RegistrationError, sync_loaders, write_loader
 from csparql.deploy.settings import Settings
 from csparql.frontend import compile_query
@@ -84,7 +84,7 @@ def bag(dags_folder):
     from airflow.dag_processing.dagbag import DagBag
 
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(registry, "compile_query", counting_compile_query)
+    monkey.setattr(registry_module, "compile_query", counting_compile_query)
     COMPILES.clear()
     yield DagBag(str(dags_folder))
     monkey.undo()
@@ -114,15 +114,15 @@ def test_a_dag_processor_process_per_file_compiles_only_its_own_query_once_the_f
 
     files = [dags_folder / "csparql_streams.py", *sorted((dags_folder / "queries").glob("*.py"))]
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(registry, "compile_query", counting_compile_query)
+    monkey.setattr(registry_module, "compile_query", counting_compile_query)
     monkey.setenv("CSPARQL_WAREHOUSE", str(tmp_path / "warehouse"))  # a cold compile cache
     try:
         loops = []
         for _ in range(2):
             per_file = {}
             for file in files:
-                monkey.setattr(registry, "_COMPILED", {})
-                monkey.setattr(registry, "_FACTS", {})
+                monkey.setattr(registry_module, "_COMPILED", {})
+                monkey.setattr(registry_module, "_FACTS", {})
                 COMPILES.clear()
                 parsed = DagBag(str(file))
                 per_file[file.stem] = (dict(COMPILES), len(parsed.dags), list(parsed.import_errors.values()))

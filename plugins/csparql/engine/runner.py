@@ -27,6 +27,7 @@ from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_pla
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
+from csparql.storage.instants import instant_of
 from csparql.storage import revisions as rv
 from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICATES, QUERY_PROPERTY, RUN_METADATA,
                                     VARIABLES_PROPERTY)
@@ -112,9 +113,9 @@ class RunRecord:
         return {
             "run_id": self.run_id,
             "query": self.query,
-            "window_start": rt._instant(self.window_start),
-            "window_end": rt._instant(self.window_end),
-            "started_at": rt._instant(self.started_at),
+            "window_start": instant_of(self.window_start),
+            "window_end": instant_of(self.window_end),
+            "started_at": instant_of(self.started_at),
             "status": self.status,
             "error": self.error,
             "triples_read": json.dumps(self.triples_read),

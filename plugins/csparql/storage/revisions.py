@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,6 +21,8 @@ import pyarrow.compute as pc
 
 from csparql.lateness import EventTimes, event_times_from
 from csparql.storage import delta, schema
+from csparql.storage.instants import instant_of as _instant
+from csparql.storage.instants import micros_of as _micros
 from csparql.storage.warehouse import Warehouse
 
 EVENT_TIMES = "csparql.event_times"
@@ -195,20 +196,6 @@ def stale_windows(warehouse: Warehouse, query: str | None = None) -> list[StaleW
     for window in sorted((StaleWindow.from_row(row) for row in rows), key=lambda w: w.detected_at):
         latest[window.key] = window
     return sorted(latest.values(), key=lambda w: (w.detected_at, w.window_end))
-
-
-def _instant(micros: int | None) -> datetime | None:
-    if micros is None:
-        return None
-    return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).replace(microsecond=micros % 1_000_000)
-
-
-def _micros(value) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return delta._micros(value)
-    return int(value)
 
 
 def revision_rows(warehouse: Warehouse, query: str, path: str | Path, revision: int) -> list[dict]:
