@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rdflib import URIRef, Variable
+from rdflib import BNode, URIRef, Variable
 
 from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_expression, format_operator
@@ -214,7 +214,7 @@ def _decide(plan: alg.QueryPlan) -> PanePlan:
         raise _NotDecomposable("DESCRIBE follows the triples of each described resource through the whole "
                                "window, across panes")
     if isinstance(plan.form, alg.ConstructResult):
-        if any(isinstance(term, Variable) and term.startswith("_:")
+        if any(isinstance(term, BNode) or (isinstance(term, Variable) and term.startswith("_:"))
                for triple in plan.form.template for term in (triple.subject, triple.predicate, triple.object)):
             raise _NotDecomposable("the CONSTRUCT template has blank nodes, fresh for every solution of the "
                                    "window: per-pane triples would not be the window's")
