@@ -57,6 +57,11 @@ def format_path(path: sx.PathExpr, prefixes: dict[str, str] | None = None) -> st
     return _SexprPrinter(prefixes or {}).path(path)
 
 
+def format_expression(expression: ex.Expr, prefixes: dict[str, str] | None = None) -> str:
+    """One expression, e.g. ``(count distinct ?car)`` or ``(> ?n 5)``."""
+    return _SexprPrinter(prefixes or {}).expr(expression)
+
+
 def format_source(source: alg.Source, prefixes: dict[str, str] | None = None) -> str:
     """A stream window or static graph, e.g. ``(window <s> (range 30m) (step 5m))`` or ``(graph default)``."""
     return _SexprPrinter(prefixes or {}).source(source)
@@ -230,4 +235,4 @@ class _SexprPrinter:
         return self.term(expression)
 
 
-__all__ = ["format_plan", "format_operator", "format_source", "Variable"]
+__all__ = ["format_plan", "format_operator", "format_expression", "format_source", "Variable"]

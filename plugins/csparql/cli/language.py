@@ -130,8 +130,16 @@ def run_explain(args: argparse.Namespace) -> int:
     except QueryError as error:
         print(error.render(), file=sys.stderr)
         return 1
+    from csparql.deploy.plan import panes_setting_of
+    from csparql.deploy.registry import RegistrationError
     from csparql.storage.statistics import read_statistics
     from csparql.storage.warehouse import Warehouse
+
+    try:
+        panes_setting = panes_setting_of(Path(source_name), text)
+    except RegistrationError as error:
+        print(f"{source_name}: error: {error.message}", file=sys.stderr)
+        return 1
 
     warehouse = Warehouse.locate(args.warehouse)
     statistics = read_statistics(warehouse)
@@ -142,8 +150,24 @@ def run_explain(args: argparse.Namespace) -> int:
     if plan.entailment:
         print(f"# under ENTAILMENT {', '.join(plan.entailment)} each pattern is matched against the entailed graph when it is "
               "compiled for Spark, and a property also counts its sub-properties' triples (docs/entailment.md)")
-    sys.stdout.write(format_plan(optimize(plan, statistics)))
+    optimized = optimize(plan, statistics)
+    sys.stdout.write(format_plan(optimized))
+    _explain_panes(optimized, panes_setting)
     return 0
+
+
+def _explain_panes(plan, setting: bool | None) -> None:
+    """Print the ``# panes`` section of ``csparql explain``: the query's pane plan or why it recomputes, and
+    whether the file's ``# csparql panes off`` turns them off."""
+    from csparql.optimizer.panes import PanePlan, pane_plan
+
+    decision = pane_plan(plan)
+    print("\n# panes (decided only: the engine recomputes every window for now)")
+    lines = decision.describe(dict(plan.prefixes)) if isinstance(decision, PanePlan) else decision.describe()
+    for line in lines:
+        print(line)
+    if setting is False:
+        print("turned off by the file's '# csparql panes off': every window is recomputed")
 
 
 def run_translate(args: argparse.Namespace) -> int:

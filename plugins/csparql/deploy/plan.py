@@ -131,6 +131,7 @@ class Deployment:
     output_stream: str | None
     registered_as: str | None
     revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``REVISION_HORIZON``)
+    panes: bool = True  # False when the registry file turns panes off (``PANES``); the engine does not use panes yet
 
     @property
     def dag_id(self) -> str:
@@ -178,6 +179,28 @@ def revision_horizon_of(path: Path, text: str) -> int | None:
     except ValueError as error:
         raise RegistrationError(path, f"line {line}: the revision horizon {match.group(1)!r} is not a duration "
                                       f"such as 30m, 2h or 1d ({error})") from None
+    return value
+
+
+PANES = re.compile(r"^[ \t]*#[ \t]*csparql[ \t]+panes[ \t]*[:=]?[ \t]*(\S*)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+"""A comment line of a registry file that turns the computation of its windows from panes off (or on, the
+default): ``# csparql panes off``. Off, every window is recomputed from its whole range (the reference)."""
+
+PANES_VALUES = {"on": True, "off": False}
+
+
+def panes_setting_of(path: Path, text: str) -> bool | None:
+    """Whether a registry file's text turns panes on (True) or off (False) with ``PANES`` (its last such line),
+    None when it says nothing; ``RegistrationError`` naming the line for a value other than on or off."""
+    found = list(PANES.finditer(text))
+    if not found:
+        return None
+    match = found[-1]
+    value = PANES_VALUES.get(match.group(1).lower())
+    if value is None:
+        line = text.count("\n", 0, match.start()) + 1
+        written = repr(match.group(1)) if match.group(1) else "nothing"
+        raise RegistrationError(path, f"line {line}: '# csparql panes' takes on or off, not {written}")
     return value
 
 
@@ -248,6 +271,7 @@ def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Set
         output_stream=facts.output_stream,
         registered_as=registration.name if registration else None,
         revision_horizon=revision_horizon_of(path, text),
+        panes=panes_setting_of(path, text) is not False,
     )
 
 
