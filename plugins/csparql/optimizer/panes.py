@@ -65,7 +65,7 @@ from rdflib import BNode, URIRef, Variable
 
 from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_expression, format_operator
-from csparql.algebra.walk import children, expressions_of, walk
+from csparql.algebra.walk import expressions_of, walk
 from csparql.language import expressions as ex
 from csparql.windows import LogicalWindow, PhysicalWindow, format_duration
 
