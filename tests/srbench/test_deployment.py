@@ -59,9 +59,10 @@ def test_the_dag_processor_builds_seventeen_query_dags_and_the_ingestion_dag(reg
     finally:
         monkey.undo()
     assert not bag.import_errors, bag.import_errors
-    queries = sorted(d for d in bag.dag_ids if not d.startswith("ingest_"))
+    queries = sorted(d for d in bag.dag_ids if not d.startswith(("ingest_", "revise_")))
     assert queries == sorted(path.stem for path in query_files_registered(settings))
     assert len(queries) == 17
+    assert sorted(d for d in bag.dag_ids if d.startswith("revise_")) == [f"revise_{q}" for q in queries]
     ingestion = [d for d in bag.dag_ids if d.startswith("ingest_")]
     assert len(ingestion) == 1 and bag.dags[ingestion[0]].get_task("ingest_landed_files").stream == str(OBSERVATIONS)
     for dag_id in queries:
