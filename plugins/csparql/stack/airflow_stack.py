@@ -264,6 +264,7 @@ class AirflowStack:
             except (ProcessLookupError, PermissionError):
                 pass
             process.wait()
+        _wait_for_groups_to_end([process.pid for process in self.processes.values()], timeout=10)
         self.processes.clear()
 
     # REST API
@@ -419,6 +420,19 @@ class AirflowStack:
                     events.append(line)
             texts.append(f"--- {path.parent.name}/{path.name}\n" + "\n".join(map(str, events)))
         return "\n".join(texts) or "(no task log)"
+
+
+def _wait_for_groups_to_end(groups: list[int], timeout: float) -> None:
+    """Wait (up to ``timeout`` seconds) until no process of the groups is left: a worker killed with its
+    component's group is gone only once the system has reaped it."""
+    deadline = time.monotonic() + timeout
+    for group in groups:
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(group, 0)
+            except (ProcessLookupError, PermissionError):
+                break
+            time.sleep(0.1)
 
 
 def _same_instant(a: str, b: str) -> bool:
