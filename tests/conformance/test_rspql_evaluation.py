@@ -13,7 +13,7 @@ from conformance import reference
 from conformance.compare import Results, compare
 from conformance.generator import INSTANTS, make_data
 from conformance.reference import Case
-from conformance.whole_way import QUIET, at_instant, land_data_set, results_of, stored_windows
+from conformance.whole_way import QUIET, at_instant, land_data_sets, results_of, stored_windows
 from csparql.cli import main
 from csparql.frontend import compile_query, parse_query
 from csparql.language import syntax as sx
@@ -92,12 +92,7 @@ def reference_result(case: Case) -> Results:
 
 @pytest.fixture(scope="module")
 def warehouses(conformance_spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("rspql")
-    landed = {}
-    for index in range(DATA_SETS_USED):
-        landed[index] = root / f"warehouse{index}"
-        land_data_set(index, landed[index], root / f"files{index}")
-    return landed
+    return land_data_sets(DATA_SETS_USED, tmp_path_factory.mktemp("rspql"))
 
 
 def stored(case: Case, warehouse, capsys) -> dict[int, dict]:

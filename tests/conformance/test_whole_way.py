@@ -18,7 +18,7 @@ from conformance.whole_way import (
     data_set_of,
     instants_of,
     QUIET,
-    land_data_set,
+    land_data_sets,
     Evaluations,
     results_of,
     stored_windows,
@@ -32,12 +32,7 @@ CASES = whole_way_cases()
 @pytest.fixture(scope="module")
 def warehouses(conformance_spark, tmp_path_factory):
     """One warehouse per data set, its streams and graphs landed through the command line."""
-    root = tmp_path_factory.mktemp("whole-way")
-    landed = {}
-    for index in range(DATA_SETS):
-        landed[index] = root / f"warehouse{index}"
-        land_data_set(index, landed[index], root / f"files{index}")
-    return landed
+    return land_data_sets(DATA_SETS, tmp_path_factory.mktemp("whole-way"))
 
 
 @pytest.fixture(scope="module")

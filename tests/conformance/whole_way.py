@@ -112,6 +112,15 @@ def land_data_set(index: int, warehouse: Path, folder: Path) -> None:
         _command(["load-static", "--warehouse", str(warehouse), *(["--graph", str(graph)] if graph else []), str(path)])
 
 
+def land_data_sets(count: int, root: Path) -> dict[int, Path]:
+    """Data sets 0 … ``count - 1``, each landed in its own warehouse under ``root``: index → warehouse."""
+    landed = {}
+    for index in range(count):
+        landed[index] = root / f"warehouse{index}"
+        land_data_set(index, landed[index], root / f"files{index}")
+    return landed
+
+
 def _command(argv: list[str]) -> None:
     code = main(argv)
     if code != 0:
