@@ -77,7 +77,10 @@ def table_version(path: str | Path) -> int:
     return delta.SNAPSHOTS.latest(path).version() if delta.exists(path) else -1
 
 
-def _runs(warehouse: Warehouse, columns: list[str], queries: set[str] | None = None) -> list[dict]:
+def _runs(warehouse: Warehouse, columns: list[str], queries: set[str] | None = None,
+          window_end: int | None = None) -> list[dict]:
+    """The successful runs (of ``queries``, of the window ending at ``window_end`` when given), their
+    ``columns`` (None for a column the table does not have yet)."""
     if not delta.exists(warehouse.runs):
         return []
     dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
@@ -85,6 +88,8 @@ def _runs(warehouse: Warehouse, columns: list[str], queries: set[str] | None = N
     condition = pc.field("status") == "succeeded"
     if queries is not None:
         condition = condition & pc.field("query").isin(sorted(queries))
+    if window_end is not None:
+        condition = condition & (pc.field("window_end") == pa.scalar(window_end, pa.int64()).cast(schema.TIMESTAMP))
     rows = dataset.to_table(columns=present, filter=condition).to_pylist()
     return [{c: row.get(c) for c in columns} for row in rows]
 
@@ -124,8 +129,7 @@ def evaluated_windows(warehouse: Warehouse, queries: set[str]) -> dict[str, dict
 def next_revision(warehouse: Warehouse, query: str, window_end: int) -> int:
     """The revision an evaluation of the window writes: 0 when it was never evaluated with success, else one
     more than the latest revision recorded (rows written before revisions were recorded count as 0)."""
-    revisions = [row["revision"] or 0 for row in _runs(warehouse, ["query", "window_end", "revision"], {query})
-                 if _micros(row["window_end"]) == window_end]
+    revisions = [row["revision"] or 0 for row in _runs(warehouse, ["revision"], {query}, window_end)]
     if not revisions:
         return 0
     return max(revisions, default=0) + 1
