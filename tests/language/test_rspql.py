@@ -141,9 +141,10 @@ REFUSED = [
      "expected an ISO 8601 duration (PT10M)", 4, 45),
     ("iso-after-on-stream", RSPQL_HEAD + "FROM NAMED WINDOW ex:w ON STREAM <http://s> [RANGE PT5M STEP 60000]\nWHERE { WINDOW ex:w { ?s ?p ?o } }",
      "unexpected 'PT5M'", 4, 52),
-    ("two-windows-one-stream", RSPQL_HEAD + WINDOW + "FROM NAMED WINDOW ex:v ON <http://streams.example.org/s1> [RANGE PT10M STEP PT1M]\n"
-     "WHERE { WINDOW ex:w { ?s ?p ?o } WINDOW ex:v { ?s ?p ?o } }",
-     "several different windows over one stream are not supported", 5, 19),
+    ("graph-over-two-windows-of-one-stream", RSPQL_HEAD + WINDOW
+     + "FROM NAMED WINDOW ex:v ON <http://streams.example.org/s1> [RANGE PT10M STEP PT1M]\n"
+     "WHERE { WINDOW ex:w { ?s ?p ?o } GRAPH <http://streams.example.org/s1> { ?s ?p ?o } }",
+     "names a stream the query reads through several different windows", 6, 40),
     ("declared-twice", RSPQL_HEAD + WINDOW + "FROM NAMED WINDOW ex:w ON <http://streams.example.org/s2> [RANGE PT10M STEP PT1M]\n"
      "WHERE { WINDOW ex:w { ?s ?p ?o } }", "is declared twice", 5, 19),
     ("rows-zero", RSPQL_HEAD + "FROM NAMED WINDOW ex:w ON <http://s> [ROWS 0]\nWHERE { WINDOW ex:w { ?s ?p ?o } }",
