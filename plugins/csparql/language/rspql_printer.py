@@ -99,7 +99,9 @@ def untranslatable(query: sx.Query) -> list[Diagnostic]:
             f"{query.form.stream_operator} without REGISTER cannot be expressed in RSP-QL, where the operator is "
             f"written in the registration (REGISTER {query.form.stream_operator} <output> AS)",
             query.form.stream_operator_span))
-    streams = {clause.iri for clause in query.streams}
+    # Windows a C-SPARQL query named by their streams (an RSP-QL query's windows have names of their own, and
+    # its GRAPH ?g is printed back as it was written).
+    streams = {clause.iri for clause in query.streams if clause.window_name is None}
     for clause in query.streams:
         if not clause.named:
             problems.append(Diagnostic(
