@@ -53,3 +53,20 @@ def test_event_times_keep_what_can_be_late_and_fit_their_bound():
 def test_lateness_counts_each_triple_and_the_horizon_is_measured_from_the_window_end():
     assert lateness(((10, 1), (20, 3)), 100) == (80, 90)  # median over 4 triples: 80; the greatest: 90
     assert within_horizon(MINUTE, 3 * MINUTE, 2 * MINUTE) and not within_horizon(MINUTE, 3 * MINUTE + 1, 2 * MINUTE)
+
+
+def test_a_late_triple_reaches_the_evaluations_any_window_over_its_stream_covers():
+    """Two windows over one stream (RSP-QL): an evaluation is stale when either holds a late triple, and counts
+    each late triple once."""
+    two = Schedule.of(compile_query(
+        f"PREFIX ex: <http://example.org/>\nREGISTER RSTREAM <http://example.org/out> AS\nSELECT *\n"
+        f"FROM NAMED WINDOW ex:long ON <{STREAM}> [RANGE PT10M STEP PT5M]\n"
+        f"FROM NAMED WINDOW ex:short ON <{STREAM}> [RANGE PT1M STEP PT1M]\n"
+        "WHERE { WINDOW ex:long { ?s ?p ?o } WINDOW ex:short { ?s ?p ?o } }"))
+    evaluated = [m * MINUTE for m in range(1, 11)]
+    found = late_windows(two, STREAM, ((2 * MINUTE + 1, 2), (7 * MINUTE + 1, 1)), evaluated)
+    # the short window (t-1m, t] holds 2m+1µs at 3m and 7m+1µs at 8m; the long window (e-10m, e], e the latest
+    # multiple of 5m at or before t, holds 2m+1µs from 5m on and 7m+1µs from 10m on
+    assert [(w.window_end, w.late_triples) for w in found] == [
+        (3 * MINUTE, 2), (5 * MINUTE, 2), (6 * MINUTE, 2), (7 * MINUTE, 2), (8 * MINUTE, 3), (9 * MINUTE, 2),
+        (10 * MINUTE, 3)]

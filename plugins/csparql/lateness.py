@@ -73,7 +73,8 @@ def late_windows(schedule: Schedule, stream: str, event_times: EventTimes, evalu
     """The windows among ``evaluated`` (window ends of evaluations made before the commit) that the commit's
     ``event_times`` on ``stream`` reach, in window-end order; for ``ISTREAM``/``DSTREAM`` also the evaluated
     window right after each (``previous_changed``). A physical window (``[TRIPLES n]``) has no start: every
-    triple up to its end may belong to it."""
+    triple up to its end may belong to it. When the query reads the stream through several windows, an
+    evaluation is reached when any of them holds a late triple; ``late`` holds each such triple once."""
     ends = sorted(set(evaluated))
     if not event_times or not ends:
         return []
@@ -82,13 +83,15 @@ def late_windows(schedule: Schedule, stream: str, event_times: EventTimes, evalu
     found: dict[int, LateWindow] = {}
     for end in ends[bisect_left(ends, times[0]):]:
         evaluation = schedule.evaluation_at(end)
-        if evaluation.end != end or iri not in evaluation.streams:
+        if evaluation.end != end:
             continue
-        bounds = evaluation.streams[iri]
-        first = 0 if bounds.start is None else bisect_right(times, bounds.start)
-        late = event_times[first:bisect_right(times, bounds.end)]
-        if late:
-            found[end] = LateWindow(evaluation.start, end, tuple(late))
+        reached: set[int] = set()
+        for (window_stream, _), bounds in evaluation.windows.items():
+            if window_stream == iri:
+                first = 0 if bounds.start is None else bisect_right(times, bounds.start)
+                reached.update(range(first, bisect_right(times, bounds.end)))
+        if reached:
+            found[end] = LateWindow(evaluation.start, end, tuple(event_times[i] for i in sorted(reached)))
     if stream_operator != "RSTREAM":
         evaluated_set = set(ends)
         for window in list(found.values()):

@@ -6,7 +6,9 @@ the same windows.
 - The evaluation period is COMPUTED EVERY when given; otherwise each logical window's STEP and one minute
   for a physical window (several streams: the greatest common divisor, so every window end of every stream
   is an evaluation instant).
-- An evaluation at instant t gives every stream the latest window that closes at or before t.
+- An evaluation at instant t gives every window of every stream the latest window that closes at or before t.
+  A stream may have several windows (an RSP-QL query reading it through several different windows): each is
+  kept apart, keyed by ``(stream IRI, window)``.
 - An evaluation is identified by (query, window end): the latest window end over the query's streams, or t
   itself for a query that reads no stream or only physical windows.
 """
@@ -33,14 +35,33 @@ from csparql.windows import (
 )
 
 
+StreamWindowKey = tuple[URIRef, Window]
+"""One window of one stream: what the bounds of an evaluation are kept by (a stream may have several)."""
+
+
 @dataclass(frozen=True)
 class EvaluationWindow:
-    """One evaluation of a query: its instant, its identifying bounds, and each stream's window."""
+    """One evaluation of a query: its instant, its identifying bounds, and the bounds of each window of each
+    stream."""
 
     at: int
     start: int | None
     end: int
-    streams: dict[URIRef, WindowBounds]
+    windows: dict[StreamWindowKey, WindowBounds]
+
+    @property
+    def streams(self) -> dict[URIRef, WindowBounds]:
+        """Each stream's bounds: its window's, or for a stream read through several windows the interval that
+        covers them all (the earliest start, the latest end)."""
+        covering: dict[URIRef, WindowBounds] = {}
+        for (iri, _), bounds in self.windows.items():
+            known = covering.get(iri)
+            if known is None:
+                covering[iri] = bounds
+            else:
+                start = None if known.start is None or bounds.start is None else min(known.start, bounds.start)
+                covering[iri] = WindowBounds(start, max(known.end, bounds.end))
+        return covering
 
 
 @dataclass(frozen=True)
@@ -60,15 +81,15 @@ class Schedule:
         period = evaluation_period(plan)
         if period is None:
             raise ValueError("the query reads no stream and has no COMPUTED EVERY, so it has no schedule")
-        return cls(period, tuple((str(s.iri), s.window) for s in plan.streams))
+        return cls(period, stream_windows(plan))
 
     def evaluation_at(self, at: int) -> EvaluationWindow:
         """The windows an evaluation at instant ``at`` reads, and the bounds that identify it."""
-        streams = {URIRef(iri): window_at(window, at) for iri, window in self.windows}
-        logical = [streams[URIRef(iri)] for iri, window in self.windows if isinstance(window, LogicalWindow)]
+        windows = {(URIRef(iri), window): window_at(window, at) for iri, window in self.windows}
+        logical = [bounds for (_, window), bounds in windows.items() if isinstance(window, LogicalWindow)]
         if logical:
-            return EvaluationWindow(at, min(b.start for b in logical), max(b.end for b in logical), streams)
-        return EvaluationWindow(at, None, at, streams)
+            return EvaluationWindow(at, min(b.start for b in logical), max(b.end for b in logical), windows)
+        return EvaluationWindow(at, None, at, windows)
 
     def evaluations(self, start: int, end: int) -> list[EvaluationWindow]:
         """The evaluations with instants in [start, end], in order, each distinct window once (with COMPUTED
@@ -133,8 +154,13 @@ class Schedule:
         return cls(int(data["period"]), windows)
 
 
+def stream_windows(plan: QueryPlan) -> tuple[tuple[str, Window], ...]:
+    """Each window of each stream the query reads, once, in order: ``Schedule.windows``."""
+    return tuple(dict.fromkeys((str(s.iri), s.window) for s in plan.streams))
+
+
 def _identity(evaluation: EvaluationWindow) -> tuple:
-    return (evaluation.end, tuple(sorted((str(k), v.end) for k, v in evaluation.streams.items())))
+    return (evaluation.end, tuple(sorted((str(iri), str(window), v.end) for (iri, window), v in evaluation.windows.items())))
 
 
 def evaluation_period(plan: QueryPlan) -> int | None:
@@ -149,12 +175,12 @@ def evaluation_period(plan: QueryPlan) -> int | None:
 
 def evaluation_at(plan: QueryPlan, at: int) -> EvaluationWindow:
     """The windows an evaluation at instant ``at`` reads, and the bounds that identify it."""
-    return Schedule(evaluation_period(plan) or 1, tuple((str(s.iri), s.window) for s in plan.streams)).evaluation_at(at)
+    return Schedule(evaluation_period(plan) or 1, stream_windows(plan)).evaluation_at(at)
 
 
 def previous_evaluation(plan: QueryPlan, evaluation: EvaluationWindow) -> EvaluationWindow:
     """The evaluation before ``evaluation`` in the query's schedule (``Schedule.previous_evaluation``)."""
-    return Schedule(evaluation_period(plan) or 1, tuple((str(s.iri), s.window) for s in plan.streams)).previous_evaluation(evaluation)
+    return Schedule(evaluation_period(plan) or 1, stream_windows(plan)).previous_evaluation(evaluation)
 
 
 MAX_REPLAYED = 100_000

@@ -4,7 +4,8 @@ Nothing here calls the engine's evaluation, its window arithmetic or its algebra
 engine's front end (``csparql.frontend.parse_query``, the syntax tree only) and printed back as SPARQL 1.1
 with the C-SPARQL parts rewritten; the data of each window is selected here with simple code of its own.
 
-Dataset (decision 6). Each window is a named graph named by its stream IRI. The default graph is one graph
+Dataset (decision 6). Each window is a named graph named by its stream IRI (or, for an RSP-QL query reading one
+stream through several different windows, by the window's own name). The default graph is one graph
 built here as the union (a set) of the ``FROM STREAM`` windows and the ``FROM`` graphs — or of the windows and
 the default static graph when the query names no ``FROM`` graph. The named graphs are every window, and the
 ``FROM NAMED`` graphs (every named static graph when the query names no static graph at all). All ``FROM``
@@ -224,13 +225,16 @@ def build_dataset(query: sx.Query, case: Case) -> Dataset:
     for clause in query.datasets:
         if not isinstance(clause, sx.FromStream) or clause.window is None:
             continue
-        if clause.iri not in windows:
+        # A window is the graph named by its stream, or by its own name (clause.graph: an RSP-QL query that
+        # reads one stream through several different windows), holding that window's triples.
+        graph_iri = clause.graph if clause.graph is not None else clause.iri
+        if graph_iri not in windows:
             stamps: dict = {}
             for s, p, o, tau in window_triples(list(case.streams.get(clause.iri, [])), clause.window, case.at):
                 key = (to_ox(s), to_ox(p), to_ox(o))
                 stamps[key] = max(stamps.get(key, tau), tau)
-            windows[clause.iri] = stamps
-            graph = to_ox(clause.iri)
+            windows[graph_iri] = stamps
+            graph = to_ox(graph_iri)
             named_triples = case.entail_named(set(stamps)) if case.entail_named is not None else stamps
             quads.extend(ox.Quad(s, p, o, graph) for s, p, o in named_triples)
             named.append(graph)

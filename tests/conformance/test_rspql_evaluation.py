@@ -149,3 +149,40 @@ def test_csparql_run_reads_rspql(conformance_spark, warehouses, tmp_path, capsys
     expected = reference_result(rspql)
     assert not compare(results_of(windows.get(end), "select", expected.vars), expected)
     assert expected.rows
+
+
+SEVERAL_WINDOWS = [
+    Case(f"several-{block.name}", block.text, make_data(index % DATA_SETS_USED).streams,
+         make_data(index % DATA_SETS_USED).graphs, INSTANTS[index % len(INSTANTS)])
+    for index, block in enumerate(read_blocks(FIXTURES / "rspql" / "several_windows.rq"))
+]
+
+
+@pytest.mark.parametrize("case", SEVERAL_WINDOWS, ids=[case.name for case in SEVERAL_WINDOWS])
+def test_several_windows_over_one_stream_evaluate_as_the_independent_evaluator(case, conformance_spark, warehouses,
+                                                                                capsys):
+    """Each window over the shared stream is its own named graph: the Delta reader reads each window's files and
+    bounds, and the stored results equal the independent evaluator's, which loads each window's triples as a
+    named graph of its own. The runs' reads of the stream are the sum of its windows' reads, under its IRI."""
+    from csparql.deploy.history import text_version
+    from csparql.engine.runner import Engine
+    from csparql.storage.warehouse import Warehouse
+
+    data_set = SEVERAL_WINDOWS.index(case) % DATA_SETS_USED
+    warehouse = warehouses[data_set]
+    plan = compile_query(case.text)
+    engine = Engine(Warehouse(warehouse), conformance_spark)
+    streams = {str(source.iri) for source in plan.streams}
+    for at in instants_of(case):
+        evaluation = engine.evaluate(plan, at, table_name(case), version=text_version(case.text))
+        assert {str(iri) for iri in evaluation.scans} == streams
+    written = stored(case, warehouse, capsys)
+    problems, answered = [], 0
+    for at in instants_of(case):
+        end = evaluation_at(plan, at).end
+        expected = reference_result(at_instant(case, at))
+        actual = results_of(written.get(end), "select", expected.vars)
+        answered += bool(actual.rows)
+        problems += [f"window ending {end}: {p}" for p in compare(actual, expected)]
+    assert not problems, f"{case.name}\n{case.text}\n" + "\n".join(problems)
+    assert answered, f"{case.name} has no results in any window: the comparison would say little"

@@ -4,13 +4,22 @@ round trip, dialect detection, translation both ways, and refusals with line, co
 from __future__ import annotations
 
 import pytest
+from rdflib import URIRef
 
+from csparql.algebra.sexpr import format_plan
+from csparql.algebra.sexpr_reader import read_plan
 from csparql.frontend import compile_query, parse_query
 from csparql.language.dialect import detect_dialect
 from csparql.language.errors import QueryError
 from csparql.language.printer import format_query
 from csparql.language.rspql import iso_duration_micros
-from csparql.language.rspql_printer import NotExpressibleError, format_rspql, iso_duration, untranslatable
+from csparql.language.rspql_printer import (
+    NotExpressibleError,
+    format_rspql,
+    iso_duration,
+    untranslatable,
+    untranslatable_to_csparql,
+)
 from support import FIXTURES, read_blocks
 
 BLOCKS = {block.name: block.text for block in read_blocks(FIXTURES / "rspql" / "queries.rq")}
@@ -141,9 +150,10 @@ REFUSED = [
      "expected an ISO 8601 duration (PT10M)", 4, 45),
     ("iso-after-on-stream", RSPQL_HEAD + "FROM NAMED WINDOW ex:w ON STREAM <http://s> [RANGE PT5M STEP 60000]\nWHERE { WINDOW ex:w { ?s ?p ?o } }",
      "unexpected 'PT5M'", 4, 52),
-    ("two-windows-one-stream", RSPQL_HEAD + WINDOW + "FROM NAMED WINDOW ex:v ON <http://streams.example.org/s1> [RANGE PT10M STEP PT1M]\n"
-     "WHERE { WINDOW ex:w { ?s ?p ?o } WINDOW ex:v { ?s ?p ?o } }",
-     "several different windows over one stream are not supported", 5, 19),
+    ("graph-over-two-windows-of-one-stream", RSPQL_HEAD + WINDOW
+     + "FROM NAMED WINDOW ex:v ON <http://streams.example.org/s1> [RANGE PT10M STEP PT1M]\n"
+     "WHERE { WINDOW ex:w { ?s ?p ?o } GRAPH <http://streams.example.org/s1> { ?s ?p ?o } }",
+     "names a stream the query reads through several different windows", 6, 40),
     ("declared-twice", RSPQL_HEAD + WINDOW + "FROM NAMED WINDOW ex:w ON <http://streams.example.org/s2> [RANGE PT10M STEP PT1M]\n"
      "WHERE { WINDOW ex:w { ?s ?p ?o } }", "is declared twice", 5, 19),
     ("rows-zero", RSPQL_HEAD + "FROM NAMED WINDOW ex:w ON <http://s> [ROWS 0]\nWHERE { WINDOW ex:w { ?s ?p ?o } }",
@@ -180,3 +190,59 @@ def test_refusals_name_the_construct_and_its_place(name, text, words, line, colu
     assert (error.span.line, error.span.column) == (line, column), error.render()
     rendered = error.render()
     assert f"{name}.rq:{line}:{column}: error:" in rendered and "^" in rendered and "Traceback" not in rendered
+
+
+SEVERAL_WINDOWS = {block.name: block.text for block in read_blocks(FIXTURES / "rspql" / "several_windows.rq")}
+
+
+@pytest.mark.parametrize("name", SEVERAL_WINDOWS)
+def test_several_windows_over_one_stream_round_trip_through_the_printer(name):
+    query = parse_query(SEVERAL_WINDOWS[name], name)
+    printed = format_rspql(query)
+    again = parse_query(printed, f"{name} (printed)")
+    assert again == query
+    assert format_rspql(again) == printed
+
+
+@pytest.mark.parametrize("name", SEVERAL_WINDOWS)
+def test_each_of_several_windows_over_one_stream_is_a_named_graph_of_its_own(name):
+    """A window is the graph named by its window IRI when its stream has other, different windows, else by its
+    stream; the plan has one stream window per graph, and its s-expression reads back to the same plan."""
+    query = parse_query(SEVERAL_WINDOWS[name], name)
+    plan = compile_query(SEVERAL_WINDOWS[name], name)
+    windows_of = {}
+    for clause in query.streams:
+        windows_of.setdefault(clause.iri, set()).add((clause.window.range.micros, clause.window.step.micros))
+    expected = [clause.window_name if len(windows_of[clause.iri]) > 1 else clause.iri for clause in query.streams]
+    assert [source.graph_name for source in plan.streams] == expected
+    assert len({source.graph_name for source in plan.streams}) == len(plan.streams)
+    assert read_plan(format_plan(plan)) == plan
+
+
+def test_two_windows_over_one_stream_read_two_windows_of_that_stream():
+    plan = compile_query(SEVERAL_WINDOWS["long-and-short-counts"])
+    long, short = plan.streams
+    assert long.iri == short.iri == URIRef("http://streams.example.org/s1")
+    assert (long.graph, short.graph) == (URIRef("http://example.org/long"), URIRef("http://example.org/short"))
+    assert (long.window.range, short.window.range) == (10 * 60_000_000, 2 * 60_000_000)
+    assert "WINDOW ex:long {" in format_rspql(parse_query(SEVERAL_WINDOWS["long-and-short-counts"]))
+
+
+def test_csparql_still_refuses_two_different_windows_over_one_stream():
+    """C-SPARQL names a stream's window by the stream, so two different windows of one stream stay refused."""
+    text = ("SELECT * FROM NAMED STREAM <http://s> [RANGE 10m STEP 1m]\nFROM NAMED STREAM <http://s> [RANGE 1m STEP 1m]\n"
+            "WHERE { GRAPH <http://s> { ?s ?p ?o } }")
+    with pytest.raises(QueryError) as caught:
+        compile_query(text, "two.rq", dialect="csparql")
+    assert "is given two different windows" in caught.value.message
+    assert (caught.value.span.line, caught.value.span.column) == (2, 19)
+
+
+def test_translating_several_windows_over_one_stream_to_csparql_names_what_cannot_be_expressed():
+    query = parse_query(SEVERAL_WINDOWS["graph-variable"])
+    problems = untranslatable_to_csparql(query)
+    assert len(problems) == 1
+    message = problems[0].message
+    assert "<http://example.org/w10> [RANGE PT10M STEP PT5M] and <http://example.org/w3>" in message
+    assert "both read the stream <http://streams.example.org/s1>" in message and "one window per stream" in message
+    assert problems[0].span.line == 5

@@ -90,3 +90,29 @@ def test_translate_says_what_cannot_be_expressed(capsys):
     assert captured.out == ""
     assert "RSP-QL cannot express this C-SPARQL query" in captured.err
     assert "timestamp() cannot be expressed in RSP-QL" in captured.err and "Traceback" not in captured.err
+
+
+SEVERAL_WINDOWS = {block.name: block.text for block in read_blocks(FIXTURES / "rspql" / "several_windows.rq")}
+
+
+def test_translate_to_csparql_refuses_several_windows_over_one_stream(tmp_path, capsys):
+    path = tmp_path / "longshort.rq"
+    path.write_text(SEVERAL_WINDOWS["long-and-short-counts"], encoding="utf-8")
+    assert main(["translate", "--to", "csparql", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    assert "C-SPARQL cannot express this RSP-QL query" in captured.err
+    assert f"{path}:5:" in captured.err and "both read the stream <http://streams.example.org/s1>" in captured.err
+    assert main(["check", str(path)]) == 0  # in its own dialect it is printed back
+    assert "WINDOW ex:short {" in capsys.readouterr().out
+
+
+def test_explain_shows_each_window_as_its_own_graph(tmp_path, capsys):
+    path = tmp_path / "pergraph.rq"
+    path.write_text(SEVERAL_WINDOWS["graph-variable"], encoding="utf-8")
+    assert main(["explain", str(path), "--warehouse", str(tmp_path / "warehouse")]) == 0
+    out = capsys.readouterr().out
+    assert "(window <http://streams.example.org/s1> (range 10m) (step 5m) (graph ex:w10))" in out
+    assert "(window <http://streams.example.org/s1> (range 3m) (step 1m) (graph ex:w3))" in out
+    assert "(window <http://streams.example.org/s3> (range 5m) (step 1m))" in out
+    assert "# panes" in out

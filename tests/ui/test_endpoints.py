@@ -85,6 +85,8 @@ def test_a_viewer_reads_every_page_but_cannot_change_the_registry(ui, registered
                      "/dags/some_dag", f"/dags/{registered}", "/api/queries", f"/api/queries/{registered}",
                      "/static/csparql.css"):
             assert viewer.get(path).status_code == 200, path
+        register_page = viewer.get("/register", headers={"Accept": "text/html"}).text
+        assert "a C-SPARQL or an RSP-QL query" in register_page  # both dialects are accepted there
         assert viewer.post("/api/check", json={"text": TOLLGATES}).json()["ok"] is True  # checking changes nothing
         changes = [
             ("/queries", {"name": "viewer_query", "text": TOLLGATES.replace("EndpointTollgates", "Viewer")}),

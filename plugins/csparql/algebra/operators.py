@@ -37,13 +37,23 @@ def is_hidden(var: Variable) -> bool:
 
 @dataclass(frozen=True, order=True)
 class StreamWindow:
-    """The window of one stream in one evaluation (000 §4.2): the stream's triples with τ in the window."""
+    """The window of one stream in one evaluation (000 §4.2): the stream's triples with τ in the window.
+
+    As a named graph it is named by the stream's IRI; ``graph``, when given, names it instead: an RSP-QL query
+    that reads one stream through several different windows makes each window a graph named by the window.
+    """
 
     iri: URIRef
     window: Window
+    graph: URIRef | None = None
+
+    @property
+    def graph_name(self) -> URIRef:
+        """The IRI that names the window as a graph of the dataset (what ``GRAPH ?g`` binds)."""
+        return self.graph if self.graph is not None else self.iri
 
     def __str__(self) -> str:
-        return f"<{self.iri}> [{self.window}]"
+        return f"<{self.iri}> [{self.window}]" + (f" as <{self.graph}>" if self.graph is not None else "")
 
 
 @dataclass(frozen=True, order=True)
@@ -52,6 +62,11 @@ class StaticGraph:
     ``ALL_NAMED`` stands for every named static graph of the catalog (a query that names no FROM NAMED)."""
 
     iri: URIRef | None
+
+    @property
+    def graph_name(self) -> URIRef | None:
+        """The IRI that names the graph in the dataset (what ``GRAPH ?g`` binds); None for the default graph."""
+        return self.iri
 
     def __str__(self) -> str:
         if self.iri is None:
@@ -77,17 +92,16 @@ class Dataset:
 
     @property
     def streams(self) -> tuple[StreamWindow, ...]:
-        seen: dict[URIRef, StreamWindow] = {}
-        for source in (*self.default, *self.named):
-            if isinstance(source, StreamWindow):
-                seen.setdefault(source.iri, source)
-        return tuple(seen.values())
+        """Every stream window of the dataset, once each, in order (several for a stream the query reads
+        through several windows)."""
+        return tuple(dict.fromkeys(s for s in (*self.default, *self.named) if isinstance(s, StreamWindow)))
 
     def named_source(self, iri: URIRef) -> Source | None:
-        """The named graph or stream window with this IRI, if the dataset has one (when the dataset holds every
-        named static graph of the store, any other IRI names a static graph, possibly empty)."""
+        """The named graph or stream window this IRI names (``graph_name``), if the dataset has one (when the
+        dataset holds every named static graph of the store, any other IRI names a static graph, possibly
+        empty)."""
         for source in self.named:
-            if source.iri == iri:
+            if source.graph_name == iri:
                 return source
         if ALL_NAMED_GRAPHS in self.named:
             return StaticGraph(iri)

@@ -91,7 +91,8 @@ class _SexprPrinter:
                 spec = f"(range {format_duration(window.range)}) (step {format_duration(window.step)})"
             else:
                 spec = f"(triples {window.count})"
-            return f"(window {self.term(source.iri)} {spec})"
+            graph = f" (graph {self.term(source.graph)})" if source.graph is not None else ""
+            return f"(window {self.term(source.iri)} {spec}{graph})"
         return f"(graph {source})" if source.iri is None or source.iri == alg.ALL_NAMED_IRI else f"(graph {self.term(source.iri)})"
 
     def triple(self, t: alg.TriplePattern) -> str:

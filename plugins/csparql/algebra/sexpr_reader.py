@@ -349,16 +349,17 @@ class _Reader:
         if node.head == "window":
             iri, *spec = self.node(node, "window", 2).items[1:]
             specs = {self.node(s).head: self.exactly(self.node(s), 1)[0] for s in spec}
+            graph = self.iri(specs.pop("graph")) if "graph" in specs else None
             try:
                 if set(specs) == {"range", "step"}:
                     window = LogicalWindow(self.duration(specs["range"]), self.duration(specs["step"]))
                 elif set(specs) == {"triples"}:
                     window = PhysicalWindow(int(self.word(specs["triples"])))
                 else:
-                    raise SexprError(f"{node.where()}: expected (range …) (step …) or (triples …)")
+                    raise SexprError(f"{node.where()}: expected (range …) (step …) or (triples …), then an optional (graph …)")
             except ValueError as error:
                 raise SexprError(f"{node.where()}: {error}") from None
-            return alg.StreamWindow(self.iri(iri), window)
+            return alg.StreamWindow(self.iri(iri), window, graph)
         raise SexprError(f"{node.where()}: expected (graph …) or (window …)")
 
     def sources(self, item) -> tuple[alg.Source, ...]:

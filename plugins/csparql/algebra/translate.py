@@ -33,13 +33,16 @@ def window_of(spec: sx.WindowSpec) -> Window:
 def dataset_of(query: sx.Query) -> alg.Dataset:
     """The dataset of decision 6: stream windows and FROM graphs (or the default static graph) make the
     default graph; every stream window and every FROM NAMED graph is a named graph, and so is every named
-    static graph of the store when the query names no static graph at all."""
-    streams: dict[URIRef, alg.StreamWindow] = {}
+    static graph of the store when the query names no static graph at all. A stream window is named by its
+    stream, or by its ``graph`` (an RSP-QL query reading one stream through several different windows)."""
+    streams: dict[tuple[URIRef, URIRef | None], alg.StreamWindow] = {}
     default: list[alg.Source] = []
     named: list[alg.Source] = []
     for clause in query.datasets:
         if isinstance(clause, sx.FromStream) and clause.window is not None:
-            source = streams.setdefault(clause.iri, alg.StreamWindow(clause.iri, window_of(clause.window)))
+            source = streams.setdefault(
+                (clause.iri, clause.graph), alg.StreamWindow(clause.iri, window_of(clause.window), clause.graph)
+            )
             if not clause.named and source not in default:
                 default.append(source)
             if source not in named:

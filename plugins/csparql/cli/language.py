@@ -16,7 +16,7 @@ from csparql.language.dialect import DIALECT_NAMES, RSPQL
 from csparql.language.errors import Diagnostic, QueryError
 from csparql.language.parser import DIALECTS
 from csparql.language.printer import format_query
-from csparql.language.rspql_printer import NotExpressibleError, format_rspql
+from csparql.language.rspql_printer import NotExpressibleError, format_rspql, untranslatable_to_csparql
 from csparql.optimizer import optimize
 
 
@@ -71,8 +71,13 @@ def add_dialect_option(parser: argparse.ArgumentParser) -> None:
 
 
 def format_in_dialect(query: sx.Query, dialect: str) -> str:
-    """A valid query printed normalised in ``dialect``; ``NotExpressibleError`` when RSP-QL cannot say it."""
-    return format_rspql(query) if dialect == RSPQL else format_query(query)
+    """A valid query printed normalised in ``dialect``; ``NotExpressibleError`` when that dialect cannot say it."""
+    if dialect == RSPQL:
+        return format_rspql(query)
+    problems = untranslatable_to_csparql(query)
+    if problems:
+        raise NotExpressibleError(problems)
+    return format_query(query)
 
 
 def read_source(name: str) -> tuple[str, str]:

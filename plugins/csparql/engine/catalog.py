@@ -9,7 +9,10 @@ live files of its current Delta version, never by listing folders, and prunes th
 - a physical window ``[TRIPLES n]`` takes files from the newest down until they surely hold the n latest
   triples at or before the window end, so a long stream's old files are never opened.
 
-What each evaluation read is kept in ``scans`` (files and rows per stream) for the runs table.
+What each evaluation read is kept in ``scans`` (files and rows per stream) for the runs table. Bounds and the
+files chosen are kept per window of a stream (``csparql.schedule.StreamWindowKey``): an RSP-QL query may read
+one stream through several windows. Their scans are summed into the stream's (a file both windows read counts
+twice, as one the previous evaluation of an ISTREAM query also read does).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from rdflib import URIRef
 from csparql.algebra import operators as alg
 from csparql.engine.closures import DeltaClosureStore
 from csparql.optimizer import SourceStatistics
+from csparql.schedule import StreamWindowKey
 from csparql.spark.sources import empty_triples
 from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA
 from csparql.storage import delta
@@ -94,14 +98,14 @@ class Catalog:
 class DeltaSourceReader:
     """Reads the sources of one evaluation from Delta tables (see the module docstring)."""
 
-    def __init__(self, spark: SparkSession, catalog: Catalog, bounds: dict[URIRef, WindowBounds]):
+    def __init__(self, spark: SparkSession, catalog: Catalog, bounds: dict[StreamWindowKey, WindowBounds]):
         self.spark = spark
         self.catalog = catalog
         self.bounds = bounds
         self.scans: dict[URIRef, Scan] = {}
         self._frames: dict = {}
         self._static_tables: dict = {}
-        self._chosen: dict[URIRef, list[FileInfo]] = {}
+        self._chosen: dict[StreamWindowKey, list[FileInfo]] = {}
         self.closures = DeltaClosureStore(spark, catalog.warehouse)
 
     def static_version(self, source: alg.StaticGraph) -> str:
@@ -140,7 +144,7 @@ class DeltaSourceReader:
         return None
 
     def read(self, source: alg.Source) -> DataFrame:
-        key = source
+        key = source if isinstance(source, alg.StaticGraph) else _key(source)  # one frame per window, whatever its graph
         if key not in self._frames:
             self._frames[key] = self._static(source) if isinstance(source, alg.StaticGraph) else self._stream(source)
         return self._frames[key]
@@ -156,7 +160,7 @@ class DeltaSourceReader:
         """Read the Delta logs this evaluation needs (each stream's window files, each static graph's version)
         now rather than while the plan is built."""
         for source in plan.dataset.streams:
-            if source.iri in self.bounds:
+            if _key(source) in self.bounds:
                 self.window_files(source)
         for source in (*plan.dataset.default, *plan.dataset.named):
             if isinstance(source, alg.StaticGraph) and source.iri != alg.ALL_NAMED_IRI:
@@ -164,18 +168,19 @@ class DeltaSourceReader:
 
     def window_files(self, source: alg.StreamWindow) -> list[FileInfo]:
         """The files of the stream's table that can hold a triple of its window (chosen once per evaluation)."""
-        if source.iri not in self._chosen:
+        key = _key(source)
+        if key not in self._chosen:
             path = self.catalog.warehouse.stream(str(source.iri))
             chosen: list[FileInfo] = []
             if delta.exists(path):
                 _, files = delta.SNAPSHOTS.snapshot(path)
-                bounds = self.bounds[source.iri]
+                bounds = self.bounds[key]
                 if isinstance(source.window, LogicalWindow):
                     chosen = select_window_files(files, bounds)
                 else:
                     chosen = select_latest_files(files, bounds.end, source.window.count)
-            self._chosen[source.iri] = chosen
-        return self._chosen[source.iri]
+            self._chosen[key] = chosen
+        return self._chosen[key]
 
     def window_triples(self, streams: list[alg.StreamWindow]) -> int | None:
         """How many triples the files these windows read hold (None when a file does not say)."""
@@ -183,7 +188,7 @@ class DeltaSourceReader:
         return None if any(r is None for r in records) else sum(records)
 
     def _stream(self, source: alg.StreamWindow) -> DataFrame:
-        bounds = self.bounds[source.iri]
+        bounds = self.bounds[_key(source)]
         scan = self.scans.setdefault(source.iri, Scan())
         chosen = self.window_files(source)
         scan.files += len(chosen)
@@ -197,6 +202,10 @@ class DeltaSourceReader:
             start = F.timestamp_micros(F.lit(bounds.start))
             return frame.where((F.col("ts") > start) & (F.col("ts") <= end))
         return frame.where(F.col("ts") <= end).orderBy(F.col("ts").desc(), F.col("arrival").desc()).limit(source.window.count)
+
+
+def _key(source: alg.StreamWindow) -> StreamWindowKey:
+    return source.iri, source.window
 
 
 def select_window_files(files: list[FileInfo], bounds: WindowBounds) -> list[FileInfo]:

@@ -160,12 +160,12 @@ class Engine:
         with phases("statistics"):
             statistics = self.catalog.statistics()
         with phases("sources"):
-            reader = DeltaSourceReader(self.spark, self.catalog, window.streams)
+            reader = DeltaSourceReader(self.spark, self.catalog, window.windows)
             reader.prepare(plan)
             previous = None
             if plan.stream_operator != alg.RSTREAM:
                 before = previous_evaluation(plan, window)
-                previous = (DeltaSourceReader(self.spark, self.catalog, before.streams), before.end)
+                previous = (DeltaSourceReader(self.spark, self.catalog, before.windows), before.end)
                 previous[0].prepare(plan)
         with phases("plan"):
             compiled = compile_plan(self.spark, plan, reader, at=window.end, statistics=statistics, previous=previous,

@@ -182,6 +182,8 @@ def _windows(query: sx.Query) -> list[Diagnostic]:
             problems.append(
                 Diagnostic(f"a physical window needs at least one triple: TRIPLES {window.count} is not allowed", window.span)
             )
+        if clause.graph is not None:
+            continue  # an RSP-QL window that is a named graph of its own: one of several windows over its stream
         if clause.iri in first_window:
             earlier = first_window[clause.iri]
             if _window_key(earlier) != _window_key(window):

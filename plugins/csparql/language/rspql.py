@@ -11,9 +11,11 @@ algebra, optimizer, Spark compiler, engine, schedules) is the one C-SPARQL queri
   ASK ``REGISTER QUERY``; ISTREAM and DSTREAM are the SELECT's window-to-stream operator;
 - ``FROM NAMED WINDOW <w> ON [STREAM] <s> [RANGE ρ STEP σ]`` is ``FROM NAMED STREAM <s> [RANGE ρ STEP σ]``
   and ``WINDOW <w> { … }`` is ``GRAPH <s> { … }``; ``[ROWS n]`` is ``[TRIPLES n]``;
+- several different windows over one stream make each of that stream's windows a named graph of its own,
+  named by the window: the clause's ``FromStream.graph`` and the ``GraphPattern`` of ``WINDOW <w> { … }``
+  are ``<w>`` (C-SPARQL has no spelling for this; identical windows over one stream stay one graph ``<s>``);
 - windows with the same name, ``WINDOW ?w``, static windows ``[FROM … TO …]``, durations in years or months,
-  several different windows over one stream, and the C-SPARQL-only forms are refused, each with a message
-  that names the construct and its place.
+  and the C-SPARQL-only forms are refused, each with a message that names the construct and its place.
 
 How the query spelled what the tree says its own way (the output IRI, window names, ``ON STREAM``) is kept in
 fields that take no part in equality (``syntax._spelling``), so ``csparql.language.rspql_printer`` prints
@@ -224,27 +226,28 @@ class _RspqlTreeBuilder(_TreeBuilder):
         return clause
 
     def declare(self, clause: sx.FromStream, span: Span | None) -> None:
-        """Remember a window by its name; refuses a name declared twice and a second, different window over a
-        stream that already has one (the algebra, the schedule and the engine read one window per stream)."""
-        from csparql.language.rspql_printer import format_rspql_window
-
+        """Remember a window by its name; refuses a name declared twice."""
         name = clause.window_name
         if name in self.windows:
             raise QuerySemanticError(
                 Diagnostic(f"the window <{shorten(str(name), 60)}> is declared twice; give each window its own name", span)
             )
-        for other, _ in self.windows.values():
-            if other.iri == clause.iri and _window_key(other.window) != _window_key(clause.window):
-                raise UnsupportedFeatureError(
-                    Diagnostic(
-                        f"the windows <{shorten(str(other.window_name), 40)}> {format_rspql_window(other)} and "
-                        f"<{shorten(str(name), 40)}> {format_rspql_window(clause)} both read the stream "
-                        f"<{shorten(str(clause.iri), 60)}>: several different windows over one stream are not "
-                        "supported (csparql evaluates one window per stream and query); register one query per window",
-                        span,
-                    )
-                )
         self.windows[name] = (clause, span)
+
+    def has_several_windows(self, stream: URIRef) -> bool:
+        """Whether the query reads ``stream`` through several different windows, which makes each of its
+        windows a named graph of its own, named by the window (else the window is the graph ``stream``)."""
+        return len({_window_key(c.window) for c, _ in self.windows.values() if c.iri == stream}) > 1
+
+    def query_form(self, tree: Tree) -> dict:
+        built = super().query_form(tree)
+        built["datasets"] = tuple(
+            dataclasses.replace(clause, graph=clause.window_name)
+            if isinstance(clause, sx.FromStream) and clause.window_name is not None
+            and self.has_several_windows(clause.iri) else clause
+            for clause in built["datasets"]
+        )
+        return built
 
     def window(self, tree: Tree) -> sx.WindowSpec:
         span = Span.of_meta(tree.meta)
@@ -301,6 +304,19 @@ class _RspqlTreeBuilder(_TreeBuilder):
     # WINDOW <w> { … }
 
     def union_operand(self, tree: Tree):
+        if tree.data == "graph_graph_pattern":
+            pattern = super().union_operand(tree)
+            if isinstance(pattern.name, URIRef) and self.has_several_windows(pattern.name):
+                names = " or ".join(f"WINDOW <{shorten(str(n), 40)}>" for n, (c, _) in self.windows.items()
+                                    if c.iri == pattern.name)
+                raise QuerySemanticError(
+                    Diagnostic(
+                        f"GRAPH <{shorten(str(pattern.name), 60)}> names a stream the query reads through several "
+                        f"different windows, each a graph of its own: say which, with {names} {{ … }}",
+                        Span.of_meta(tree.children[1].meta),
+                    )
+                )
+            return pattern
         if tree.data != "window_graph_pattern":
             return super().union_operand(tree)
         name_node = tree.children[1]
@@ -322,9 +338,8 @@ class _RspqlTreeBuilder(_TreeBuilder):
                     Span.of_meta(name_node.meta),
                 )
             )
-        return sx.GraphPattern(
-            declared[0].iri, self.group_graph_pattern(tree.children[2]), span=Span.of_meta(tree.meta), window=name
-        )
+        graph = name if self.has_several_windows(declared[0].iri) else declared[0].iri
+        return sx.GraphPattern(graph, self.group_graph_pattern(tree.children[2]), span=Span.of_meta(tree.meta), window=name)
 
 
 def _window_key(window: sx.WindowSpec | None):

@@ -5,7 +5,8 @@ registration, the windows and the window patterns. A tree read from RSP-QL is pr
 (its output IRI, window names, ``ON`` with ISO 8601 durations or ``ON STREAM`` with milliseconds), so that
 parsing the printed text gives the same tree and printing that gives the same text. A tree read from C-SPARQL
 (``csparql translate --to rspql``) is printed when ``untranslatable(query)`` is empty; its windows get the
-names ``<w1>``, ``<w2>``, … and its registration the output IRI ``<name>``.
+names ``<w1>``, ``<w2>``, … and its registration the output IRI ``<name>``. The other way, what of an RSP-QL
+query C-SPARQL cannot say is ``untranslatable_to_csparql(query)`` (several different windows over one stream).
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ def untranslatable(query: sx.Query) -> list[Diagnostic]:
             f"{query.form.stream_operator} without REGISTER cannot be expressed in RSP-QL, where the operator is "
             f"written in the registration (REGISTER {query.form.stream_operator} <output> AS)",
             query.form.stream_operator_span))
-    streams = {clause.iri for clause in query.streams}
+    # Windows a C-SPARQL query named by their streams (an RSP-QL query's windows have names of their own, and
+    # its GRAPH ?g is printed back as it was written).
+    streams = {clause.iri for clause in query.streams if clause.window_name is None}
     for clause in query.streams:
         if not clause.named:
             problems.append(Diagnostic(
@@ -116,6 +119,26 @@ def untranslatable(query: sx.Query) -> list[Diagnostic]:
             problems.append(Diagnostic(
                 f"GRAPH {node.name.n3()} over a query's windows cannot be expressed in RSP-QL (WINDOW ?w is not "
                 "supported): write one GRAPH <stream> { … } per stream", node.span))
+    return problems
+
+
+def untranslatable_to_csparql(query: sx.Query) -> list[Diagnostic]:
+    """What of a query C-SPARQL cannot express, one diagnostic per construct; empty when
+    ``csparql.language.printer.format_query`` prints it as it means. C-SPARQL names a stream's window by the
+    stream (``FROM NAMED STREAM <s> [window]``, ``GRAPH <s>``), so it says one window per stream: an RSP-QL
+    query reading one stream through several different windows (``FromStream.graph``) has no C-SPARQL form."""
+    problems: list[Diagnostic] = []
+    first: dict[URIRef, sx.FromStream] = {}
+    for clause in query.streams:
+        if clause.graph is None:
+            continue
+        earlier = first.setdefault(clause.iri, clause)
+        if earlier is not clause:
+            problems.append(Diagnostic(
+                f"the windows <{earlier.window_name}> {format_rspql_window(earlier)} and <{clause.window_name}> "
+                f"{format_rspql_window(clause)} both read the stream <{clause.iri}>: C-SPARQL names a stream's "
+                "window by the stream (FROM NAMED STREAM <s> [window], GRAPH <s>), so it has one window per stream "
+                "and query; register one C-SPARQL query per window", clause.span))
     return problems
 
 
@@ -177,7 +200,7 @@ class _RspqlPrinter(_Printer):
         return f"FROM NAMED WINDOW {self.term(name)} {on} {self.term(clause.iri)} {format_rspql_window(clause)}"
 
     def union_operand(self, operand, depth: int) -> str:
-        if isinstance(operand, sx.GraphPattern) and operand.name in self.window_names:
+        if isinstance(operand, sx.GraphPattern) and (operand.window is not None or operand.name in self.window_names):
             name = operand.window or self.window_names[operand.name]
             return f"WINDOW {self.term(name)} " + self.group(operand.group, depth)
         return super().union_operand(operand, depth)

@@ -98,6 +98,9 @@ class FromStream:
     span: Span | None = _span()
     window_name: URIRef | None = _spelling()  # RSP-QL: FROM NAMED WINDOW <window_name> ON <iri>
     on_stream: bool = _spelling(False)  # RSP-QL: written ON STREAM (durations in milliseconds), else ON (ISO 8601)
+    # The named graph this window is when it is not the stream's IRI: an RSP-QL window's name, given when the
+    # query reads its stream through several different windows (each is then a named graph of its own).
+    graph: URIRef | None = None
 
 
 DatasetClause = FromGraph | FromStream
@@ -252,12 +255,14 @@ class MinusPattern:
 
 @dataclass(frozen=True)
 class GraphPattern:
-    """``GRAPH <g>|?g { … }``; for a stream IRI it reads that stream's window (decision 6)."""
+    """``GRAPH <g>|?g { … }``; for a stream IRI it reads that stream's window (decision 6), for the ``graph``
+    of a stream's window (``FromStream.graph``) that window."""
 
     name: URIRef | Variable
     group: GroupPattern
     span: Span | None = _span()
-    window: URIRef | None = _spelling()  # RSP-QL: written WINDOW <window> { … } (``name`` is its stream)
+    # RSP-QL: written WINDOW <window> { … } (``name`` is its stream, or the window itself when it is a graph)
+    window: URIRef | None = _spelling()
 
 
 @dataclass(frozen=True)

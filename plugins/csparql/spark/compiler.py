@@ -141,7 +141,7 @@ class SparkCompiler:
             stamp_columns = []
             for stream in streams:
                 name = self.fresh("ts")
-                aggregates.append(F.max(F.when(F.col("src") == str(stream.iri), F.col("ts"))).alias(name))
+                aggregates.append(F.max(F.when(F.col("src") == str(stream.graph_name), F.col("ts"))).alias(name))
                 stamp_columns.append((name, str(stream.iri)))
             frame = frame.groupBy(*keys).agg(*aggregates)
             for var in bound:
@@ -216,7 +216,7 @@ class SparkCompiler:
     def _unit(self, graph: bool) -> Solutions:
         """One empty solution (or, inside GRAPH ?g, one per named graph)."""
         if graph:
-            names = [str(s.iri) for s in self.frames.expand(self.plan.dataset.named)]
+            names = [str(s.graph_name) for s in self.frames.expand(self.plan.dataset.named)]
             frame = self.spark.createDataFrame([(n,) for n in names], f"{GRAPH_COLUMN} string")
             return Solutions(frame, (), {}, True)
         return Solutions(self.spark.range(1).select(), (), {}, False)

@@ -77,13 +77,13 @@ class SourceFrames:
 
     def triples(self, sources: tuple[alg.Source, ...]) -> DataFrame:
         """The triples of the sources, one frame: ``s``, ``p``, ``o``, ``ts``, ``arrival`` and ``src`` (the
-        source's IRI, null for the default graph); not distinct across sources."""
+        IRI that names the source as a graph, ``graph_name``; null for the default graph); not distinct across sources."""
         frames = []
         for source in self.expand(sources):
             frame = self._window_set(source) if self.shares_window(source) else self.reader.read(source)
             if self.compact:
                 frame = frame.coalesce(1)
-            label = str(source.iri) if source.iri is not None else None
+            label = str(source.graph_name) if source.graph_name is not None else None
             frames.append(frame.withColumn("src", F.lit(label).cast(StringType())))
         if not frames:
             return empty_triples(self.spark).withColumn("src", F.lit(None).cast(StringType()))

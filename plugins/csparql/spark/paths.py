@@ -267,7 +267,7 @@ class PathEvaluator:
 
     def constant_seeds(self, term) -> _Nodes:
         """A constant as the only start node (in every graph the pattern reads, in graph mode)."""
-        labels = [str(source.iri) for source in self.expanded] if self.graph else [None]
+        labels = [str(source.graph_name) for source in self.expanded] if self.graph else [None]
         return _Nodes(((term_row(term), label) for label in labels), constant=True)
 
     def frame(self, pairs: list[Pair]) -> DataFrame:

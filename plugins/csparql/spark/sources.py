@@ -20,7 +20,7 @@ from csparql.algebra import operators as alg
 from csparql.spark.schema import spark_schema
 from csparql.storage import schema
 from csparql.storage.terms import term_row
-from csparql.windows import LogicalWindow, WindowBounds, from_micros
+from csparql.windows import LogicalWindow, Window, WindowBounds, from_micros
 
 TRIPLES_SCHEMA = spark_schema(schema.STREAM_FILE, nullable=("ts", "arrival"))
 """Triples as a source gives them to the compiler: a stream's files, or a static graph's triples (no ``ts``)."""
@@ -64,7 +64,8 @@ class MemorySourceReader:
     """Sources held in memory: streams as lists of timed triples, static graphs as lists of triples.
 
     Windows are applied here exactly as decisions 2–3 say: a logical window ending at t_f holds the triples
-    with t_f − ρ < τ ≤ t_f; a physical window the n latest by (τ, arrival order) with τ ≤ t_f.
+    with t_f − ρ < τ ≤ t_f; a physical window the n latest by (τ, arrival order) with τ ≤ t_f. A window's
+    bounds are ``bounds[(stream IRI, window)]`` when given, else those of the window closing at ``window_end``.
     """
 
     def __init__(
@@ -72,7 +73,7 @@ class MemorySourceReader:
         spark: SparkSession,
         streams: Mapping[URIRef, list[TimedTriple]] | None = None,
         graphs: Mapping[URIRef | None, list[Triple]] | None = None,
-        bounds: Mapping[URIRef, WindowBounds] | None = None,
+        bounds: Mapping[tuple[URIRef, Window], WindowBounds] | None = None,
         window_end: int | None = None,
     ):
         self.spark = spark
@@ -99,7 +100,7 @@ class MemorySourceReader:
     def _window(self, source: alg.StreamWindow) -> DataFrame:
         triples = self.streams.get(source.iri, [])
         frame = triples_frame(self.spark, triples, timed=True)
-        bounds = self.bounds.get(source.iri)
+        bounds = self.bounds.get((source.iri, source.window))
         if bounds is None:
             if self.window_end is None:
                 raise ValueError(f"no window bounds for the stream <{source.iri}>")
