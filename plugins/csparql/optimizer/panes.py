@@ -132,15 +132,12 @@ class PartialAggregate:
     def describe(self, prefixes: dict[str, str]) -> str:
         call = format_expression(self.call, prefixes)
         kept = {
-            MINIMUM: "each pane keeps its minimum per group; the window takes the least",
-            MAXIMUM: "each pane keeps its maximum per group; the window takes the greatest",
+            MINIMUM: "each pane keeps its solutions' distinct values per group; the window takes the least of their union",
+            MAXIMUM: "each pane keeps its solutions' distinct values per group; the window takes the greatest of "
+                     "their union",
             VALUE_SET: "each pane keeps its distinct values per group; the window aggregates their union",
-            KEYED: {"COUNT": "each pane keeps, per group and stream solution, its count; the window adds them, "
-                             "each stream solution once",
-                    "SUM": "each pane keeps, per group and stream solution, its sum; the window adds them, "
-                           "each stream solution once",
-                    "AVG": "each pane keeps, per group and stream solution, its sum and count; the window "
-                           "divides their totals, each stream solution once"}.get(self.call.name, ""),
+            KEYED: "each pane keeps each distinct solution with its number of occurrences; the window keeps each "
+                   "solution of a stream triple once and weighs it by that number",
         }[self.partial]
         return f"{self.var.n3()} = {call}: {kept}"
 
@@ -219,10 +216,15 @@ def _decide(plan: alg.QueryPlan) -> PanePlan:
     if plan.stream_operator != alg.RSTREAM:
         raise _NotDecomposable(f"{plan.stream_operator} compares each window's result with the previous "
                                "window's, which panes do not give")
-    windows = _pane_windows(plan)
+    decision = _decide_shape(plan)
     if plan.entailment:
         raise _NotDecomposable(f"it is evaluated under entailment ({', '.join(plan.entailment)}), which the engine "
                                "infers per evaluation of a window, not per pane")
+    return decision
+
+
+def _decide_shape(plan: alg.QueryPlan) -> PanePlan:
+    windows = _pane_windows(plan)
     for node in walk(plan.pattern):
         for expression in expressions_of(node):
             if any(isinstance(e, (ex.Timestamp, ex.TripleTimestamp)) for e in ex.walk(expression)):
