@@ -26,6 +26,7 @@ evaluator window by window); ``# csparql panes off`` recomputes.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +47,28 @@ from csparql.spark.terms import NULLABLE_TERM_STRUCT
 from csparql.storage import delta
 from csparql.storage.tables import OPERATION
 from csparql.windows import WindowBounds
+
+PANE_MIN_TRIPLES = 1_000_000
+"""Windows whose stream files hold fewer triples than this are recomputed even when they could combine from
+panes (``CSPARQL_PANES_MIN_TRIPLES`` overrides it; 0 always uses panes). A window from panes costs two Spark
+jobs — its new pane, then the combination — where a recompute costs one; on two cores a job costs 0.1–0.3 s
+whatever its size, so panes pay off only where reading and joining the window is what costs
+(``docs/performance/panes.md`` has the figures)."""
+
+
+def pane_min_triples() -> int:
+    """The least number of triples in a window's stream files from which it is combined from panes."""
+    text = os.environ.get("CSPARQL_PANES_MIN_TRIPLES")
+    if text is None or not text.strip():
+        return PANE_MIN_TRIPLES
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is not a whole number of triples") from None
+    if value < 0:
+        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is negative")
+    return value
+
 
 PANE_FORMAT = "1"
 """What a pane table holds; a change of it is a change of every pane key."""
@@ -207,6 +230,11 @@ class PaneComputer:
 
     # combining
 
+    def window_triples(self, bounds: WindowBounds) -> int | None:
+        """How many triples the stream files of a window hold (None when a file does not say)."""
+        records = [f.records for iri in self.streams for f in select_window_files(self._stream_files[iri], bounds)]
+        return None if any(r is None for r in records) else sum(records)
+
     def window_bounds(self, streams: dict) -> WindowBounds:
         """The bounds of the windows panes make up in an evaluation (every such window has the same)."""
         return streams[self.streams[0]]
@@ -266,4 +294,5 @@ class PaneRowsReader(DeltaSourceReader):
         return frame.where(~F.col("marker") & wanted)
 
 
-__all__ = ["PaneComputer", "PaneRowsReader", "PaneUse", "pane_ends", "pane_table_schema", "PANE_FORMAT"]
+__all__ = ["PaneComputer", "PaneRowsReader", "PaneUse", "pane_ends", "pane_min_triples", "pane_table_schema",
+           "PANE_FORMAT", "PANE_MIN_TRIPLES"]

@@ -25,6 +25,7 @@ from csparql.engine import results as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
 from csparql.engine.panes import PaneComputer, PaneUse, pane_ends
+from csparql.engine.panes import pane_min_triples as pane_min_triples_setting
 from csparql.optimizer import optimize
 from csparql.optimizer.panes import PanePlan, pane_plan
 from csparql.spark.compiler import COMPACT_TRIPLES
@@ -137,14 +138,18 @@ class Engine:
     """Evaluates plans over a warehouse with one SparkSession (created on first use)."""
 
     def __init__(self, warehouse: Warehouse, spark=None, master: str | None = None,
-                 compact_triples: int = COMPACT_TRIPLES):
+                 compact_triples: int = COMPACT_TRIPLES, pane_min_triples: int | None = None):
         """``compact_triples``: evaluations whose windows' files hold at most this many triples run in one
-        partition (``csparql.engine.evaluate.is_compact``); 0 never does."""
+        partition (``csparql.engine.evaluate.is_compact``); 0 never does. ``pane_min_triples``: windows whose
+        files hold fewer triples are recomputed even when they could combine from panes (None:
+        ``csparql.engine.panes.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``; 0: panes whenever the
+        query allows)."""
         self.warehouse = warehouse
         self.catalog = Catalog(warehouse)
         self._spark = spark
         self.master = master
         self.compact_triples = compact_triples
+        self.pane_min_triples = pane_min_triples_setting() if pane_min_triples is None else pane_min_triples
 
     @property
     def spark(self):
@@ -182,9 +187,11 @@ class Engine:
                 total.file_uris.extend(scan.file_uris)
         return compiled, reader
 
-    def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None) -> PaneComputer | None:
-        """What computes the query's windows from panes (``csparql.engine.panes``), or None when it recomputes
-        them (``csparql.optimizer.panes.pane_plan`` says why)."""
+    def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None,
+                      window: EvaluationWindow | None = None) -> PaneComputer | None:
+        """What computes the query's windows from panes (``csparql.engine.panes``), or None when they are
+        recomputed: the query does not allow it (``csparql.optimizer.panes.pane_plan`` says why), or
+        ``window``'s stream files hold fewer than ``pane_min_triples`` triples."""
         phases = phases or Phases()
         if plan.stream_operator != alg.RSTREAM or not plan.streams:
             return None
@@ -196,7 +203,13 @@ class Engine:
         if not isinstance(decision, PanePlan):
             return None
         with phases("sources"):
-            return PaneComputer(self.spark, self.catalog, name, optimized, decision, statistics, self.compact_triples)
+            computer = PaneComputer(self.spark, self.catalog, name, optimized, decision, statistics,
+                                    self.compact_triples)
+            if window is not None and self.pane_min_triples > 0:
+                triples = computer.window_triples(computer.window_bounds(window.streams))
+                if triples is not None and triples < self.pane_min_triples:
+                    return None
+            return computer
 
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
                  version: str | None = None, panes: bool = True) -> Evaluation:
@@ -219,7 +232,7 @@ class Engine:
                 with phases("lost runs"):
                     self.record_lost_runs(plan, name)
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
-            computer = self.pane_computer(plan, name, phases) if panes else None
+            computer = self.pane_computer(plan, name, phases, window) if panes else None
             if computer is None:
                 compiled, reader = self.compile(plan, window, phases)
                 scans = reader.scans
@@ -251,7 +264,7 @@ class Engine:
         """Evaluate every scheduled evaluation with its instant in [start, end], in order. A query whose
         windows combine from panes first computes the missing panes of all of them, in one Spark job."""
         windows = scheduled_evaluations(plan, start, end)
-        computer = self.pane_computer(plan, name) if panes and windows else None
+        computer = self.pane_computer(plan, name, window=windows[-1]) if panes and windows else None
         if computer is not None:
             computer.ensure(end for window in windows
                             for end in pane_ends(computer.window_bounds(window.streams), computer.pane))
