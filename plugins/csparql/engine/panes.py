@@ -26,6 +26,7 @@ evaluator window by window); ``# csparql panes off`` recomputes.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType, StructField, StructType, TimestampType
@@ -45,8 +47,11 @@ from csparql.optimizer.panes import PanePlan, PartialPlan, pane_combination_plan
 from csparql.optimizer.statistics import SourceStatistics
 from csparql.spark.terms import NULLABLE_TERM_STRUCT
 from csparql.storage import delta
+from csparql.storage.instants import bucket_of
 from csparql.storage.tables import OPERATION
 from csparql.windows import WindowBounds
+
+log = logging.getLogger(__name__)
 
 PANE_MIN_TRIPLES = 1_000_000
 """Windows whose stream files hold fewer triples than this are recomputed even when they could combine from
@@ -78,12 +83,23 @@ PANE_TERM = pa.struct([pa.field("kind", pa.int8()), pa.field("value", pa.string(
 """A stored term of a pane row (null when unbound)."""
 
 
+PANE_PARTITIONS = ["bucket"]
+"""Pane tables are partitioned by the hour bucket of the pane's end, as streams are: a window reads only the
+buckets it overlaps, and a bucket's files are compacted once there are ``COMPACT_FILES`` of them."""
+
+COMPACT_FILES = 16
+"""How many files an hour bucket of a pane table holds before they are compacted into one (every evaluation
+that computes panes appends one)."""
+
+
 def pane_table_schema(columns: int) -> pa.Schema:
     """A pane table: ``ts`` the pane's end (null for rows of static solutions, in every window), ``pane_key``
     the pane's end and fingerprint (``end:fingerprint``), ``marker`` true for the one row recording that the
-    pane was computed, and one term column ``c<i>`` per stored variable."""
+    pane was computed, one term column ``c<i>`` per stored variable, and ``bucket``, the hour bucket of ``ts``
+    (the partition)."""
     return pa.schema([pa.field("ts", pa.timestamp("us", tz="UTC")), pa.field("pane_key", pa.string()),
-                      pa.field("marker", pa.bool_()), *(pa.field(f"c{i}", PANE_TERM) for i in range(columns))])
+                      pa.field("marker", pa.bool_()), *(pa.field(f"c{i}", PANE_TERM) for i in range(columns)),
+                      pa.field("bucket", pa.string())])
 
 
 def _spark_schema(columns: int) -> StructType:
@@ -176,13 +192,15 @@ class PaneComputer:
     # computing
 
     def stored(self, keys: dict[int, str]) -> set[int]:
-        """The panes among ``keys`` whose marker (with their current fingerprint) the table has."""
-        if not keys or not delta.exists(self.path):
+        """The panes among ``keys`` whose marker (with their current fingerprint) the table has: read from
+        the files whose panes can be among them."""
+        if not keys:
             return set()
-        dataset = delta.SNAPSHOTS.latest(self.path).to_pyarrow_dataset()
-        found = dataset.to_table(columns=["pane_key"],
-                                 filter=pc.field("marker") & pc.field("pane_key").isin(sorted(keys.values())))
-        present = set(found.column("pane_key").to_pylist())
+        files = pane_files(self.path, WindowBounds(min(keys) - self.pane, max(keys)))
+        present: set[str] = set()
+        for file in files:
+            found = pq.read_table(file.uri, columns=["pane_key", "marker"])
+            present.update(found.filter(found.column("marker")).column("pane_key").to_pylist())
         return {end for end, key in keys.items() if key in present}
 
     def ensure(self, ends: Iterable[int]) -> tuple[int, dict]:
@@ -218,15 +236,37 @@ class PaneComputer:
             **{f"c{i}": rows.column(i).combine_chunks().cast(PANE_TERM) for i in range(width)},
         }
         schema = pane_table_schema(width)
+        columns["bucket"] = pa.array([None if end is None else bucket_of(end) for end in row_ends.to_pylist()],
+                                     pa.string())
         data = pa.Table.from_pydict(columns, schema=schema)
         markers = pa.Table.from_pydict({
             "ts": pa.array(sorted(keys), pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             "pane_key": pa.array([keys[end] for end in sorted(keys)], pa.string()),
             "marker": pa.array([True] * len(keys), pa.bool_()),
             **{f"c{i}": pa.nulls(len(keys), PANE_TERM) for i in range(width)},
+            "bucket": pa.array([bucket_of(end) for end in sorted(keys)], pa.string()),
         }, schema=schema)
-        delta.append(self.path, pa.concat_tables([data, markers]), schema,
+        delta.append(self.path, pa.concat_tables([data, markers]), schema, PANE_PARTITIONS,
                      metadata={OPERATION: "store-panes"})
+        self._compact({bucket_of(end) for end in keys})
+
+    def _compact(self, buckets: set[str]) -> None:
+        """Compact the hour buckets among ``buckets`` that hold ``COMPACT_FILES`` files or more into one file
+        each. Compaction rewrites what is there (readers of the previous version still see theirs); if it
+        fails (a concurrent commit), the files stay as they are and the next evaluation tries again."""
+        _, files = delta.SNAPSHOTS.snapshot(self.path)
+        counts: dict[str, int] = {}
+        for file in files:
+            bucket = file.partition.get("bucket")
+            if bucket in buckets:
+                counts[bucket] = counts.get(bucket, 0) + 1
+        for bucket, count in sorted(counts.items()):
+            if count >= COMPACT_FILES:
+                try:
+                    delta.open_table(self.path).optimize.compact(partition_filters=[("bucket", "=", bucket)])
+                except Exception as error:  # noqa: BLE001 - an optimization; the data are right either way
+                    log.warning("panes of %s: compacting bucket %s failed (%s); kept as they are", self.name,
+                                bucket, error)
 
     # combining
 
@@ -256,6 +296,15 @@ class PaneComputer:
         return result, PaneUse(self.pane, len(ends), computed, self.key), scans
 
 
+def pane_files(path, bounds: WindowBounds) -> list[delta.FileInfo]:
+    """The files of a pane table that can hold a pane ending in ``(bounds.start, bounds.end]`` — by hour
+    bucket, then by the statistics of ``ts`` — and those of static solutions (no bucket, no ``ts``)."""
+    if not delta.exists(path):
+        return []
+    _, files = delta.SNAPSHOTS.snapshot(path)
+    return select_window_files(files, bounds)
+
+
 @contextmanager
 def _no_phases(name: str):
     yield
@@ -273,11 +322,8 @@ class PaneRowsReader(DeltaSourceReader):
         self._pane_files: list[delta.FileInfo] | None = None
 
     def pane_files(self) -> list[delta.FileInfo]:
-        """The pane table's files that can hold a row of the window: by the timestamps of their panes (a file
-        of static solutions only has none, and is read)."""
         if self._pane_files is None:
-            files = delta.SNAPSHOTS.snapshot(self.path)[1] if delta.exists(self.path) else []
-            self._pane_files = [f for f in select_window_files(files, self.window)]
+            self._pane_files = pane_files(self.path, self.window)
         return self._pane_files
 
     def window_triples(self, streams) -> int | None:
