@@ -168,9 +168,14 @@ class Warehouse:
             raise ValueError(f"unknown result table kind {kind!r}")
         return self.root / "results" / check_query_name(query_name) / kind
 
+    @property
+    def panes_root(self) -> Path:
+        """The folder of every query's pane tables."""
+        return self.root / "_csparql" / "panes"
+
     def panes(self, query_name: str) -> Path:
         """The folder of a query's pane tables (``csparql.engine.panes``): one table per pane plan under it."""
-        return self.root / "_csparql" / "panes" / check_query_name(query_name)
+        return self.panes_root / check_query_name(query_name)
 
     @property
     def runs(self) -> Path:
