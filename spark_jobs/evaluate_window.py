@@ -62,8 +62,10 @@ def _instant(text: str) -> int:
 
 
 def _compile(path: Path):
-    """(plan, version of the text) of a registry file."""
+    """(plan, version of the text, whether its windows may combine from panes) of a registry file."""
     from csparql.deploy.history import text_version
+    from csparql.deploy.plan import panes_setting_of
+    from csparql.deploy.registry import RegistrationError
     from csparql.frontend import compile_query
     from csparql.language.errors import QueryError
 
@@ -72,7 +74,11 @@ def _compile(path: Path):
     except (OSError, UnicodeDecodeError) as error:
         raise JobError(f"the query file {path} cannot be read: {error}", USAGE_ERROR) from None
     try:
-        return compile_query(text, str(path)), text_version(text)
+        panes = panes_setting_of(path, text) is not False
+    except RegistrationError as error:
+        raise JobError(str(error), USAGE_ERROR) from None
+    try:
+        return compile_query(text, str(path)), text_version(text), panes
     except QueryError as error:
         # The parser's report (position, source line, caret) follows, indented under the one-line summary.
         detail = "\n".join(f"    {line}" for line in error.render().splitlines())
@@ -97,7 +103,7 @@ def run(argv: list[str] | None = None) -> dict:
     except InvalidName as error:
         raise JobError(f"--name: {error}", USAGE_ERROR) from None
     query = Path(args.query)
-    plan, version = _compile(query)
+    plan, version, panes = _compile(query)
     if not Path(args.warehouse).is_dir():
         message = f"{query}: the warehouse {args.warehouse} is not a folder, so nothing was evaluated"
         raise JobError(message, USAGE_ERROR)
@@ -113,7 +119,8 @@ def run(argv: list[str] | None = None) -> dict:
     started_here = SparkSession.getActiveSession() is None
     try:
         spark = submitted_session(app_name=f"csparql-{name}")
-        evaluation = Engine(warehouse, spark).evaluate(plan, at, name, complete=complete, version=version)
+        evaluation = Engine(warehouse, spark).evaluate(plan, at, name, complete=complete, version=version,
+                                                       panes=panes)
     except EvaluationFailed as error:
         message = f"{query}: {_one_line(error)} (the runs table of {warehouse.root} records it)"
         raise JobError(message, EVALUATION_FAILED) from None

@@ -162,12 +162,15 @@ def test_count_over_a_union_of_stream_patterns_is_keyed_by_either_pattern():
     assert isinstance(decision, PanePlan) and len(decision.stream_patterns) == 2
 
 
-def test_a_sliding_window_next_to_a_tumbling_one_uses_panes_with_one_pane_for_the_tumbling():
+def test_windows_of_different_shapes_recompute_and_two_streams_of_one_shape_use_panes():
+    union = f"WHERE {{ {{ GRAPH <{S}> {{ ?s :p ?v }} }} UNION {{ GRAPH <{S}2> {{ ?s :p ?v }} }} }}"
     text = (f"REGISTER QUERY Q AS {PREFIX}SELECT DISTINCT ?s FROM NAMED STREAM <{S}> [RANGE 10m STEP 5m] "
-            f"FROM NAMED STREAM <{S}2> [RANGE 5m TUMBLING] WHERE {{ {{ GRAPH <{S}> {{ ?s :p ?v }} }} UNION "
-            f"{{ GRAPH <{S}2> {{ ?s :p ?v }} }} }}")
+            f"FROM NAMED STREAM <{S}2> [RANGE 5m TUMBLING] {union}")
+    assert "its stream windows differ" in reason(decide(text, NO_STATISTICS))
+    text = (f"REGISTER QUERY Q AS {PREFIX}SELECT DISTINCT ?s FROM NAMED STREAM <{S}> [RANGE 10m STEP 5m] "
+            f"FROM NAMED STREAM <{S}2> [RANGE 10m STEP 5m] {union}")
     decision = decide(text, NO_STATISTICS)
-    assert [(str(w.stream), w.panes_per_window) for w in decision.windows] == [(S, 2), (S + "2", 1)]
+    assert [(str(w.stream), w.panes_per_window) for w in decision.windows] == [(S, 2), (S + "2", 2)]
 
 
 # --- what recomputes, and why ---------------------------------------------------------------------------------
@@ -258,7 +261,8 @@ def test_explain_shows_the_pane_plan(tmp_path, capsys):
     assert code == 0 and "# algebra" in out and "# optimized" in out
     section = out.split("# panes")[1]
     assert "[RANGE 3m STEP 10s]: panes of 10s, 18 per window" in section
-    assert "?number = (count): each pane keeps, per group and stream solution, its count" in section
+    assert "?number = (count): each pane keeps each distinct solution with its number of occurrences" in section
+    assert "each pane evaluates" in section and "(pane-rows (vars ?post ?topic ?.pattern ?.n))" in section
     assert "turned off" not in section
 
 

@@ -209,6 +209,14 @@ class Table(Operator):
 
 
 @dataclass(frozen=True)
+class PaneRows(Operator):
+    """The stored partial results of the panes of one window (issue 18, ``csparql.optimizer.panes``): one
+    solution per stored row, binding ``vars``. Which rows are the window's the evaluation's reader knows."""
+
+    vars: tuple[Variable, ...]
+
+
+@dataclass(frozen=True)
 class GroupKey:
     """One GROUP BY condition: an expression, and the variable it binds after grouping (None if none)."""
 

@@ -148,6 +148,8 @@ class _SexprPrinter:
                     cells = " ".join(f"({self.term(v)} {self.term(x)})" for v, x in zip(vars_, row) if x is not None)
                     body.append(f"(row {cells})" if cells else "(row)")
                 return [pad + "(" + " ".join([head, *body]) + ")"]
+            case alg.PaneRows(vars_):
+                return [pad + "(pane-rows (vars " + " ".join(self.term(v) for v in vars_) + "))"]
             case alg.Group(inner, keys, aggregates):
                 key_text = " ".join(
                     self.expr(k.expression) if k.var is None or k.var == k.expression else f"({self.term(k.var)} {self.expr(k.expression)})"

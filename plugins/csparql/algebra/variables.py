@@ -44,7 +44,7 @@ def in_scope(op: alg.Operator) -> tuple[Variable, ...]:
             return _ordered([name] if isinstance(name, Variable) else [], in_scope(inner))
         case alg.Extend(inner, var, _):
             return _ordered(in_scope(inner), [var])
-        case alg.Table(vars_, _):
+        case alg.Table(vars_, _) | alg.PaneRows(vars_):
             return vars_
         case alg.Group(_, keys, aggregates):
             return _ordered([k.var for k in keys if k.var is not None], [v for v, _ in aggregates])
@@ -74,6 +74,8 @@ def certain(op: alg.Operator) -> frozenset[Variable]:
             return certain(inner)
         case alg.Table(vars_, rows):
             return frozenset(v for i, v in enumerate(vars_) if rows and all(r[i] is not None for r in rows))
+        case alg.PaneRows():
+            return frozenset()
         case alg.Group(inner, keys, aggregates):
             bound = certain(inner)
             keys_bound = frozenset(k.var for k in keys if k.var is not None and k.expression == k.var and k.var in bound)

@@ -36,6 +36,7 @@ def register(commands) -> None:
     run.add_argument("--name", help="result table name for a query without REGISTER (default: the file name); refused "
                      "when SQL would confuse it with a warehouse table or another query's results (see `csparql sql`)")
     run.add_argument("--no-write", action="store_true", help="print the results without writing them")
+    _panes_option(run)
     _common(run)
     add_dialect_option(run)
     run.set_defaults(run=run_run)
@@ -52,6 +53,7 @@ def register(commands) -> None:
     replay.add_argument("--format", choices=FORMATS, default=None, help="json: one JSON object per line per window")
     replay.add_argument("--name", help="result table name for a query without REGISTER (default: the file name); "
                         "refused as for run")
+    _panes_option(replay)
     _common(replay)
     add_dialect_option(replay)
     replay.set_defaults(run=run_replay)
@@ -112,9 +114,16 @@ def _instant(text: str, option: str) -> int | None:
         return None
 
 
+def _panes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-panes", dest="panes", action="store_false",
+                        help="recompute every window from its whole range, as '# csparql panes off' in the file does "
+                        "(default: a query whose windows combine from panes is evaluated so; `csparql explain` "
+                        "says whether it does)")
+
+
 def _load(query: str, dialect: str | None = None):
-    """(plan, source name, version of the text) or None after reporting the problem; ``dialect`` as
-    ``--dialect`` gives it (None: told from the text)."""
+    """(plan, source name, version of the text, whether the text lets windows combine from panes) or None
+    after reporting the problem; ``dialect`` as ``--dialect`` gives it (None: told from the text)."""
     source = _read_or_report(query)
     if source is None:
         return None
@@ -125,8 +134,14 @@ def _load(query: str, dialect: str | None = None):
         print(error.render(), file=sys.stderr)
         return None
     from csparql.deploy.history import text_version
+    from csparql.deploy.plan import RegistrationError, panes_setting_of
 
-    return plan, source_name, text_version(text.replace("\r\n", "\n"))
+    try:
+        panes = panes_setting_of(Path(source_name), text) is not False
+    except RegistrationError as error:
+        print(f"csparql: {error}", file=sys.stderr)
+        return None
+    return plan, source_name, text_version(text.replace("\r\n", "\n")), panes
 
 
 def _name(plan, source_name: str, args: argparse.Namespace, write: bool = True) -> str | None:
@@ -186,14 +201,15 @@ def run_run(args: argparse.Namespace) -> int:
     at = _instant(args.at, "--at")
     if loaded is None or at is None:
         return 1
-    plan, source_name, version = loaded
+    plan, source_name, version, panes = loaded
     name = _name(plan, source_name, args, write=not args.no_write)
     if name is None:
         return 1
     from csparql.engine.formats import render
 
     try:
-        evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write, version=version)
+        evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write, version=version,
+                                            panes=panes and args.panes)
     except _engine_errors() as error:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
@@ -215,7 +231,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if start > end:
         print("csparql: --from must not be after --to", file=sys.stderr)
         return 1
-    plan, source_name, version = loaded
+    plan, source_name, version, panes = loaded
     name = _name(plan, source_name, args)
     if name is None:
         return 1
@@ -231,10 +247,12 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
     engine = _engine(args)
-    progress = tqdm(windows, desc=name, unit="window", file=sys.stderr, disable=not sys.stderr.isatty())
+    evaluations = engine.replay(plan, start, end, name, version=version, panes=panes and args.panes)
+    progress = tqdm(evaluations, total=len(windows), desc=name, unit="window", file=sys.stderr,
+                    disable=not sys.stderr.isatty())
     try:
-        for window in progress:
-            evaluation = engine.evaluate(plan, window.at, name, version=version)
+        for evaluation in progress:
+            window = evaluation.window
             if args.format == "json":
                 print(_window_json(evaluation), flush=True)
             elif args.format:

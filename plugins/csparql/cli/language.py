@@ -162,17 +162,25 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def _explain_panes(plan, setting: bool | None) -> None:
-    """Print the ``# panes`` section of ``csparql explain``: the query's pane plan or why it recomputes, and
-    whether the file's ``# csparql panes off`` turns them off."""
-    from csparql.optimizer.panes import PanePlan, pane_plan
+    """Print the ``# panes`` section of ``csparql explain``: the query's pane plan (and the plans each pane and
+    each window evaluate) or why it recomputes, and whether the file's ``# csparql panes off`` turns them off."""
+    from csparql.algebra.sexpr import format_operator
+    from csparql.optimizer.panes import PanePlan, pane_combination_plan, pane_partial_plan, pane_plan
 
     decision = pane_plan(plan)
-    print("\n# panes (decided only: the engine recomputes every window for now)")
-    lines = decision.describe(dict(plan.prefixes)) if isinstance(decision, PanePlan) else decision.describe()
+    print("\n# panes")
+    prefixes = dict(plan.prefixes)
+    lines = decision.describe(prefixes) if isinstance(decision, PanePlan) else decision.describe()
     for line in lines:
         print(line)
     if setting is False:
         print("turned off by the file's '# csparql panes off': every window is recomputed")
+    elif isinstance(decision, PanePlan):
+        partial = pane_partial_plan(plan, decision)
+        print("each pane evaluates (?.pane: the end of the pane of its stream triple):")
+        print(format_operator(partial.plan.pattern, prefixes), end="")
+        print("each window combines its panes' stored rows:")
+        print(format_operator(pane_combination_plan(plan, decision, partial).pattern, prefixes), end="")
 
 
 def run_translate(args: argparse.Namespace) -> int:

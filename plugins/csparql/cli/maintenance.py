@@ -16,9 +16,10 @@ def register(commands) -> None:
         "vacuum",
         help="delete files no Delta table of the warehouse references any more",
         description="In every Delta table of the warehouse (streams, static graphs, results, runs, statistics, "
-        "watermarks, closures), delete the files that replacements removed, and files that writes which "
+        "watermarks, closures, panes), delete the files that replacements removed, and files that writes which "
         "failed midway left behind, once older than --retain. Versions older than the retention can then no "
-        "longer be read (time travel).",
+        "longer be read (time travel). Stored panes (a cache of partial results, _csparql/panes) whose hour "
+        "ended more than --retain ago are removed first; a window that needs them again computes them again.",
     )
     vacuum.add_argument("--retain", default="7d", metavar="DURATION",
                         help="keep files removed less than this long ago (default 7d, Delta's default; whole hours)")
@@ -55,12 +56,21 @@ def run_vacuum(args: argparse.Namespace) -> int:
     if not warehouse.root.is_dir():
         print(f"csparql vacuum: no warehouse at {warehouse.root}", file=sys.stderr)
         return EXIT_REFUSED
+    import time
+
+    from csparql.storage.maintenance import prune_panes
+
+    verb = "would delete" if args.dry_run else "deleted"
     try:
+        pruned = prune_panes(warehouse.panes_root, time.time_ns() // 1000 - retain, dry_run=args.dry_run)
         done = vacuum(warehouse.root, hours, dry_run=args.dry_run)
     except StorageError as error:
         print(f"csparql vacuum: {error} (nothing was deleted)", file=sys.stderr)
         return EXIT_REFUSED
-    verb = "would delete" if args.dry_run else "deleted"
+    for table in pruned:
+        if table.files:
+            print(f"{table.table.relative_to(warehouse.root)}: {'would remove' if args.dry_run else 'removed'} "
+                  f"{table.files} file(s) of panes older than the retention")
     for table in done:
         if table.files:
             print(f"{table.table.relative_to(warehouse.root)}: {verb} {len(table.files)} file(s), "

@@ -131,7 +131,7 @@ class Deployment:
     output_stream: str | None
     registered_as: str | None
     revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``REVISION_HORIZON``)
-    panes: bool = True  # False when the registry file turns panes off (``PANES``); the engine does not use panes yet
+    panes: bool = True  # False when the registry file turns panes off (``PANES``): every window recomputed
 
     @property
     def dag_id(self) -> str:

@@ -153,6 +153,7 @@ def compile_plan(
     optimized: bool = False,
     previous: tuple[SourceReader, int] | None = None,
     compact_triples: int = COMPACT_TRIPLES,
+    pane: int | None = None,
 ) -> CompiledEvaluation:
     """The Spark plan of a query for one evaluation (``at`` is the window end t_f, which NOW() returns).
 
@@ -164,7 +165,8 @@ def compile_plan(
     difference, so a window's result never depends on what was evaluated before it, or in which order.
 
     An evaluation whose windows' files hold at most ``compact_triples`` triples is compiled compact (one
-    partition, nothing broadcast or shuffled: ``is_compact``); the results are the same either way."""
+    partition, nothing broadcast or shuffled: ``is_compact``); the results are the same either way. ``pane``
+    compiles a partial plan of panes (``csparql.optimizer.panes.pane_partial_plan``) in pane mode."""
     if plan.stream_operator != alg.RSTREAM:
         if previous is None:
             raise ValueError(f"{plan.stream_operator} needs the previous evaluation's windows")
@@ -180,7 +182,7 @@ def compile_plan(
     if not optimized:
         plan = optimize(plan, statistics)
     compiler = SparkCompiler(spark, reader, plan, now=at, statistics=statistics, entailment=entailment,
-                             compact=is_compact(reader, plan, compact_triples))
+                             compact=is_compact(reader, plan, compact_triples), pane=pane)
     solutions = compiler.compile()
     form = plan.form
     if isinstance(form, alg.SelectResult):

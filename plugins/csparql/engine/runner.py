@@ -24,6 +24,10 @@ from csparql.algebra import operators as alg
 from csparql.engine import results as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
+from csparql.engine.panes import PaneComputer, PaneUse, pane_ends
+from csparql.engine.panes import pane_min_triples as pane_min_triples_setting
+from csparql.optimizer import optimize
+from csparql.optimizer.panes import PanePlan, pane_plan
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
@@ -47,13 +51,15 @@ class Evaluation:
     run_id: str
     scans: dict[URIRef, Scan] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # milliseconds per phase (``Phases``)
+    panes: PaneUse | None = None  # how the window was combined from panes (None: recomputed)
 
 
 class Phases:
     """Where one evaluation's time goes, in wall-clock milliseconds per phase: ``lost runs`` (recording runs
     lost by a killed process), ``statistics``, ``sources`` (Delta logs read, files pruned), ``plan`` (optimizer
-    and the Spark plan built), ``spark`` (Spark plans, runs and collects the results), ``write`` (the result
-    commit), ``record`` (the runs commit)."""
+    and the Spark plan built), ``panes`` (a window computed from panes: its missing panes computed and stored),
+    ``spark`` (Spark plans, runs and collects the results), ``write`` (the result commit), ``record`` (the runs
+    commit)."""
 
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
@@ -95,9 +101,8 @@ class RunRecord:
     revision: int = 0  # 0 the window's first evaluation, then one more per evaluation (csparql.storage.revisions)
     result_version: int | None = None  # the result table's version the evaluation committed
 
-    def read(self, reader: DeltaSourceReader | None) -> None:
-        """Take the I/O of the evaluation's reader."""
-        scans = reader.scans if reader is not None else {}
+    def read(self, scans: dict[URIRef, Scan]) -> None:
+        """Take the I/O of the evaluation's reads (stream IRI → ``Scan``)."""
         self.triples_read = {str(k): v.rows for k, v in scans.items()}
         self.files_read = {str(k): v.files for k, v in scans.items()}
 
@@ -133,14 +138,18 @@ class Engine:
     """Evaluates plans over a warehouse with one SparkSession (created on first use)."""
 
     def __init__(self, warehouse: Warehouse, spark=None, master: str | None = None,
-                 compact_triples: int = COMPACT_TRIPLES):
+                 compact_triples: int = COMPACT_TRIPLES, pane_min_triples: int | None = None):
         """``compact_triples``: evaluations whose windows' files hold at most this many triples run in one
-        partition (``csparql.engine.evaluate.is_compact``); 0 never does."""
+        partition (``csparql.engine.evaluate.is_compact``); 0 never does. ``pane_min_triples``: windows whose
+        files hold fewer triples are recomputed even when they could combine from panes (None:
+        ``csparql.engine.panes.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``; 0: panes whenever the
+        query allows)."""
         self.warehouse = warehouse
         self.catalog = Catalog(warehouse)
         self._spark = spark
         self.master = master
         self.compact_triples = compact_triples
+        self.pane_min_triples = pane_min_triples_setting() if pane_min_triples is None else pane_min_triples
 
     @property
     def spark(self):
@@ -178,11 +187,36 @@ class Engine:
                 total.file_uris.extend(scan.file_uris)
         return compiled, reader
 
+    def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None,
+                      window: EvaluationWindow | None = None) -> PaneComputer | None:
+        """What computes the query's windows from panes (``csparql.engine.panes``), or None when they are
+        recomputed: the query does not allow it (``csparql.optimizer.panes.pane_plan`` says why), or
+        ``window``'s stream files hold fewer than ``pane_min_triples`` triples."""
+        phases = phases or Phases()
+        if plan.stream_operator != alg.RSTREAM or not plan.streams:
+            return None
+        with phases("statistics"):
+            statistics = self.catalog.statistics()
+        with phases("plan"):
+            optimized = optimize(plan, statistics)
+            decision = pane_plan(optimized)
+        if not isinstance(decision, PanePlan):
+            return None
+        with phases("sources"):
+            computer = PaneComputer(self.spark, self.catalog, name, optimized, decision, statistics,
+                                    self.compact_triples)
+            if window is not None and self.pane_min_triples > 0:
+                triples = computer.window_triples(computer.window_bounds(window.streams))
+                if triples is not None and triples < self.pane_min_triples:
+                    return None
+            return computer
+
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
-                 version: str | None = None) -> Evaluation:
+                 version: str | None = None, panes: bool = True) -> Evaluation:
         """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the
         version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
-        result rows.
+        result rows. ``panes`` (the default): a query whose windows combine from panes is evaluated so
+        (``csparql.engine.panes``); False recomputes the window from its whole range (the reference).
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
@@ -191,16 +225,23 @@ class Engine:
         clock = time.perf_counter()
         phases = Phases()
         run = RunRecord(uuid.uuid4().hex, name, window.start, window.end, time.time_ns() // 1000, complete, version)
-        reader = None
+        scans: dict[URIRef, Scan] = {}
+        use = None
         try:
             if write:
                 with phases("lost runs"):
                     self.record_lost_runs(plan, name)
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
-            compiled, reader = self.compile(plan, window, phases)
-            run.read(reader)
-            with phases("spark"):
-                result = compiled.result()
+            computer = self.pane_computer(plan, name, phases, window) if panes else None
+            if computer is None:
+                compiled, reader = self.compile(plan, window, phases)
+                scans = reader.scans
+                run.read(scans)
+                with phases("spark"):
+                    result = compiled.result()
+            else:
+                result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end, phases)
+                run.read(scans)
             if write:
                 with phases("write"):
                     rows = self._write(plan, name, window, result, version, run, clock)
@@ -216,13 +257,19 @@ class Engine:
         if write:
             with phases("record"):
                 self._append_runs([run])
-        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(reader.scans), phases.ms)
+        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
-               version: str | None = None) -> Iterator[Evaluation]:
-        """Evaluate every scheduled evaluation with its instant in [start, end], in order."""
-        for window in scheduled_evaluations(plan, start, end):
-            yield self.evaluate(plan, window.at, name, write=write, version=version)
+               version: str | None = None, panes: bool = True) -> Iterator[Evaluation]:
+        """Evaluate every scheduled evaluation with its instant in [start, end], in order. A query whose
+        windows combine from panes first computes the missing panes of all of them, in one Spark job."""
+        windows = scheduled_evaluations(plan, start, end)
+        computer = self.pane_computer(plan, name, window=windows[-1]) if panes and windows else None
+        if computer is not None:
+            computer.ensure(end for window in windows
+                            for end in pane_ends(computer.window_bounds(window.streams), computer.pane))
+        for window in windows:
+            yield self.evaluate(plan, window.at, name, write=write, version=version, panes=panes)
 
     # recording runs
 

@@ -5,8 +5,12 @@ window (t_f − ρ, t_f] is exactly the ρ/g *panes* (kg − g, kg] it covers, a
 windows. When a window's result is a combination of per-pane partial results, each pane is computed once and
 every window combines its panes, instead of reading and joining its whole range again. ``pane_plan(plan)``
 decides this for an optimized ``QueryPlan`` and returns either a ``PanePlan`` (what each pane computes and
-keeps, and how a window combines its panes) or ``Recompute`` with the reason it cannot. It decides; the engine
-does not use it yet.
+keeps, and how a window combines its panes) or ``Recompute`` with the reason it cannot. ``pane_partial_plan``
+and ``pane_combination_plan`` rewrite the query into what the engine evaluates (``csparql.engine.panes``): the
+plan that computes the partial results of a run of panes at once, each row tagged with its pane
+(``PANE_VAR``), and the plan that combines the stored rows of one window's panes (``alg.PaneRows``) into the
+window's result. Both are ordinary algebra, compiled by the one Spark compiler, so a window combined from
+panes gets every SPARQL semantic (term order, numeric promotion, errors) from the same code as a recompute.
 
 Why a query may use panes — the argument, written once:
 
@@ -47,9 +51,18 @@ Why a query may use panes — the argument, written once:
    solution of the window with its group's aggregate, so their output is per solution, not per group. A
    SELECT without DISTINCT or aggregate returns the window's multiset of solutions: nothing is combined.
 
-Entailment is allowed: an entailed triple is inferred from one stored triple of its graph and the ontology of
-the static graphs (``docs/entailment.md``), so it depends on one stream triple as its source does. GROUP BY
-keys, HAVING and expressions above the aggregation are computed on the combined values, as in a recompute.
+5. **What is stored.** Each pane keeps *solutions*, not finished aggregates, reduced to what the operators above
+   need: the distinct projections onto the variables the combination reads (DISTINCT, ASK, CONSTRUCT, and
+   aggregates that are functions of a set: MIN, MAX, DISTINCT aggregates), so a window's result is those
+   operators over the union of its panes' sets — errors in a MIN's argument, numeric promotion of a SUM of
+   DISTINCT values and ORDER BY are evaluated on the window's solutions exactly as a recompute does. With COUNT,
+   SUM or AVG without DISTINCT a pane keeps each distinct solution (every in-scope variable, and which stream
+   pattern matched) with its number of occurrences ``.n`` in the pane; a window keeps each such row once
+   (the same stream solution gives the same rows in every pane) and weighs it: COUNT(*) is the sum of ``.n``,
+   SUM(e) the sum of e × ``.n``, AVG their quotient.
+
+Entailment recomputes: the engine infers entailed triples per evaluation. GROUP BY keys, HAVING and
+expressions above the aggregation are computed on the combined values, as in a recompute.
 
 The decision is made on the optimized plan, whose split of patterns into stream and static parts follows the
 warehouse statistics; without statistics every pattern may read the stream, and a query joining several
@@ -58,14 +71,16 @@ patterns recomputes. A pane cache must be keyed by the plan it was computed for.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
-from rdflib import BNode, URIRef, Variable
+from rdflib import BNode, Literal, URIRef, Variable
 
 from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_expression, format_operator
-from csparql.algebra.walk import expressions_of, walk
+from csparql.algebra.variables import in_scope
+from csparql.algebra.walk import expressions_of, transform, walk
 from csparql.language import expressions as ex
 from csparql.windows import LogicalWindow, PhysicalWindow, format_duration
 
@@ -117,15 +132,12 @@ class PartialAggregate:
     def describe(self, prefixes: dict[str, str]) -> str:
         call = format_expression(self.call, prefixes)
         kept = {
-            MINIMUM: "each pane keeps its minimum per group; the window takes the least",
-            MAXIMUM: "each pane keeps its maximum per group; the window takes the greatest",
+            MINIMUM: "each pane keeps its solutions' distinct values per group; the window takes the least of their union",
+            MAXIMUM: "each pane keeps its solutions' distinct values per group; the window takes the greatest of "
+                     "their union",
             VALUE_SET: "each pane keeps its distinct values per group; the window aggregates their union",
-            KEYED: {"COUNT": "each pane keeps, per group and stream solution, its count; the window adds them, "
-                             "each stream solution once",
-                    "SUM": "each pane keeps, per group and stream solution, its sum; the window adds them, "
-                           "each stream solution once",
-                    "AVG": "each pane keeps, per group and stream solution, its sum and count; the window "
-                           "divides their totals, each stream solution once"}.get(self.call.name, ""),
+            KEYED: "each pane keeps each distinct solution with its number of occurrences; the window keeps each "
+                   "solution of a stream triple once and weighs it by that number",
         }[self.partial]
         return f"{self.var.n3()} = {call}: {kept}"
 
@@ -204,6 +216,14 @@ def _decide(plan: alg.QueryPlan) -> PanePlan:
     if plan.stream_operator != alg.RSTREAM:
         raise _NotDecomposable(f"{plan.stream_operator} compares each window's result with the previous "
                                "window's, which panes do not give")
+    decision = _decide_shape(plan)
+    if plan.entailment:
+        raise _NotDecomposable(f"it is evaluated under entailment ({', '.join(plan.entailment)}), which the engine "
+                               "infers per evaluation of a window, not per pane")
+    return decision
+
+
+def _decide_shape(plan: alg.QueryPlan) -> PanePlan:
     windows = _pane_windows(plan)
     for node in walk(plan.pattern):
         for expression in expressions_of(node):
@@ -254,6 +274,9 @@ def _pane_windows(plan: alg.QueryPlan) -> tuple[PaneWindow, ...]:
         windows.append(PaneWindow(stream.iri, window.range, window.step))
     if all(window.range == window.step for window in windows):
         raise _NotDecomposable("tumbling: every triple is in one window, nothing to reuse")
+    if len({(window.range, window.step) for window in windows}) > 1:
+        shapes = "; ".join(window.describe() for window in windows)
+        raise _NotDecomposable(f"its stream windows differ ({shapes}): panes combine windows of one shape")
     return tuple(windows)
 
 
@@ -438,5 +461,176 @@ def _patterns_text(triples: tuple[alg.TriplePattern, ...]) -> str:
     return "; ".join(f"{term(t.subject)} {term(t.predicate)} {term(t.object)}" for t in triples)
 
 
-__all__ = ["pane_plan", "PanePlan", "PaneWindow", "PartialAggregate", "Recompute", "PaneDecision",
+# --- what the engine evaluates ----------------------------------------------------------------------------
+
+PANE_VAR = Variable(".pane")
+"""Bound, in a partial plan, to the end of the pane (µs, an xsd:integer) of the solution's stream triple;
+unbound in a solution made of static triples only (it belongs to every window)."""
+PATTERN_VAR = Variable(".pattern")
+"""Bound, in a keyed partial plan, to the position of the stream triple pattern the solution matched."""
+COUNT_VAR = Variable(".n")
+"""How many times a keyed partial row occurs in its pane."""
+
+
+@dataclass(frozen=True)
+class PartialPlan:
+    """What the engine evaluates over a run of panes: ``plan`` (a SELECT of ``vars`` and ``PANE_VAR``; its
+    pattern binds ``PANE_VAR`` where it reads a stream, which the compiler does in pane mode), and the stored
+    variables ``vars`` that ``pane_combination_plan`` reads back through ``alg.PaneRows``."""
+
+    plan: alg.QueryPlan
+    vars: tuple[Variable, ...]
+
+
+def pane_partial_plan(plan: alg.QueryPlan, panes: PanePlan) -> PartialPlan:
+    """The plan computing the partial results of panes (module docstring, point 5) for the optimized ``plan``
+    whose ``pane_plan`` is ``panes``."""
+    if panes.combination == AGGREGATE and panes.keyed:
+        stored = _keyed_variables(panes.pattern)
+        keys = tuple(alg.GroupKey(var, var) for var in (*stored, PANE_VAR))
+        pattern = alg.Group(_with_pattern_positions(panes.pattern), keys, ((COUNT_VAR, ex.AggregateCall("COUNT", None)),))
+        stored = (*stored, COUNT_VAR)
+    else:
+        base = _below_chain(panes.pattern) if panes.combination == DISTINCT else panes.pattern
+        stored = _set_variables(plan, panes, base)
+        pattern = alg.Distinct(alg.Project(base, (*stored, PANE_VAR)))
+    partial = alg.QueryPlan(alg.SelectResult((*stored, PANE_VAR)), pattern, plan.dataset, None, plan.prefixes, plan.base)
+    return PartialPlan(partial, stored)
+
+
+def pane_combination_plan(plan: alg.QueryPlan, panes: PanePlan, partial: PartialPlan) -> alg.QueryPlan:
+    """The plan combining the stored rows of one window's panes (``alg.PaneRows`` of ``partial.vars``) into the
+    window's result: the query's own operators over the union of its panes' rows, each row once."""
+    rows: alg.Operator = alg.Distinct(alg.PaneRows(partial.vars))
+    if panes.combination == AGGREGATE:
+        group = _the_group(plan.pattern)
+        if panes.keyed:
+            replacement = _weighted_group(group, rows)
+        else:
+            replacement = dataclasses.replace(group, input=rows)
+        pattern = _replace(plan.pattern, group, replacement)
+    elif panes.combination == DISTINCT:
+        pattern = _replace_chain_input(plan.pattern, rows)
+    else:
+        pattern = rows
+    return dataclasses.replace(plan, pattern=pattern, registration=plan.registration)
+
+
+def _below_chain(op: alg.Operator) -> alg.Operator:
+    """Below the query's top chain (ORDER BY, projection, DISTINCT, LIMIT): what a pane evaluates."""
+    while isinstance(op, (alg.Slice, alg.OrderBy, alg.Project, alg.Distinct, alg.Reduced)):
+        op = op.input
+    return op
+
+
+def _replace_chain_input(op: alg.Operator, replacement: alg.Operator) -> alg.Operator:
+    if isinstance(op, (alg.Slice, alg.OrderBy, alg.Project, alg.Distinct, alg.Reduced)):
+        return dataclasses.replace(op, input=_replace_chain_input(op.input, replacement))
+    return replacement
+
+
+def _set_variables(plan: alg.QueryPlan, panes: PanePlan, base: alg.Operator) -> tuple[Variable, ...]:
+    """The variables of ``base`` (what a pane evaluates) that the operators above it read."""
+    found: dict[Variable, None] = {}
+    if panes.combination == AGGREGATE:
+        group = _the_group(plan.pattern)
+        for expression in expressions_of(group):
+            if isinstance(expression, ex.AggregateCall) and expression.argument is None and expression.distinct:
+                found.update(dict.fromkeys(in_scope(group.input)))  # COUNT(DISTINCT *): whole solutions
+            found.update(dict.fromkeys(sorted(ex.variables(expression), key=str)))
+    elif panes.combination == DISTINCT:
+        op = plan.pattern
+        while isinstance(op, (alg.Slice, alg.OrderBy, alg.Project, alg.Distinct, alg.Reduced)):
+            if isinstance(op, alg.Project):
+                found.update(dict.fromkeys(op.vars))
+            for expression in expressions_of(op):
+                found.update(dict.fromkeys(sorted(ex.variables(expression), key=str)))
+            op = op.input
+    elif panes.combination == CONSTRUCT:
+        for triple in plan.form.template:
+            for term in (triple.subject, triple.predicate, triple.object):
+                if isinstance(term, Variable):
+                    found[term] = None
+    scope = set(in_scope(base))
+    return tuple(var for var in found if var in scope)
+
+
+def _keyed_variables(pattern: alg.Operator) -> tuple[Variable, ...]:
+    """Every in-scope variable of the pane pattern and the stream pattern's position: what identifies the
+    stream solution a row comes from."""
+    return (*(var for var in in_scope(pattern) if var != PANE_VAR), PATTERN_VAR)
+
+
+def _with_pattern_positions(pattern: alg.Operator) -> alg.Operator:
+    """The pattern with each stream BGP extended by ``PATTERN_VAR``, its position among them."""
+    position = 0
+
+    def rule(op: alg.Operator) -> alg.Operator:
+        nonlocal position
+        if isinstance(op, alg.BGP) and _reads_stream(op):
+            position += 1
+            return alg.Extend(op, PATTERN_VAR, Literal(position))
+        return op
+
+    return transform(pattern, rule)
+
+
+def _the_group(op: alg.Operator) -> alg.Group:
+    """The query's aggregation (the one ``pane_plan`` combines)."""
+    group = _below_top(op, keep_aggregate=True)
+    if not isinstance(group, alg.Group):
+        raise ValueError("the plan's panes are not combined by aggregation")
+    return group
+
+
+def _replace(op: alg.Operator, old: alg.Operator, new: alg.Operator) -> alg.Operator:
+    return transform(op, lambda node: new if node is old else node)
+
+
+def _weighted_group(group: alg.Group, rows: alg.Operator) -> alg.Operator:
+    """The query's GROUP over keyed rows: COUNT, SUM and AVG without DISTINCT weigh each row by ``COUNT_VAR``
+    (MIN, MAX and DISTINCT aggregates read the rows as the window's set of solutions)."""
+    aggregates: list[tuple[Variable, ex.AggregateCall]] = []
+    finals: list[tuple[Variable, ex.Expr]] = []
+    for index, (var, call) in enumerate(group.aggregates):
+        if call.distinct or call.name not in ("COUNT", "SUM", "AVG"):
+            aggregates.append((var, call))
+            continue
+        if call.name == "COUNT":
+            aggregates.append((var, ex.AggregateCall("SUM", _weight_if_evaluates(call.argument))))
+            continue
+        total, count = Variable(f".sum{index}"), Variable(f".count{index}")
+        aggregates.append((total if call.name == "AVG" else var, ex.AggregateCall("SUM", _weighted(call.argument))))
+        if call.name == "AVG":
+            aggregates.append((count, ex.AggregateCall("SUM", _weight_if_evaluates(call.argument))))
+            # AVG of no value is 0 (SPARQL 1.1 §18.5.1.4); an error in a value leaves SUM unbound, and AVG too
+            average = ex.BuiltinCall("IF", (ex.Compare("=", count, Literal(0)), Literal(0),
+                                            ex.Arithmetic("/", total, count)))
+            finals.append((var, ex.BuiltinCall("IF", (ex.BuiltinCall("BOUND", (total,)), average, Variable(".undefined")))))
+    result: alg.Operator = alg.Group(rows, group.keys, tuple(aggregates))
+    for var, expression in finals:
+        result = alg.Extend(result, var, expression)
+    return result
+
+
+def _weighted(argument: ex.Expr) -> ex.Expr:
+    """``argument`` × ``COUNT_VAR``; a variable left unbound leaves the values (adds 0), as SUM does."""
+    product = ex.Arithmetic("*", argument, COUNT_VAR)
+    if isinstance(argument, Variable):
+        return ex.BuiltinCall("IF", (ex.BuiltinCall("BOUND", (argument,)), product, Literal(0)))
+    return product
+
+
+def _weight_if_evaluates(argument: ex.Expr | None) -> ex.Expr:
+    """``COUNT_VAR`` for a row whose ``argument`` evaluates (COUNT counts those), else 0."""
+    if argument is None:
+        return COUNT_VAR
+    if isinstance(argument, Variable):
+        return ex.BuiltinCall("IF", (ex.BuiltinCall("BOUND", (argument,)), COUNT_VAR, Literal(0)))
+    evaluates = ex.BuiltinCall("SAMETERM", (argument, argument))
+    return ex.BuiltinCall("COALESCE", (ex.BuiltinCall("IF", (evaluates, COUNT_VAR, Literal(0))), Literal(0)))
+
+
+__all__ = ["pane_plan", "pane_partial_plan", "pane_combination_plan", "PartialPlan", "PANE_VAR", "PATTERN_VAR",
+           "COUNT_VAR", "PanePlan", "PaneWindow", "PartialAggregate", "Recompute", "PaneDecision",
            "MINIMUM", "MAXIMUM", "VALUE_SET", "KEYED", "AGGREGATE", "DISTINCT", "ASK", "CONSTRUCT"]

@@ -139,7 +139,7 @@ class EvaluateWindowOperator(BaseOperator):
         started = time.time_ns() // 1000
         try:
             evaluation = engine.evaluate(self.deployment.plan, at, self.deployment.name, complete=complete,
-                                         version=self.deployment.version)
+                                         version=self.deployment.version, panes=self.deployment.panes)
         except EvaluationFailed as error:
             raise AirflowException(str(error)) from None
         self._check_staleness(evaluation.window.end, started, output_before)

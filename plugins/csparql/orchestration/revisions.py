@@ -100,7 +100,7 @@ class ReviseStaleWindowsOperator(BaseOperator):
             started = time.time_ns() // 1000
             try:
                 evaluation = engine.evaluate(deployment.plan, end, deployment.name, complete=not missing,
-                                             version=deployment.version)
+                                             version=deployment.version, panes=deployment.panes)
             except EvaluationFailed as error:
                 raise AirflowException(str(error)) from None
             revision = rv.evaluated_windows(self.settings.warehouse, {deployment.name})[deployment.name][end].revision

@@ -23,6 +23,7 @@ from csparql.algebra import operators as alg
 from csparql.algebra.variables import certain
 from csparql.algebra.walk import walk
 from csparql.language import expressions as ex
+from csparql.optimizer.panes import PANE_VAR
 from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
 from csparql.spark import values as v
 from csparql.spark.expressions import ExpressionCompiler, Scope
@@ -53,11 +54,14 @@ class SparkCompiler:
         statistics: SourceStatistics = NO_STATISTICS,
         entailment=None,
         compact: bool = False,
+        pane: int | None = None,
     ):
         """``statistics`` are those the plan was optimised with (paths read only the sources that can hold
         their links); ``entailment`` (a ``csparql.spark.entailment.Entailment``) makes patterns match the
         entailed graph. ``compact``: the evaluation's data are small enough for one partition
-        (``COMPACT_TRIPLES``): every source is read into one, and nothing is broadcast or shuffled."""
+        (``COMPACT_TRIPLES``): every source is read into one, and nothing is broadcast or shuffled. ``pane``
+        (µs): pane mode (``csparql.optimizer.panes``): a window is a set per pane, and every pattern over a
+        stream binds ``PANE_VAR`` to the end of its triple's pane."""
         self.spark = spark
         self.reader = reader
         self.plan = plan
@@ -65,7 +69,10 @@ class SparkCompiler:
         self.statistics = statistics
         self.entailment = entailment
         self.compact = compact
-        self.frames = SourceFrames(spark, reader, compact=compact, share_windows=entailment is None)
+        if pane is not None and entailment is not None:
+            raise CompilationError("panes are not computed under entailment")
+        self.pane = pane
+        self.frames = SourceFrames(spark, reader, compact=compact, share_windows=entailment is None, pane=pane)
         self.names: dict[Variable, str] = {}
         self.counter = itertools.count()
         self._solution_id = "__sid"
@@ -131,6 +138,10 @@ class SparkCompiler:
         if graph:
             keys.append(F.col("src").alias(GRAPH_COLUMN))
         streams = [s for s in self.frames.expand(sources) if isinstance(s, alg.StreamWindow)]
+        if self.pane is not None and streams:
+            if self.uses_timestamps:
+                raise CompilationError("panes are not computed for a query that uses timestamp()")
+            keys.append(make_term(LITERAL, F.col("pane").cast(StringType()), XSD_INTEGER).alias(self.column(PANE_VAR)))
         stamps: dict[Variable, list[tuple[str, str | None]]] = {}
         # One static graph, or one window read as a set, holds each triple once; inferences may repeat one.
         expanded = self.frames.expand(sources)
@@ -150,7 +161,8 @@ class SparkCompiler:
             frame = frame.select(*keys)
             if not one_set:
                 frame = frame.distinct()
-        return Solutions(frame, tuple(bound), stamps, graph)
+        vars_ = tuple(bound) + ((PANE_VAR,) if self.pane is not None and streams else ())
+        return Solutions(frame, vars_, stamps, graph)
 
     def _BGP(self, op: alg.BGP) -> Solutions:
         if op.sources is None:
@@ -434,6 +446,18 @@ class SparkCompiler:
         return dataclasses.replace(solutions, df=df), name
 
     # VALUES
+
+    def _PaneRows(self, op: alg.PaneRows) -> Solutions:
+        """The stored rows of the evaluation's panes (the reader's ``pane_rows``: column ``c<i>`` for the i-th
+        variable)."""
+        rows = getattr(self.reader, "pane_rows", None)
+        if rows is None:
+            raise CompilationError("this evaluation reads no stored panes")
+        df = rows(op.vars)
+        if self.compact:
+            df = df.coalesce(1)
+        return Solutions(df.select(*[F.col(f"c{i}").alias(self.column(var)) for i, var in enumerate(op.vars)]),
+                         tuple(op.vars))
 
     def _Table(self, op: alg.Table) -> Solutions:
         from csparql.storage.terms import term_dict

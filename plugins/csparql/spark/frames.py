@@ -14,7 +14,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ByteType, StringType
+from pyspark.sql.types import ByteType, LongType, StringType
 from rdflib import Variable
 
 from csparql.algebra import operators as alg
@@ -56,13 +56,16 @@ class SourceFrames:
     ``compact``: every source is read into one partition (``csparql.spark.compiler.COMPACT_TRIPLES``).
     ``share_windows``: in a distributed evaluation each stream window is read as one set that every pattern
     over it shares (see ``shares_window``); entailment, which rewrites the stored triples per pattern, does
-    not share them."""
+    not share them. ``pane`` (µs): every frame has a column ``pane``, the end of the pane of length ``pane``
+    its triple's timestamp lies in (null for static triples), and a window is a set per pane (issue 18)."""
 
-    def __init__(self, spark: SparkSession, reader: SourceReader, compact: bool = False, share_windows: bool = True):
+    def __init__(self, spark: SparkSession, reader: SourceReader, compact: bool = False, share_windows: bool = True,
+                 pane: int | None = None):
         self.spark = spark
         self.reader = reader
         self.compact = compact
         self.share_windows = share_windows
+        self.pane = pane
         self._window_sets: dict[alg.StreamWindow, DataFrame] = {}
 
     def expand(self, sources: tuple[alg.Source, ...]) -> list[alg.Source]:
@@ -80,14 +83,22 @@ class SourceFrames:
         IRI that names the source as a graph, ``graph_name``; null for the default graph); not distinct across sources."""
         frames = []
         for source in self.expand(sources):
-            frame = self._window_set(source) if self.shares_window(source) else self.reader.read(source)
+            frame = self._window_set(source) if self.shares_window(source) else self._with_pane(self.reader.read(source))
             if self.compact:
                 frame = frame.coalesce(1)
             label = str(source.graph_name) if source.graph_name is not None else None
             frames.append(frame.withColumn("src", F.lit(label).cast(StringType())))
         if not frames:
-            return empty_triples(self.spark).withColumn("src", F.lit(None).cast(StringType()))
+            return self._with_pane(empty_triples(self.spark)).withColumn("src", F.lit(None).cast(StringType()))
         return reduce(lambda a, b: a.unionByName(b), frames)
+
+    def _with_pane(self, frame: DataFrame) -> DataFrame:
+        """In pane mode, the frame with its ``pane`` column: the least multiple of ``pane`` at or after ``ts``
+        (integer arithmetic on microseconds: a pane is (end − pane, end])."""
+        if self.pane is None:
+            return frame
+        micros = F.unix_micros(F.col("ts"))
+        return frame.withColumn("pane", micros + F.pmod(-micros, F.lit(self.pane).cast(LongType())))
 
     def shares_window(self, source: alg.Source) -> bool:
         """Whether patterns read a stream window as one set shared by all of them: in a distributed
@@ -100,7 +111,8 @@ class SourceFrames:
         that every pattern over the window shares one scan and one shuffle (Spark reuses the exchange of
         identical subplans)."""
         if source not in self._window_sets:
-            frame = self.reader.read(source)
-            self._window_sets[source] = frame.groupBy("s", "p", "o").agg(
+            frame = self._with_pane(self.reader.read(source))
+            keys = ("s", "p", "o") if self.pane is None else ("s", "p", "o", "pane")
+            self._window_sets[source] = frame.groupBy(*keys).agg(
                 F.max("ts").alias("ts"), F.max("arrival").alias("arrival"))
         return self._window_sets[source]

@@ -17,6 +17,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from csparql.storage import delta
+from csparql.storage.instants import bucket_of
 
 @dataclass(frozen=True)
 class Vacuumed:
@@ -51,6 +52,30 @@ def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False) ->
         sizes = {name: _size(path / name) for name in candidates}
         files = candidates if dry_run else _vacuum_table(table, retain_hours, dry_run=False)
         done.append(Vacuumed(path, tuple(files), sum(sizes.get(name, 0) for name in files)))
+    return done
+
+
+@dataclass(frozen=True)
+class PrunedPanes:
+    """One pane table's pruning: its folder and how many of its files held only panes older than the cutoff."""
+
+    table: Path
+    files: int
+
+
+def prune_panes(panes_root: str | os.PathLike, before: int, dry_run: bool = False) -> list[PrunedPanes]:
+    """Remove, from every pane table under ``panes_root`` (``_csparql/panes``), the hour buckets that end at or
+    before the instant ``before`` (µs): pane rows are a cache, and a window that needs them again computes
+    them again (``csparql.engine.panes``). The rows of static solutions (no bucket) stay. Returns, per table,
+    how many files were (or, with ``dry_run``, would be) removed; ``vacuum`` deletes them later."""
+    cutoff = bucket_of(before)
+    done = []
+    for path in delta_tables(panes_root) if Path(panes_root).is_dir() else []:
+        _, files = delta.SNAPSHOTS.snapshot(path)
+        old = [f for f in files if f.partition.get("bucket") is not None and f.partition["bucket"] < cutoff]
+        if old and not dry_run:
+            delta.open_table(path).delete(predicate=f"bucket < '{cutoff}'")
+        done.append(PrunedPanes(path, len(old)))
     return done
 
 

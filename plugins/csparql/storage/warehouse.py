@@ -14,6 +14,7 @@ project's ``delta_tables/`` folder. Under it::
     _csparql/stale_windows     windows evaluated before late triples of their streams landed
     _csparql/watermarks        per stream, how far its triples are known to have landed
     _csparql/closures          closures of static graphs, per version of the graphs (paths, entailment)
+    _csparql/panes/<query>/<key>  partial results of a query's panes (issue 18), one table per pane plan
     _csparql/query_facts       what compiling each registry file told (``csparql.deploy.registry``), by content
 
 A slug is readable and unique: the IRI without its scheme, with unsafe characters replaced, and a short hash.
@@ -166,6 +167,15 @@ class Warehouse:
         if kind not in RESULT_KINDS:
             raise ValueError(f"unknown result table kind {kind!r}")
         return self.root / "results" / check_query_name(query_name) / kind
+
+    @property
+    def panes_root(self) -> Path:
+        """The folder of every query's pane tables."""
+        return self.root / "_csparql" / "panes"
+
+    def panes(self, query_name: str) -> Path:
+        """The folder of a query's pane tables (``csparql.engine.panes``): one table per pane plan under it."""
+        return self.panes_root / check_query_name(query_name)
 
     @property
     def runs(self) -> Path:
