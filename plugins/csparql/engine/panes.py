@@ -211,7 +211,8 @@ class PaneComputer:
         if not missing:
             return 0, {}
         bounds = WindowBounds(missing[0] - self.pane, missing[-1])
-        reader = DeltaSourceReader(self.spark, self.catalog, {iri: bounds for iri in self.streams})
+        reader = DeltaSourceReader(self.spark, self.catalog,
+                                   {(source.iri, source.window): bounds for source in self.plan.dataset.streams})
         reader.prepare(self.partial.plan)
         compiled = compile_plan(self.spark, self.partial.plan, reader, at=bounds.end, statistics=self.statistics,
                                 optimized=True, compact_triples=self.compact_triples, pane=self.pane)
