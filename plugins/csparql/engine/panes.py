@@ -18,6 +18,11 @@ a combination plan. Here they meet storage and Spark:
   Rows stored twice (two evaluations computing one pane at once) change nothing: the combination reads the
   rows as a set.
 - **Replays** compute the missing panes of all their windows in one job first (``PaneComputer.ensure``).
+- **Housekeeping.** Pane tables are partitioned by the hour bucket of the pane's end, as streams are; a
+  bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes panes
+  older than its retention (``csparql.storage.maintenance.prune_panes``): a cache, computed again on need.
+- **When.** Windows whose stream files hold fewer than ``pane_min_triples()`` triples are recomputed: two
+  Spark jobs cost more than one there (``csparql.engine.runner.Engine.pane_computer`` decides).
 
 Every answer equals the recompute's (``tests/engine/test_panes.py`` checks pane, recompute and an independent
 evaluator window by window); ``# csparql panes off`` recomputes.
