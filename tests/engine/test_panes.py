@@ -44,10 +44,10 @@ MINUTE = 60 * SECOND
 T0 = 1_704_067_200 * SECOND  # 2024-01-01T00:00:00Z
 PREFIXES = f"PREFIX : <{EX}>\nPREFIX xsd: <{XSD}>\n"
 
-CASES = 14
+CASES = 12
 """Random cases (seeds 0 … CASES − 1); the first three fix the window shapes the issue names."""
 FIXED_WINDOWS = {0: (5 * MINUTE, 2 * MINUTE), 1: (30 * MINUTE, MINUTE), 2: (4 * MINUTE, 2 * MINUTE)}
-WINDOWS_PER_CASE = 5
+WINDOWS_PER_CASE = 4
 """Consecutive windows evaluated live, then one quiet window (no stream triple in it)."""
 REPLAYED = 4
 """Every fourth case is also replayed."""
@@ -144,20 +144,33 @@ def duration(micros: int) -> str:
     return f"{micros // MINUTE}m" if micros % MINUTE == 0 else f"{micros // SECOND}s"
 
 
-def query_shape(rng: random.Random, window: str) -> Shape:
-    """A random pane-decomposable query: one stream triple pattern per solution (a UNION of two, or two streams
-    in the default graph), joined with static patterns (the default graph, GRAPH <zones>), OPTIONAL on the
-    static side, FILTER and BIND; the output an aggregation (GROUP BY, HAVING, ORDER BY + LIMIT), a DISTINCT
-    projection, an ASK or a CONSTRUCT."""
-    stream = rng.choices(["one", "union", "two streams", "named"], weights=[10, 3, 2, 2])[0]
+# What a case's seed fixes, in turn, so that a few consecutive seeds cover every shape; the rest is drawn.
+FORMS = ["aggregate", "distinct", "aggregate", "ask or construct", "aggregate", "aggregate"]  # by seed % 6
+STREAM_SHAPES = ["one", "union", "one", "two streams", "named", "one", "union"]  # by seed % 7
+FIRST_STATICS = ["kind", "zone", "kind-optional", "weight-optional", "kind-twice"]  # by seed % 5
+FIRST_AGGREGATES = ["COUNT(*)", "SUM(?v)", "AVG(?v)", "MIN(?v)", "COUNT(DISTINCT ?v)", "MAX(?v)",
+                    "SUM(DISTINCT ?v)", "COUNT(?v)"]  # by the number of aggregations before
+KEYED = ("COUNT(*)", "COUNT(?", "SUM(?", "AVG(?")
+
+
+def query_shape(rng: random.Random, window: str, seed: int) -> Shape:
+    """A pane-decomposable query: one stream triple pattern per solution (a UNION of two, or two streams in the
+    default graph), joined with static patterns (the default graph, GRAPH <zones>), OPTIONAL on the static side,
+    FILTER and BIND; the output an aggregation (GROUP BY, HAVING, ORDER BY + LIMIT), a DISTINCT projection, an
+    ASK or a CONSTRUCT."""
+    form = FORMS[seed % 6]
+    if form == "ask or construct":
+        form = "ask" if seed // 6 % 2 == 0 else "construct"
+    aggregation = seed // 6 * 4 + {0: 0, 2: 1, 4: 2, 5: 3}.get(seed % 6, 0)  # aggregations before this one
+    first_call = FIRST_AGGREGATES[aggregation % len(FIRST_AGGREGATES)]
+    stream = STREAM_SHAPES[seed % 7]
     datasets = [f"FROM {'NAMED ' if stream == 'named' else ''}STREAM <{STREAM}> {window}"]
     if stream == "two streams":  # a triple in both windows is one triple of the default graph
         datasets.append(f"FROM STREAM <{STREAM2}> {window}")
     where: list[str] = []
     bound = {"?s": "iri"}  # variable → "iri", "value" (any literal), "number" or "maybe" (may be unbound)
-    form = rng.choices(["aggregate", "distinct", "ask", "construct"], weights=[6, 3, 1, 1])[0]
     if stream == "union":
-        if rng.random() < 0.25:  # solutions of static triples only, in every window (not with keyed partials)
+        if rng.random() < 0.35 and not (form == "aggregate" and first_call.startswith(KEYED)):  # solutions of static triples only, in every window (not with keyed partials)
             stream = "union with a static pattern"
             where.append("{ ?s :p ?v } UNION { ?s :weight ?v }")
         else:
@@ -171,7 +184,8 @@ def query_shape(rng: random.Random, window: str) -> Shape:
     else:
         where.append("?s :p ?v .")
     bound["?v"] = "value"
-    statics = rng.sample(["kind", "kind-optional", "weight-optional", "zone", "kind-twice"], rng.choice([0, 1, 1, 2]))
+    statics = [FIRST_STATICS[seed % 5]] + rng.sample(FIRST_STATICS, rng.choice([0, 0, 1]))
+    statics = list(dict.fromkeys(statics))
     if "kind-optional" in statics and ("kind" in statics or "kind-twice" in statics):
         statics.remove("kind-optional")
     if "kind" in statics and "kind-twice" in statics:
@@ -200,7 +214,7 @@ def query_shape(rng: random.Random, window: str) -> Shape:
                 where.append("GRAPH ?zg { ?s :zone ?z }")
                 bound["?zg"] = "iri"
             bound["?z"] = "iri"
-    numeric = rng.random() < 0.35
+    numeric = rng.random() < 0.35 or (form == "aggregate" and first_call.startswith(("MIN", "MAX")))
     filters = ["FILTER(isNumeric(?v))"] if numeric else []
     if numeric:
         bound["?v"] = "number"
@@ -233,27 +247,32 @@ def query_shape(rng: random.Random, window: str) -> Shape:
 
     # an aggregation
     keys = [None, "?s", "?s"] + [v for v in ("?k", "?z", "?kk") if v in bound]
-    key = rng.choice(keys)
+    ordered = aggregation % 4 == 2  # ORDER BY + LIMIT, grouped by ?s
+    key = "?s" if ordered else None if aggregation % 3 == 0 else rng.choice(keys[1:])
     calls = ["COUNT(*)", "COUNT(?v)", "SUM(?v)", "AVG(?v)", "COUNT(DISTINCT ?v)", "SUM(DISTINCT ?v)",
              "AVG(DISTINCT ?v)"]
     if bound["?v"] == "number":  # MIN and MAX over bound numbers only: no order between numbers and strings
         calls += ["MIN(?v)", "MAX(?v)", "MIN(?v)", "MAX(?v)"]
-    calls += [f"COUNT({v})" for v, kind in bound.items() if kind == "maybe"]  # unbound arguments
+    unbound = [f"COUNT({v})" for v, kind in bound.items() if kind == "maybe"]  # arguments unbound in some rows
     if "?w" in bound:
-        calls += ["SUM(?w)", "AVG(?w)"]
+        unbound += ["SUM(?w)", "AVG(?w)"]
+    calls += unbound
     if stream == "union with a static pattern":  # COUNT, SUM and AVG without DISTINCT need a stream triple
         calls = [call for call in calls if "DISTINCT" in call or call.startswith(("MIN", "MAX"))]
-    chosen = rng.sample(calls, rng.randint(1, 3))
-    ordered = key == "?s" and rng.random() < 0.4
+    chosen = [first_call] + rng.sample(calls, rng.randint(0, 2))
+    if unbound and rng.random() < 0.7:
+        chosen.append(rng.choice(unbound))
     if ordered and stream == "union with a static pattern":
         chosen = ["COUNT(DISTINCT ?v)"] + chosen
     elif ordered:  # ORDER BY + LIMIT over an integer aggregate and the group key: the rows kept are determined
         chosen = [rng.choice(["COUNT(*)", "COUNT(DISTINCT ?v)", "COUNT(?v)"])] + chosen
+    chosen = [call for call in dict.fromkeys(chosen)
+              if not (stream == "union with a static pattern" and call.startswith(KEYED) and "DISTINCT" not in call)]
     select = " ".join(f"({call} AS ?a{i})" for i, call in enumerate(chosen))
     text = f"{PREFIXES}SELECT {key + ' ' if key else ''}{select}\n{head}\nWHERE {{\n  {body}\n}}"
     if key:
         text += f"\nGROUP BY {key}"
-    if rng.random() < 0.3:
+    if aggregation % 3 == 1:
         havings = ["HAVING (COUNT(DISTINCT ?v) < 3)", "HAVING (COUNT(DISTINCT ?v) > 1)"]
         if stream != "union with a static pattern":
             havings += ["HAVING (COUNT(*) > 1)", "HAVING (SUM(?v) >= 3)"]
@@ -296,7 +315,7 @@ def make_case(seed: int) -> PaneCase:
     rng = random.Random(f"panes-{seed}")
     range_, step = window_shape(rng, seed)
     window = f"[RANGE {duration(range_)} STEP {duration(step)}]"
-    shape = query_shape(rng, window)
+    shape = query_shape(rng, window, seed)
     pane = math.gcd(range_, step)
     first_end = (T0 // step + 3) * step
     last_end = first_end + (WINDOWS_PER_CASE - 1) * step
@@ -467,6 +486,27 @@ def outcomes(interpreted, tmp_path_factory):
 @pytest.mark.parametrize("seed", seeds())
 def test_windows_from_panes_equal_recompute_and_the_oracle(seed, outcomes):
     outcomes[seed].result()  # raises the case's failure
+
+
+SHAPES_COVERED = {
+    "COUNT(*)": "(COUNT(*)", "COUNT(?x)": "(COUNT(?v)", "SUM": "(SUM(?v)", "AVG": "(AVG(?v)", "MIN": "(MIN(",
+    "MAX": "(MAX(", "COUNT(DISTINCT)": "(COUNT(DISTINCT", "SUM(DISTINCT)": "(SUM(DISTINCT", "GROUP BY": "GROUP BY",
+    "HAVING": "HAVING", "ORDER BY + LIMIT over aggregates": "ORDER BY DESC(?a0)", "SELECT DISTINCT": "SELECT DISTINCT",
+    "ASK": "\nASK", "CONSTRUCT": "CONSTRUCT", "a static join": "?s :kind ?k .", "FROM NAMED + GRAPH": "FROM NAMED <",
+    "OPTIONAL on the static side": "OPTIONAL", "a UNION of two stream patterns": "{ ?s :p ?v } UNION { ?s :r ?v }",
+    "FILTER": "FILTER", "BIND": "BIND", "two streams": f"FROM STREAM <{STREAM2}>",
+    "an aggregate of an argument unbound in some solutions": ("(COUNT(?k)", "(COUNT(?w)", "(COUNT(?d)", "(SUM(?w)", "(AVG(?w)"),
+}
+
+
+def test_the_cases_cover_every_shape_and_an_aggregate_without_groups():
+    texts = [make_case(seed).shape.text for seed in range(CASES)]
+    for shape, marks in SHAPES_COVERED.items():
+        marks = (marks,) if isinstance(marks, str) else marks
+        assert any(mark in text for text in texts for mark in marks), f"no case has {shape}"
+    assert any("SELECT (COUNT(*)" in text and "GROUP BY" not in text for text in texts)  # one row 0 when quiet
+    ratios = [make_case(seed).range / make_case(seed).step for seed in range(CASES)]
+    assert min(ratios) == 2 and max(ratios) == 30 and any(r != int(r) for r in ratios)
 
 
 # --- queries that recompute ------------------------------------------------------------------------------
