@@ -11,11 +11,13 @@ from csparql.frontend import parse_query
 from csparql.language import syntax as sx
 
 from conformance import reference
-from conformance.compare import Results, compare
-from conformance.generator import DATA_SETS, INSTANTS
+from conformance.compare import Results, compare, from_engine
+from conformance.generator import DATA_SETS, INSTANTS, generated_cases
+from conformance.harness import ordering
 from conformance.whole_way import (
     at_instant,
     data_set_of,
+    evaluated_compact,
     instants_of,
     QUIET,
     land_data_sets,
@@ -126,3 +128,64 @@ def test_a_register_stream_output_the_whole_way(conformance_spark, warehouses):
         problems += [f"window ending {end}: {p}" for p in compare(Results("construct", triples=triples), expected)]
     assert not problems, "\n".join(problems)
     assert any(to_micros(row["ts"]) == _window_end(case, INSTANTS_FOR_OUTPUT[0]) for row in rows)
+
+
+GENERATED_SEEDS = range(260)
+"""The seeds of ``test_generated.py``: its pane-decomposable queries are evaluated here over the same data sets,
+landed in this module's warehouses (the in-memory harness does not go through the engine's pane path)."""
+
+
+def test_pane_decomposable_cases_equal_recompute_and_the_oracle(conformance_spark, warehouses, evaluations):
+    """Every whole-way case and every generated conformance query that is pane-decomposable (issue 18), over the
+    warehouse statistics: at each of its instants, its window by panes equals full recompute and the
+    independent evaluator. The whole-way cases were evaluated through panes above (their stored panes make a
+    second evaluation compute none); the other generated ones compute their panes here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from csparql.engine.runner import Engine
+    from csparql.frontend import compile_query
+    from csparql.optimizer import optimize
+    from csparql.optimizer.panes import PanePlan, pane_plan
+    from csparql.storage.warehouse import Warehouse
+
+    whole_way = {case.name for case in CASES}
+    candidates = CASES + [case for case in generated_cases(GENERATED_SEEDS) if case.name not in whole_way]
+    engines = {index: Engine(Warehouse(path), conformance_spark) for index, path in warehouses.items()}
+    distributed = {index: Engine(Warehouse(path), conformance_spark, compact_triples=0)
+                   for index, path in warehouses.items()}
+
+    def decomposable(case) -> bool:
+        catalog = engines[data_set_of(case)].catalog
+        return isinstance(pane_plan(optimize(compile_query(case.text), catalog.statistics())), PanePlan)
+
+    chosen = [case for case in candidates if decomposable(case)]
+    chosen_whole_way = [case for case in chosen if case.name in whole_way]
+    print(f"pane-decomposable: {len(chosen_whole_way)} of {len(CASES)} whole-way cases, "
+          f"{len(chosen) - len(chosen_whole_way)} more of the {len(GENERATED_SEEDS)} generated queries")
+    assert len(chosen_whole_way) >= 10 and len(chosen) >= 18  # so the check cannot silently check nothing
+
+    def check(case) -> list[str]:
+        engine = (engines if evaluated_compact(case) else distributed)[data_set_of(case)]
+        plan = compile_query(case.text)
+        keys, star = ordering(parse_query(case.text))
+        problems = []
+        if case.name in whole_way:
+            evaluations.wait(case)
+        for at in instants_of(case):
+            by_panes = engine.evaluate(plan, at, table_name(case), write=False)
+            recomputed = engine.evaluate(plan, at, table_name(case), write=False, panes=False)
+            if by_panes.panes is None:
+                problems.append(f"at {at}: not evaluated from panes")
+                continue
+            if case.name in whole_way and by_panes.panes.computed:
+                problems.append(f"at {at}: the whole-way evaluation stored no panes ({by_panes.panes})")
+            expected = reference.evaluate(at_instant(case, at))
+            actual = from_engine(by_panes.result)
+            for label, other in (("recompute", from_engine(recomputed.result)), ("the oracle", expected)):
+                problems += [f"at {at}: panes vs {label}: {p}" for p in compare(actual, other, keys, any_var_order=star)]
+        return problems
+
+    with ThreadPoolExecutor(3) as pool:
+        found = dict(zip((case.name for case in chosen), pool.map(check, chosen)))
+    failures = {name: problems for name, problems in found.items() if problems}
+    assert not failures, "\n".join(f"{name}:\n  " + "\n  ".join(p) for name, p in failures.items())
