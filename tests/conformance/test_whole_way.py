@@ -118,7 +118,7 @@ def test_a_register_stream_output_the_whole_way(conformance_spark, warehouses):
     warehouse = Warehouse(warehouses[0])
     plan = compile_query(case.text)
     for at in INSTANTS_FOR_OUTPUT:
-        Engine(warehouse, conformance_spark).evaluate(plan, at, "UnboundOutput")
+        Engine(warehouse, conformance_spark, pane_min_triples=0).evaluate(plan, at, "UnboundOutput")
     rows = read_table(warehouse.stream(str(output_stream_iri("UnboundOutput")))).to_pylist()
     problems = []
     for at in INSTANTS_FOR_OUTPUT:
@@ -150,8 +150,9 @@ def test_pane_decomposable_cases_equal_recompute_and_the_oracle(conformance_spar
 
     whole_way = {case.name for case in CASES}
     candidates = CASES + [case for case in generated_cases(GENERATED_SEEDS) if case.name not in whole_way]
-    engines = {index: Engine(Warehouse(path), conformance_spark) for index, path in warehouses.items()}
-    distributed = {index: Engine(Warehouse(path), conformance_spark, compact_triples=0)
+    engines = {index: Engine(Warehouse(path), conformance_spark, pane_min_triples=0)
+               for index, path in warehouses.items()}
+    distributed = {index: Engine(Warehouse(path), conformance_spark, compact_triples=0, pane_min_triples=0)
                    for index, path in warehouses.items()}
 
     def decomposable(case) -> bool:

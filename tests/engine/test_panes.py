@@ -416,7 +416,7 @@ def run_case(seed: int, spark, root: Path) -> None:
     for iri, triples in case.data.graphs.items():
         write_static(warehouse, None if iri is None else str(iri), triples)
     land(warehouse, rng, case.data.streams, commits=3)
-    engine = Engine(warehouse, spark)
+    engine = Engine(warehouse, spark, pane_min_triples=0)
     checker = Checker(case, engine, "Q")
     decision = checker.decision()
     assert isinstance(decision, PanePlan), f"not pane-decomposable: {decision}\n{case.describe()}"
@@ -535,7 +535,7 @@ def test_queries_that_are_not_pane_decomposable_recompute_and_store_no_pane(name
     end = (T0 // (10 * MINUTE) + 2) * 10 * MINUTE
     triples = stream_triples(rng, list(range(end - 20 * MINUTE, end + 1, MINUTE)), MINUTE, 40)
     land(warehouse, rng, {STREAM: triples}, commits=2)
-    engine = Engine(warehouse, interpreted)
+    engine = Engine(warehouse, interpreted, pane_min_triples=0)
     plan = compile_query(text)
     decision = pane_plan(optimize(plan, engine.catalog.statistics()))
     assert not isinstance(decision, PanePlan) and reason in decision.reason, decision
