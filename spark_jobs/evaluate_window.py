@@ -62,7 +62,7 @@ def _instant(text: str) -> int:
 
 
 def _compile(path: Path):
-    """(plan, version of the text, whether its windows may combine from panes) of a registry file."""
+    """(plan, version of the text, its pane mode: ``csparql.optimizer.panes.PANE_MODES``) of a registry file."""
     from csparql.deploy.history import text_version
     from csparql.deploy.plan import panes_setting_of
     from csparql.deploy.registry import RegistrationError
@@ -74,7 +74,7 @@ def _compile(path: Path):
     except (OSError, UnicodeDecodeError) as error:
         raise JobError(f"the query file {path} cannot be read: {error}", USAGE_ERROR) from None
     try:
-        panes = panes_setting_of(path, text) is not False
+        panes = panes_setting_of(path, text) or "auto"
     except RegistrationError as error:
         raise JobError(str(error), USAGE_ERROR) from None
     try:

@@ -8,6 +8,7 @@ import pytest
 
 from csparql.cli import main
 from csparql.frontend import parse_query
+from csparql.optimizer.panes import ALWAYS, OFF
 from csparql.language import syntax as sx
 
 from conformance import reference
@@ -118,7 +119,7 @@ def test_a_register_stream_output_the_whole_way(conformance_spark, warehouses):
     warehouse = Warehouse(warehouses[0])
     plan = compile_query(case.text)
     for at in INSTANTS_FOR_OUTPUT:
-        Engine(warehouse, conformance_spark, pane_min_triples=0).evaluate(plan, at, "UnboundOutput")
+        Engine(warehouse, conformance_spark).evaluate(plan, at, "UnboundOutput", panes=ALWAYS)
     rows = read_table(warehouse.stream(str(output_stream_iri("UnboundOutput")))).to_pylist()
     problems = []
     for at in INSTANTS_FOR_OUTPUT:
@@ -150,9 +151,8 @@ def test_pane_decomposable_cases_equal_recompute_and_the_oracle(conformance_spar
 
     whole_way = {case.name for case in CASES}
     candidates = CASES + [case for case in generated_cases(GENERATED_SEEDS) if case.name not in whole_way]
-    engines = {index: Engine(Warehouse(path), conformance_spark, pane_min_triples=0)
-               for index, path in warehouses.items()}
-    distributed = {index: Engine(Warehouse(path), conformance_spark, compact_triples=0, pane_min_triples=0)
+    engines = {index: Engine(Warehouse(path), conformance_spark) for index, path in warehouses.items()}
+    distributed = {index: Engine(Warehouse(path), conformance_spark, compact_triples=0)
                    for index, path in warehouses.items()}
 
     def decomposable(case) -> bool:
@@ -173,8 +173,8 @@ def test_pane_decomposable_cases_equal_recompute_and_the_oracle(conformance_spar
         if case.name in whole_way:
             evaluations.wait(case)
         for at in instants_of(case):
-            by_panes = engine.evaluate(plan, at, table_name(case), write=False)
-            recomputed = engine.evaluate(plan, at, table_name(case), write=False, panes=False)
+            by_panes = engine.evaluate(plan, at, table_name(case), write=False, panes=ALWAYS)
+            recomputed = engine.evaluate(plan, at, table_name(case), write=False, panes=OFF)
             if by_panes.panes is None:
                 problems.append(f"at {at}: not evaluated from panes")
                 continue

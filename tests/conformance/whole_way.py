@@ -130,16 +130,17 @@ def _command(argv: list[str]) -> None:
 def evaluate_windows(spark, case: Case, warehouse: Path, name: str, compact: bool = True) -> None:
     """Evaluate the case at each of its instants as ``csparql run`` does, writing each window's results;
     ``compact=False`` evaluates as the engine does windows too large for one partition. A window that can be
-    combined from panes is, whatever its size (``pane_min_triples=0``), so the oracle checks that path too."""
+    combined from panes is (``panes=ALWAYS``), whatever its size and partials, so the oracle checks that path too."""
     from csparql.deploy.history import text_version
     from csparql.engine.runner import Engine
     from csparql.frontend import compile_query
+    from csparql.optimizer.panes import ALWAYS
     from csparql.storage.warehouse import Warehouse
 
     plan = compile_query(case.text)
-    engine = Engine(Warehouse(warehouse), spark, pane_min_triples=0, **({} if compact else {"compact_triples": 0}))
+    engine = Engine(Warehouse(warehouse), spark, **({} if compact else {"compact_triples": 0}))
     for at in instants_of(case):
-        engine.evaluate(plan, at, name, version=text_version(case.text))
+        engine.evaluate(plan, at, name, version=text_version(case.text), panes=ALWAYS)
 
 
 class Evaluations:

@@ -11,6 +11,7 @@ from rdflib import Literal, URIRef
 from csparql.cli import main
 from csparql.engine import panes as pn
 from csparql.engine.runner import Engine
+from csparql.optimizer.panes import ALWAYS, OFF, PANE_MIN_TRIPLES, pane_min_triples
 from csparql.frontend import compile_query
 from csparql.storage import delta
 from csparql.storage.maintenance import delta_tables, prune_panes
@@ -58,8 +59,8 @@ def warehouse(tmp_path):
 
 
 def evaluate_both(engine: Engine, plan, at: int):
-    with_panes = engine.evaluate(plan, at, "topics", write=False)
-    recomputed = engine.evaluate(plan, at, "topics", write=False, panes=False)
+    with_panes = engine.evaluate(plan, at, "topics", write=False, panes=ALWAYS)
+    recomputed = engine.evaluate(plan, at, "topics", write=False, panes=OFF)
     assert rows(with_panes) == rows(recomputed), f"window ending {at}"
     return with_panes
 
@@ -67,12 +68,12 @@ def evaluate_both(engine: Engine, plan, at: int):
 def test_panes_are_computed_once_and_compacted_per_hour_bucket_with_the_same_answers(spark, warehouse,
                                                                                      monkeypatch):
     monkeypatch.setattr(pn, "COMPACT_FILES", 3)
-    engine = Engine(warehouse, spark, pane_min_triples=0)
+    engine = Engine(warehouse, spark)
     plan = compile_query(QUERY)
     first = evaluate_both(engine, plan, T0 + 5 * MINUTE)
     assert first.panes is not None and (first.panes.panes, first.panes.computed) == (5, 5)
     for minute in range(6, 12):
-        evaluation = engine.evaluate(plan, T0 + minute * MINUTE, "topics", write=False)
+        evaluation = engine.evaluate(plan, T0 + minute * MINUTE, "topics", write=False, panes=ALWAYS)
         assert (evaluation.panes.panes, evaluation.panes.computed) == (5, 1)
     tables = delta_tables(warehouse.panes("topics"))
     assert len(tables) == 1
@@ -86,10 +87,10 @@ def test_panes_are_computed_once_and_compacted_per_hour_bucket_with_the_same_ans
 
 
 def test_late_triples_recompute_only_the_panes_they_reach(spark, warehouse):
-    engine = Engine(warehouse, spark, pane_min_triples=0)
+    engine = Engine(warehouse, spark)
     plan = compile_query(QUERY)
     for minute in range(8, 12):
-        engine.evaluate(plan, T0 + minute * MINUTE, "topics", write=False)
+        engine.evaluate(plan, T0 + minute * MINUTE, "topics", write=False, panes=ALWAYS)
     write_stream(warehouse, STREAM, [(URIRef(EX + "late"), URIRef(EX + "topic"), URIRef(EX + "t2"),
                                       T0 + 8 * MINUTE + 30_000_000)])  # in the pane (8m, 9m] only
     late = evaluate_both(engine, plan, T0 + 11 * MINUTE)
@@ -98,7 +99,7 @@ def test_late_triples_recompute_only_the_panes_they_reach(spark, warehouse):
 
 
 def test_a_new_static_version_is_a_new_pane_key(spark, warehouse):
-    engine = Engine(warehouse, spark, pane_min_triples=0)
+    engine = Engine(warehouse, spark)
     plan = compile_query(QUERY)
     before = evaluate_both(engine, plan, T0 + 10 * MINUTE)
     write_static(warehouse, None, [(URIRef(EX + "t0"), URIRef(EX + "label"), Literal("topic zero"))])
@@ -108,35 +109,44 @@ def test_a_new_static_version_is_a_new_pane_key(spark, warehouse):
 
 
 def test_replay_computes_every_pane_in_one_job_and_equals_the_recompute(spark, warehouse):
-    engine = Engine(warehouse, spark, pane_min_triples=0)
+    engine = Engine(warehouse, spark)
     plan = compile_query(QUERY)
-    replayed = list(engine.replay(plan, T0 + 10 * MINUTE, T0 + 14 * MINUTE, "topics", write=False))
+    replayed = list(engine.replay(plan, T0 + 10 * MINUTE, T0 + 14 * MINUTE, "topics", write=False,
+                                  panes=ALWAYS))
     assert len(replayed) == 5 and all(e.panes is not None and e.panes.computed == 0 for e in replayed)
     for evaluation in replayed:
         assert rows(evaluation) == rows(engine.evaluate(plan, evaluation.window.end, "topics", write=False,
-                                                        panes=False))
+                                                        panes=OFF))
 
 
-def test_small_windows_and_panes_off_recompute_and_store_nothing(spark, warehouse):
-    plan = compile_query(QUERY)
-    assert Engine(warehouse, spark).evaluate(plan, T0 + 5 * MINUTE, "topics", write=False).panes is None
-    off = Engine(warehouse, spark, pane_min_triples=0).evaluate(plan, T0 + 5 * MINUTE, "topics", write=False,
-                                                                 panes=False)
-    assert off.panes is None and not warehouse.panes("topics").exists()
+DISTINCT_QUERY = QUERY.replace("SELECT ?label (COUNT(*) AS ?posts) (MAX(?post) AS ?last)", "SELECT DISTINCT ?label") \
+    .replace("GROUP BY ?label", "")
+
+
+def test_auto_recomputes_keyed_partials_and_small_windows_and_off_recomputes_and_nothing_is_stored(spark, warehouse):
+    keyed, distinct = compile_query(QUERY), compile_query(DISTINCT_QUERY)
+    at = T0 + 5 * MINUTE
+    assert Engine(warehouse, spark, pane_min_triples=0).evaluate(keyed, at, "topics", write=False).panes is None
+    assert Engine(warehouse, spark).evaluate(distinct, at, "topics", write=False).panes is None  # 160 triples
+    assert Engine(warehouse, spark, pane_min_triples=0).evaluate(distinct, at, "topics", write=False,
+                                                                 panes=OFF).panes is None
+    assert not warehouse.panes("topics").exists()
+    chosen = Engine(warehouse, spark, pane_min_triples=100).evaluate(distinct, at, "topics", write=False)
+    assert chosen.panes is not None and chosen.panes.computed == 5
 
 
 def test_the_threshold_is_read_from_the_environment_and_checked(monkeypatch):
     monkeypatch.setenv("CSPARQL_PANES_MIN_TRIPLES", "250")
-    assert pn.pane_min_triples() == 250
+    assert pane_min_triples() == 250 and Engine(Warehouse("unused")).pane_min_triples == 250
     monkeypatch.setenv("CSPARQL_PANES_MIN_TRIPLES", "many")
     with pytest.raises(ValueError, match="CSPARQL_PANES_MIN_TRIPLES='many' is not a whole number"):
-        pn.pane_min_triples()
+        pane_min_triples()
     monkeypatch.delenv("CSPARQL_PANES_MIN_TRIPLES")
-    assert pn.pane_min_triples() == pn.PANE_MIN_TRIPLES
+    assert pane_min_triples() == PANE_MIN_TRIPLES
 
 
 def test_vacuum_prunes_old_panes_and_they_are_computed_again(spark, warehouse, capsys):
-    engine = Engine(warehouse, spark, pane_min_triples=0)
+    engine = Engine(warehouse, spark)
     plan = compile_query(QUERY)
     expected = rows(evaluate_both(engine, plan, T0 + 30 * MINUTE))
     dry = prune_panes(warehouse.panes_root, T0 + 2 * HOUR, dry_run=True)

@@ -5,7 +5,7 @@ A seeded random test over real Delta tables and the shared SparkSession: each ca
 query shape (checked with ``pane_plan``, so the test cannot silently test recompute only) and data with
 duplicates, out-of-order commits, timestamps on pane and window boundaries, empty panes and empty windows.
 Its windows are evaluated in time order, as a live schedule does (later windows reuse the panes of earlier
-ones), each by panes, by recompute (``panes=False``) and by ``conformance.reference``; then late triples land
+ones), each by panes, by recompute (``panes=OFF``) and by ``conformance.reference``; then late triples land
 in panes of windows already evaluated (and beyond), a static graph changes, and a replay recomputes a range.
 Every failure names its case's seed; ``PANE_SEEDS=17,18 pytest tests/engine/test_panes.py`` reruns some.
 
@@ -18,13 +18,13 @@ import dataclasses
 import math
 import os
 import random
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from rdflib import Literal, URIRef
 
 from csparql.engine.runner import Engine
+from csparql.optimizer.panes import ALWAYS, OFF
 from csparql.frontend import compile_query, parse_query
 from csparql.optimizer import optimize
 from csparql.optimizer.panes import PanePlan, pane_plan
@@ -390,8 +390,8 @@ class Checker:
     def check(self, end: int, what: str):
         """Evaluate the window ending at ``end`` by panes and by recompute; both must equal the oracle.
         Returns the pane evaluation."""
-        by_panes = self.engine.evaluate(self.plan, end, self.name, write=False)
-        recomputed = self.engine.evaluate(self.plan, end, self.name, write=False, panes=False)
+        by_panes = self.engine.evaluate(self.plan, end, self.name, write=False, panes=ALWAYS)
+        recomputed = self.engine.evaluate(self.plan, end, self.name, write=False, panes=OFF)
         where = f"{what}, window ending {end} ({(end - T0) / MINUTE:g} min after T0)\n{self.case.describe()}"
         assert by_panes.panes is not None, f"not evaluated from panes: {where}"
         assert recomputed.panes is None, where
@@ -416,7 +416,7 @@ def run_case(seed: int, spark, root: Path) -> None:
     for iri, triples in case.data.graphs.items():
         write_static(warehouse, None if iri is None else str(iri), triples)
     land(warehouse, rng, case.data.streams, commits=3)
-    engine = Engine(warehouse, spark, pane_min_triples=0)
+    engine = Engine(warehouse, spark)
     checker = Checker(case, engine, "Q")
     decision = checker.decision()
     assert isinstance(decision, PanePlan), f"not pane-decomposable: {decision}\n{case.describe()}"
@@ -460,8 +460,8 @@ def run_case(seed: int, spark, root: Path) -> None:
 
     if seed % REPLAYED == 0:
         start, stop = case.ends[0], case.ends[WINDOWS_PER_CASE - 1]
-        replayed = list(engine.replay(checker.plan, start, stop, "Replayed", write=False))
-        recomputed = list(engine.replay(checker.plan, start, stop, "Replayed", write=False, panes=False))
+        replayed = list(engine.replay(checker.plan, start, stop, "Replayed", write=False, panes=ALWAYS))
+        recomputed = list(engine.replay(checker.plan, start, stop, "Replayed", write=False, panes=OFF))
         assert [e.window.end for e in replayed] == [e.window.end for e in recomputed] == case.ends[:WINDOWS_PER_CASE]
         # the replay computed every pane in one job before its first window: no window computes one
         assert all(e.panes is not None and e.panes.computed == 0 for e in replayed), case.describe()
@@ -535,12 +535,12 @@ def test_queries_that_are_not_pane_decomposable_recompute_and_store_no_pane(name
     end = (T0 // (10 * MINUTE) + 2) * 10 * MINUTE
     triples = stream_triples(rng, list(range(end - 20 * MINUTE, end + 1, MINUTE)), MINUTE, 40)
     land(warehouse, rng, {STREAM: triples}, commits=2)
-    engine = Engine(warehouse, interpreted, pane_min_triples=0)
+    engine = Engine(warehouse, interpreted)
     plan = compile_query(text)
     decision = pane_plan(optimize(plan, engine.catalog.statistics()))
     assert not isinstance(decision, PanePlan) and reason in decision.reason, decision
     for at in (end - 2 * MINUTE, end):
-        evaluation = engine.evaluate(plan, at, "Recomputed", write=False)
+        evaluation = engine.evaluate(plan, at, "Recomputed", write=False, panes=ALWAYS)
         assert evaluation.panes is None
         if name not in ("SAMPLE", "ISTREAM"):  # the evaluator's SAMPLE picks its own; ISTREAM needs two windows
             expected = reference.evaluate(reference.Case(name, text, {URIRef(STREAM): triples}, {}, at))

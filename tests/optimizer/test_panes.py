@@ -16,7 +16,8 @@ from csparql.deploy.settings import Settings
 from csparql.frontend import compile_query
 from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
 from csparql.optimizer.panes import (
-    AGGREGATE, ASK, CONSTRUCT, DISTINCT, KEYED, MAXIMUM, MINIMUM, VALUE_SET, PanePlan, Recompute, pane_plan,
+    AGGREGATE, ASK, CONSTRUCT, DISTINCT, KEYED, MAXIMUM, MINIMUM, PANE_MIN_TRIPLES, VALUE_SET, PanePlan, Recompute,
+    automatic_refusal, pane_min_triples, pane_mode, pane_plan,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,20 +220,22 @@ def test_window_forms_and_outputs_that_recompute_say_why(text, expected):
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("SELECT * WHERE { ?s ?p ?o }", None),
-    ("# csparql panes off\nSELECT * WHERE { ?s ?p ?o }", False),
-    ("#csparql PANES: Off\nSELECT * WHERE { ?s ?p ?o }", False),
-    ("# csparql panes = on\nSELECT * WHERE { ?s ?p ?o }", True),
-    ("# csparql panes off\n# csparql panes on\nSELECT * WHERE { ?s ?p ?o }", True),
+    ("# csparql panes off\nSELECT * WHERE { ?s ?p ?o }", "off"),
+    ("#csparql PANES: Off\nSELECT * WHERE { ?s ?p ?o }", "off"),
+    ("# csparql panes = on\nSELECT * WHERE { ?s ?p ?o }", "always"),
+    ("# csparql panes ALWAYS\nSELECT * WHERE { ?s ?p ?o }", "always"),
+    ("# csparql panes off\n# csparql panes auto\nSELECT * WHERE { ?s ?p ?o }", "auto"),
 ])
 def test_the_panes_setting_is_read_from_its_comment_line(text, expected):
-    assert panes_setting_of(Path("q.rq"), text) is expected
+    assert panes_setting_of(Path("q.rq"), text) == expected
 
 
 @pytest.mark.parametrize(("line", "written"), [("# csparql panes maybe", "'maybe'"), ("# csparql panes", "nothing")])
-def test_a_panes_setting_other_than_on_or_off_is_refused_with_its_line(line, written):
+def test_a_panes_setting_other_than_auto_always_or_off_is_refused_with_its_line(line, written):
     with pytest.raises(RegistrationError) as refusal:
         panes_setting_of(Path("q.rq"), f"PREFIX : <http://example.org/>\n{line}\nSELECT * WHERE {{ ?s ?p ?o }}")
-    assert str(refusal.value) == f"q.rq: line 2: '# csparql panes' takes on or off, not {written}"
+    assert str(refusal.value) == (f"q.rq: line 2: '# csparql panes' takes auto, always (on) or off, "
+                                  f"not {written}")
 
 
 def test_a_deployment_carries_the_panes_setting(tmp_path):
@@ -240,10 +243,24 @@ def test_a_deployment_carries_the_panes_setting(tmp_path):
     settings = Settings.from_environment({"CSPARQL_REGISTRY": str(tmp_path / "registry"),
                                           "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse")})
     text = query("SELECT DISTINCT ?s", "?s :p ?v")
-    assert deployment_of_text(text, "Q", settings).panes is True
-    assert deployment_of_text("# csparql panes off\n" + text, "Q", settings).panes is False
-    with pytest.raises(RegistrationError, match="takes on or off, not 'no'"):
+    assert deployment_of_text(text, "Q", settings).panes == "auto"
+    assert deployment_of_text("# csparql panes off\n" + text, "Q", settings).panes == "off"
+    assert deployment_of_text("# csparql panes always\n" + text, "Q", settings).panes == "always"
+    with pytest.raises(RegistrationError, match="takes auto, always \\(on\\) or off, not 'no'"):
         deployment_of_text("# csparql panes no\n" + text, "Q", settings)
+
+
+def test_the_automatic_mode_declines_keyed_partials_and_the_threshold_reads_the_environment():
+    keyed = decide(query("SELECT ?s (COUNT(*) AS ?n)", "?s :p ?v", tail="GROUP BY ?s"), NO_STATISTICS)
+    distinct = decide(query("SELECT DISTINCT ?s", "?s :p ?v"), NO_STATISTICS)
+    assert "keep a row per stream solution in every pane" in automatic_refusal(keyed)
+    assert automatic_refusal(distinct) is None
+    assert pane_min_triples({}) == PANE_MIN_TRIPLES and pane_min_triples({"CSPARQL_PANES_MIN_TRIPLES": "0"}) == 0
+    with pytest.raises(ValueError, match="is negative"):
+        pane_min_triples({"CSPARQL_PANES_MIN_TRIPLES": "-1"})
+    assert pane_mode(None) == "auto" and pane_mode("On") == "always"
+    with pytest.raises(ValueError, match="panes take auto, always, off"):
+        pane_mode("sometimes")
 
 
 # --- csparql explain -------------------------------------------------------------------------------------------
@@ -263,7 +280,16 @@ def test_explain_shows_the_pane_plan(tmp_path, capsys):
     assert "[RANGE 3m STEP 10s]: panes of 10s, 18 per window" in section
     assert "?number = (count): each pane keeps each distinct solution with its number of occurrences" in section
     assert "each pane evaluates" in section and "(pane-rows (vars ?post ?topic ?.pattern ?.n))" in section
+    assert section.startswith(" (auto, the default)") and "auto recomputes every window: its COUNT" in section
     assert "turned off" not in section
+
+
+def test_explain_says_what_always_and_auto_do_for_a_query_whose_partials_are_sets(tmp_path, capsys):
+    text = query("SELECT DISTINCT ?s", "?s :p ?v")
+    _, out, _ = explain(tmp_path, capsys, "# csparql panes always\n" + text)
+    assert "always: every window is combined from panes" in out.split("# panes")[1]
+    _, out, _ = explain(tmp_path, capsys, text)
+    assert "auto: windows whose stream files hold at least 1,000,000 triples" in out.split("# panes")[1]
 
 
 def test_explain_shows_why_a_query_recomputes_and_that_its_file_turns_panes_off(tmp_path, capsys):
@@ -277,4 +303,5 @@ def test_explain_shows_why_a_query_recomputes_and_that_its_file_turns_panes_off(
 def test_explain_refuses_a_bad_panes_setting_in_one_line(tmp_path, capsys):
     code, out, err = explain(tmp_path, capsys, "# csparql panes sometimes\n" + query("SELECT DISTINCT ?s", "?s :p ?v"))
     assert code == 1 and out == ""
-    assert err == f"{tmp_path / 'q.rq'}: error: line 1: '# csparql panes' takes on or off, not 'sometimes'\n"
+    assert err == (f"{tmp_path / 'q.rq'}: error: line 1: '# csparql panes' takes auto, always (on) or off, "
+                   "not 'sometimes'\n")

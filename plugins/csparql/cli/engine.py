@@ -13,6 +13,7 @@ from pathlib import Path
 from csparql.cli.language import _read_or_report, add_dialect_option
 from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
+from csparql.optimizer.panes import AUTO
 
 FORMATS = ("json", "tsv", "csv")
 
@@ -115,15 +116,17 @@ def _instant(text: str, option: str) -> int | None:
 
 
 def _panes_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--no-panes", dest="panes", action="store_false",
-                        help="recompute every window from its whole range, as '# csparql panes off' in the file does "
-                        "(default: a query whose windows combine from panes is evaluated so; `csparql explain` "
-                        "says whether it does)")
+    from csparql.optimizer.panes import PANE_MODES
+
+    parser.add_argument("--panes", choices=PANE_MODES, default=None,
+                        help="how windows are computed from panes: auto (where that is expected to cost less), "
+                        "always (whenever the query allows it) or off (every window recomputed); default: the "
+                        "file's '# csparql panes' line, else auto. `csparql explain` says what each does")
 
 
 def _load(query: str, dialect: str | None = None):
-    """(plan, source name, version of the text, whether the text lets windows combine from panes) or None
-    after reporting the problem; ``dialect`` as ``--dialect`` gives it (None: told from the text)."""
+    """(plan, source name, version of the text, the pane mode its ``# csparql panes`` line gives or None) or
+    None after reporting the problem; ``dialect`` as ``--dialect`` gives it (None: told from the text)."""
     source = _read_or_report(query)
     if source is None:
         return None
@@ -137,7 +140,7 @@ def _load(query: str, dialect: str | None = None):
     from csparql.deploy.plan import RegistrationError, panes_setting_of
 
     try:
-        panes = panes_setting_of(Path(source_name), text) is not False
+        panes = panes_setting_of(Path(source_name), text)
     except RegistrationError as error:
         print(f"csparql: {error}", file=sys.stderr)
         return None
@@ -209,7 +212,7 @@ def run_run(args: argparse.Namespace) -> int:
 
     try:
         evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write, version=version,
-                                            panes=panes and args.panes)
+                                            panes=args.panes or panes or AUTO)
     except _engine_errors() as error:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
@@ -247,7 +250,7 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
     engine = _engine(args)
-    evaluations = engine.replay(plan, start, end, name, version=version, panes=panes and args.panes)
+    evaluations = engine.replay(plan, start, end, name, version=version, panes=args.panes or panes or AUTO)
     progress = tqdm(evaluations, total=len(windows), desc=name, unit="window", file=sys.stderr,
                     disable=not sys.stderr.isatty())
     try:

@@ -161,26 +161,37 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explain_panes(plan, setting: bool | None) -> None:
+def _explain_panes(plan, setting: str | None) -> None:
     """Print the ``# panes`` section of ``csparql explain``: the query's pane plan (and the plans each pane and
-    each window evaluate) or why it recomputes, and whether the file's ``# csparql panes off`` turns them off."""
+    each window evaluate) or why it recomputes, and what its file's pane mode (``# csparql panes``) does."""
     from csparql.algebra.sexpr import format_operator
-    from csparql.optimizer.panes import PanePlan, pane_combination_plan, pane_partial_plan, pane_plan
+    from csparql.optimizer.panes import (ALWAYS, AUTO, OFF, PanePlan, automatic_refusal, pane_combination_plan,
+                                         pane_min_triples, pane_partial_plan, pane_plan)
 
     decision = pane_plan(plan)
-    print("\n# panes")
+    mode = setting or AUTO
+    print(f"\n# panes ({mode}{'' if setting else ', the default'})")
     prefixes = dict(plan.prefixes)
     lines = decision.describe(prefixes) if isinstance(decision, PanePlan) else decision.describe()
     for line in lines:
         print(line)
-    if setting is False:
+    if mode == OFF:
         print("turned off by the file's '# csparql panes off': every window is recomputed")
-    elif isinstance(decision, PanePlan):
-        partial = pane_partial_plan(plan, decision)
-        print("each pane evaluates (?.pane: the end of the pane of its stream triple):")
-        print(format_operator(partial.plan.pattern, prefixes), end="")
-        print("each window combines its panes' stored rows:")
-        print(format_operator(pane_combination_plan(plan, decision, partial).pattern, prefixes), end="")
+    if mode == OFF or not isinstance(decision, PanePlan):
+        return
+    refusal = automatic_refusal(decision)
+    if mode == AUTO and refusal is not None:
+        print(f"auto recomputes every window: {refusal}")
+    elif mode == AUTO:
+        print(f"auto: windows whose stream files hold at least {pane_min_triples():,} triples "
+              "(CSPARQL_PANES_MIN_TRIPLES) are combined from panes, smaller ones recomputed")
+    else:
+        print(f"{ALWAYS}: every window is combined from panes")
+    partial = pane_partial_plan(plan, decision)
+    print("each pane evaluates (?.pane: the end of the pane of its stream triple):")
+    print(format_operator(partial.plan.pattern, prefixes), end="")
+    print("each window combines its panes' stored rows:")
+    print(format_operator(pane_combination_plan(plan, decision, partial).pattern, prefixes), end="")
 
 
 def run_translate(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from rdflib import URIRef
 
 from csparql.algebra.operators import QueryPlan
 from csparql.deploy.history import text_version
+from csparql.optimizer.panes import AUTO, pane_mode
 from csparql.deploy.registry import (
     DAG_ID,
     QueryFacts,
@@ -131,7 +132,7 @@ class Deployment:
     output_stream: str | None
     registered_as: str | None
     revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``REVISION_HORIZON``)
-    panes: bool = True  # False when the registry file turns panes off (``PANES``): every window recomputed
+    panes: str = AUTO  # how windows are computed from panes (``PANES``; ``csparql.optimizer.panes.PANE_MODES``)
 
     @property
     def dag_id(self) -> str:
@@ -183,25 +184,25 @@ def revision_horizon_of(path: Path, text: str) -> int | None:
 
 
 PANES = re.compile(r"^[ \t]*#[ \t]*csparql[ \t]+panes[ \t]*[:=]?[ \t]*(\S*)[ \t]*$", re.IGNORECASE | re.MULTILINE)
-"""A comment line of a registry file that turns the computation of its windows from panes off (or on, the
-default): ``# csparql panes off``. Off, every window is recomputed from its whole range (the reference)."""
+"""A comment line of a registry file that says how its windows are computed from panes: ``# csparql panes
+auto`` (the default: where the engine expects it to cost less), ``always`` (``on``: whenever the query allows
+it) or ``off`` (every window recomputed from its whole range, the reference)."""
 
-PANES_VALUES = {"on": True, "off": False}
 
-
-def panes_setting_of(path: Path, text: str) -> bool | None:
-    """Whether a registry file's text turns panes on (True) or off (False) with ``PANES`` (its last such line),
-    None when it says nothing; ``RegistrationError`` naming the line for a value other than on or off."""
+def panes_setting_of(path: Path, text: str) -> str | None:
+    """The pane mode a registry file's text gives with ``PANES`` (its last such line; ``PANE_MODES``), None
+    when it says nothing; ``RegistrationError`` naming the line for another value."""
     found = list(PANES.finditer(text))
     if not found:
         return None
     match = found[-1]
-    value = PANES_VALUES.get(match.group(1).lower())
-    if value is None:
+    try:
+        return pane_mode(match.group(1)) if match.group(1) else pane_mode("")
+    except ValueError:
         line = text.count("\n", 0, match.start()) + 1
         written = repr(match.group(1)) if match.group(1) else "nothing"
-        raise RegistrationError(path, f"line {line}: '# csparql panes' takes on or off, not {written}")
-    return value
+        raise RegistrationError(path, f"line {line}: '# csparql panes' takes auto, always (on) or off, "
+                                      f"not {written}") from None
 
 
 def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
@@ -271,7 +272,7 @@ def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Set
         output_stream=facts.output_stream,
         registered_as=registration.name if registration else None,
         revision_horizon=revision_horizon_of(path, text),
-        panes=panes_setting_of(path, text) is not False,
+        panes=panes_setting_of(path, text) or AUTO,
     )
 
 

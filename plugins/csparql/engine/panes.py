@@ -21,8 +21,9 @@ a combination plan. Here they meet storage and Spark:
 - **Housekeeping.** Pane tables are partitioned by the hour bucket of the pane's end, as streams are; a
   bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes panes
   older than its retention (``csparql.storage.maintenance.prune_panes``): a cache, computed again on need.
-- **When.** Windows whose stream files hold fewer than ``pane_min_triples()`` triples are recomputed: two
-  Spark jobs cost more than one there (``csparql.engine.runner.Engine.pane_computer`` decides).
+- **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.optimizer.panes.AUTO``,
+  ``ALWAYS``, ``OFF``) and, in ``AUTO``, whether the partials are keyed and the window's size
+  (``pane_min_triples``).
 
 Every answer equals the recompute's (``tests/engine/test_panes.py`` checks pane, recompute and an independent
 evaluator window by window); ``# csparql panes off`` recomputes.
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,28 +57,6 @@ from csparql.storage.tables import OPERATION
 from csparql.windows import WindowBounds
 
 log = logging.getLogger(__name__)
-
-PANE_MIN_TRIPLES = 1_000_000
-"""Windows whose stream files hold fewer triples than this are recomputed even when they could combine from
-panes (``CSPARQL_PANES_MIN_TRIPLES`` overrides it; 0 always uses panes). A window from panes costs two Spark
-jobs — its new pane, then the combination — where a recompute costs one; on two cores a job costs 0.1–0.3 s
-whatever its size, so panes pay off only where reading and joining the window is what costs
-(``docs/performance/panes.md`` has the figures)."""
-
-
-def pane_min_triples() -> int:
-    """The least number of triples in a window's stream files from which it is combined from panes."""
-    text = os.environ.get("CSPARQL_PANES_MIN_TRIPLES")
-    if text is None or not text.strip():
-        return PANE_MIN_TRIPLES
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is not a whole number of triples") from None
-    if value < 0:
-        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is negative")
-    return value
-
 
 PANE_FORMAT = "1"
 """What a pane table holds; a change of it is a change of every pane key."""
@@ -346,5 +324,4 @@ class PaneRowsReader(DeltaSourceReader):
         return frame.where(~F.col("marker") & wanted)
 
 
-__all__ = ["PaneComputer", "PaneRowsReader", "PaneUse", "pane_ends", "pane_min_triples", "pane_table_schema",
-           "PANE_FORMAT", "PANE_MIN_TRIPLES"]
+__all__ = ["PaneComputer", "PaneRowsReader", "PaneUse", "pane_ends", "pane_table_schema", "PANE_FORMAT"]

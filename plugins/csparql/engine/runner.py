@@ -25,9 +25,9 @@ from csparql.engine import results as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
 from csparql.engine.panes import PaneComputer, PaneUse, pane_ends
-from csparql.engine.panes import pane_min_triples as pane_min_triples_setting
 from csparql.optimizer import optimize
-from csparql.optimizer.panes import PanePlan, pane_plan
+from csparql.optimizer.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
+from csparql.optimizer.panes import pane_min_triples as pane_min_triples_setting
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
@@ -141,9 +141,8 @@ class Engine:
                  compact_triples: int = COMPACT_TRIPLES, pane_min_triples: int | None = None):
         """``compact_triples``: evaluations whose windows' files hold at most this many triples run in one
         partition (``csparql.engine.evaluate.is_compact``); 0 never does. ``pane_min_triples``: windows whose
-        files hold fewer triples are recomputed even when they could combine from panes (None:
-        ``csparql.engine.panes.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``; 0: panes whenever the
-        query allows)."""
+        files hold fewer triples are recomputed in the ``AUTO`` pane mode (None:
+        ``csparql.optimizer.panes.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``)."""
         self.warehouse = warehouse
         self.catalog = Catalog(warehouse)
         self._spark = spark
@@ -188,12 +187,13 @@ class Engine:
         return compiled, reader
 
     def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None,
-                      window: EvaluationWindow | None = None) -> PaneComputer | None:
+                      window: EvaluationWindow | None = None, mode: str = AUTO) -> PaneComputer | None:
         """What computes the query's windows from panes (``csparql.engine.panes``), or None when they are
-        recomputed: the query does not allow it (``csparql.optimizer.panes.pane_plan`` says why), or
-        ``window``'s stream files hold fewer than ``pane_min_triples`` triples."""
+        recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.optimizer.panes.pane_plan`` says
+        why), or, in ``AUTO``, its partials are keyed (``automatic_refusal``) or ``window``'s stream files hold
+        fewer than ``pane_min_triples`` triples."""
         phases = phases or Phases()
-        if plan.stream_operator != alg.RSTREAM or not plan.streams:
+        if pane_mode(mode) == OFF or plan.stream_operator != alg.RSTREAM or not plan.streams:
             return None
         with phases("statistics"):
             statistics = self.catalog.statistics()
@@ -202,21 +202,25 @@ class Engine:
             decision = pane_plan(optimized)
         if not isinstance(decision, PanePlan):
             return None
+        automatic = pane_mode(mode) == AUTO
+        if automatic and automatic_refusal(decision) is not None:
+            return None
         with phases("sources"):
             computer = PaneComputer(self.spark, self.catalog, name, optimized, decision, statistics,
                                     self.compact_triples)
-            if window is not None and self.pane_min_triples > 0:
+            if automatic and window is not None and self.pane_min_triples > 0:
                 triples = computer.window_triples(computer.window_bounds(window.streams))
                 if triples is not None and triples < self.pane_min_triples:
                     return None
             return computer
 
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
-                 version: str | None = None, panes: bool = True) -> Evaluation:
+                 version: str | None = None, panes: str = AUTO) -> Evaluation:
         """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the
         version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
-        result rows. ``panes`` (the default): a query whose windows combine from panes is evaluated so
-        (``csparql.engine.panes``); False recomputes the window from its whole range (the reference).
+        result rows. ``panes``: whether the window is combined from stored panes (``csparql.engine.panes``):
+        ``AUTO`` where that is expected to cost less, ``ALWAYS`` whenever the query allows it, ``OFF`` never
+        (the window recomputed from its whole range, the reference; ``csparql.optimizer.panes.PANE_MODES``).
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
@@ -232,7 +236,7 @@ class Engine:
                 with phases("lost runs"):
                     self.record_lost_runs(plan, name)
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
-            computer = self.pane_computer(plan, name, phases, window) if panes else None
+            computer = self.pane_computer(plan, name, phases, window, panes)
             if computer is None:
                 compiled, reader = self.compile(plan, window, phases)
                 scans = reader.scans
@@ -260,11 +264,11 @@ class Engine:
         return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
-               version: str | None = None, panes: bool = True) -> Iterator[Evaluation]:
+               version: str | None = None, panes: str = AUTO) -> Iterator[Evaluation]:
         """Evaluate every scheduled evaluation with its instant in [start, end], in order. A query whose
         windows combine from panes first computes the missing panes of all of them, in one Spark job."""
         windows = scheduled_evaluations(plan, start, end)
-        computer = self.pane_computer(plan, name, window=windows[-1]) if panes and windows else None
+        computer = self.pane_computer(plan, name, window=windows[-1], mode=panes) if windows else None
         if computer is not None:
             computer.ensure(end for window in windows
                             for end in pane_ends(computer.window_bounds(window.streams), computer.pane))

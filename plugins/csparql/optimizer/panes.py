@@ -73,6 +73,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rdflib import BNode, Literal, URIRef, Variable
@@ -461,6 +463,60 @@ def _patterns_text(triples: tuple[alg.TriplePattern, ...]) -> str:
     return "; ".join(f"{term(t.subject)} {term(t.predicate)} {term(t.object)}" for t in triples)
 
 
+# --- when the engine uses them -----------------------------------------------------------------------------
+
+AUTO, ALWAYS, OFF = "auto", "always", "off"
+"""How a query's windows are computed (``# csparql panes auto|always|off``): ``AUTO`` (the default) from panes
+where that is expected to cost less than recomputing — the query allows it, its partials are not keyed (a
+keyed pane keeps a row per stream solution, so combining a window reads as many rows as recomputing it), and
+the window's stream files hold at least the engine's minimum (``CSPARQL_PANES_MIN_TRIPLES``); ``ALWAYS``
+whenever the query allows it; ``OFF`` never (every window recomputed, the reference)."""
+PANE_MODES = (AUTO, ALWAYS, OFF)
+
+PANE_MIN_TRIPLES = 1_000_000
+"""In ``AUTO``, windows whose stream files hold fewer triples than this are recomputed
+(``CSPARQL_PANES_MIN_TRIPLES`` overrides it). A window from panes costs two Spark jobs — its new pane, then the
+combination — where a recompute costs one; on two cores a job costs 0.1–0.3 s whatever its size, so panes pay
+off only where reading and joining the window is what costs (``docs/performance/panes.md``)."""
+
+
+def pane_min_triples(environment: Mapping[str, str] | None = None) -> int:
+    """The least number of triples in a window's stream files from which ``AUTO`` combines it from panes:
+    ``CSPARQL_PANES_MIN_TRIPLES`` of ``environment`` (the process's by default), else ``PANE_MIN_TRIPLES``;
+    ``ValueError`` for a value that is not a whole number of triples."""
+    text = (os.environ if environment is None else environment).get("CSPARQL_PANES_MIN_TRIPLES")
+    if text is None or not text.strip():
+        return PANE_MIN_TRIPLES
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is not a whole number of triples") from None
+    if value < 0:
+        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is negative")
+    return value
+
+
+def pane_mode(value: str | bool | None) -> str:
+    """A pane mode from a setting: one of ``PANE_MODES``, ``on`` for ``ALWAYS``, None for ``AUTO``;
+    ``ValueError`` otherwise."""
+    if value is None:
+        return AUTO
+    text = str(value).strip().lower()
+    text = ALWAYS if text == "on" else text
+    if text not in PANE_MODES:
+        raise ValueError(f"panes take {', '.join(PANE_MODES)} (or on, for always), not {value!r}")
+    return text
+
+
+def automatic_refusal(decision: PanePlan) -> str | None:
+    """Why ``AUTO`` recomputes a query whose windows could combine from panes (None: it does not)."""
+    if decision.keyed:
+        return ("its COUNT, SUM or AVG without DISTINCT keep a row per stream solution in every pane, so "
+                "combining a window reads as many rows as recomputing it (docs/performance/panes.md); "
+                "'# csparql panes always' uses panes anyway")
+    return None
+
+
 # --- what the engine evaluates ----------------------------------------------------------------------------
 
 PANE_VAR = Variable(".pane")
@@ -631,6 +687,6 @@ def _weight_if_evaluates(argument: ex.Expr | None) -> ex.Expr:
     return ex.BuiltinCall("COALESCE", (ex.BuiltinCall("IF", (evaluates, COUNT_VAR, Literal(0))), Literal(0)))
 
 
-__all__ = ["pane_plan", "pane_partial_plan", "pane_combination_plan", "PartialPlan", "PANE_VAR", "PATTERN_VAR",
+__all__ = ["pane_plan", "pane_mode", "automatic_refusal", "pane_min_triples", "PANE_MIN_TRIPLES", "AUTO", "ALWAYS", "OFF", "PANE_MODES", "pane_partial_plan", "pane_combination_plan", "PartialPlan", "PANE_VAR", "PATTERN_VAR",
            "COUNT_VAR", "PanePlan", "PaneWindow", "PartialAggregate", "Recompute", "PaneDecision",
            "MINIMUM", "MAXIMUM", "VALUE_SET", "KEYED", "AGGREGATE", "DISTINCT", "ASK", "CONSTRUCT"]
