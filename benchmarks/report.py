@@ -483,15 +483,17 @@ def _ratio_lines(result: dict) -> list[str]:
 
 def _pane_extra(m: dict) -> str:
     runs = [r for r in m.get("runs", []) if not r.get("warmup")]
-    if not runs:
-        return ""
     if m["system"] == "csparql_panes_replay":
-        job = median_of([r["panes_job_seconds"] for r in runs])
-        window = median_of([r["median_window_seconds"] for r in runs])
-        return (f"; the panes job {_fmt_s(job)}, then a window {_fmt_s(window)} (median), "
-                f"{runs[0]['windows']} windows")
-    first = median_of([r["first_window_seconds"] for r in runs])
-    return f"; the first window (computing its {runs[0].get('window_panes')} panes) {_fmt_s(first)}"
+        jobs = [r["panes_job_seconds"] for r in runs if r.get("panes_job_seconds") is not None]
+        windows = [r["median_window_seconds"] for r in runs if r.get("median_window_seconds") is not None]
+        if not jobs or not windows:
+            return ""
+        return (f"; the panes job {_fmt_s(median_of(jobs))}, then a window {_fmt_s(median_of(windows))} (median), "
+                f"{runs[0].get('windows')} windows")
+    first = [r["first_window_seconds"] for r in runs if r.get("first_window_seconds") is not None]
+    if not first:
+        return ""
+    return f"; the first window (computing its {runs[0].get('window_panes')} panes) {_fmt_s(median_of(first))}"
 
 
 def _srbench_lines(result: dict) -> list[str]:
