@@ -280,6 +280,7 @@ class BenchmarkRun:
             names = RATIO_SYSTEMS
             decision = self._systems["csparql_panes"].decision(point)
             reason = getattr(decision, "reason", None)
+            keyed = getattr(decision, "keyed", None)
             if reason is not None:  # the pane planner declines: the live path recomputes, a replay has no panes
                 names = tuple(name for name in RATIO_SYSTEMS if name != "csparql_panes_replay")
             records = self.measure_point(point, names)
@@ -295,6 +296,7 @@ class BenchmarkRun:
                     record.extra["seconds_per_stream_minute"] = record.median_seconds * 60 / step_seconds
                 if record.system in PANE_SYSTEMS:
                     self._pane_checks(point, record, reason)
+                    record.extra["pane_partials_keyed"] = keyed
 
     @staticmethod
     def _pane_checks(point: Point, record: Record, declined: str | None) -> None:

@@ -171,6 +171,7 @@ class PaneSchedule:
     uses: list
     panes_job_seconds: float | None = None  # a replay: computing the missing panes of all its windows
     total_seconds: float | None = None  # a replay: from its start to its last window's result
+    stored: dict = field(default_factory=dict)  # what the pane store held at the end (``stored_panes``)
 
 
 class CsparqlPanes(CsparqlWarm):
@@ -223,6 +224,7 @@ class CsparqlPanes(CsparqlWarm):
             evaluation = engine.evaluate(point.plan, at, name, write=False, panes=True)
             schedule.seconds.append(time.perf_counter() - clock)
             self._keep(schedule, at, evaluation)
+        schedule.stored = stored_panes(engine, name)
         return schedule
 
     @staticmethod
@@ -247,6 +249,7 @@ class CsparqlPanes(CsparqlWarm):
             "panes_used": schedule.uses[-1] is not None,
             "panes_computed": [use.computed if use is not None else None for use in schedule.uses],
             "window_panes": schedule.uses[-1].panes if schedule.uses[-1] is not None else None,
+            **schedule.stored,
             "median_phases_ms": {phase: median([p.get(phase, 0.0) for p in schedule.phases[1:] or schedule.phases])
                                  for phase in phases},
         }
@@ -269,6 +272,21 @@ class CsparqlPanes(CsparqlWarm):
         return _result_answer(point.workload, raw.results[-1])
 
 
+def stored_panes(engine, name: str) -> dict:
+    """What a query's pane store holds (untimed, after the schedule): ``stored_panes`` (markers) and
+    ``stored_pane_rows`` (partial rows), for the rows a window combines."""
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    folder = engine.warehouse.panes(name)
+    panes = rows = 0
+    for table in (folder.iterdir() if folder.exists() else ()):
+        markers = DeltaTable(str(table)).to_pyarrow_table(columns=["marker"]).column("marker")
+        panes += pc.sum(markers).as_py() or 0
+        rows += len(markers) - (pc.sum(markers).as_py() or 0)
+    return {"stored_panes": panes, "stored_pane_rows": rows}
+
+
 class CsparqlPanesReplay(CsparqlPanes):
     """``Engine.replay`` over the live schedule's windows, with a fresh pane store (see the module docstring)."""
 
@@ -284,6 +302,7 @@ class CsparqlPanesReplay(CsparqlPanes):
             schedule.seconds.append(evaluation.duration_ms / 1000)
             self._keep(schedule, evaluation.window.at, evaluation)
         total = time.perf_counter() - clock
+        schedule.stored = stored_panes(engine, name)
         # before its first window, a replay computes the missing panes of every window in one Spark job
         schedule.panes_job_seconds = total - sum(schedule.seconds)
         schedule.total_seconds = total
