@@ -143,7 +143,7 @@ def test_the_airflow_figures_are_there_for_both_modes(run):
 def test_the_targets_table_and_plots_are_written(run):
     result, out = run["result"], run["out"]
     assert {t["id"] for t in result["targets"]} == {"compiled_overhead", "versus_sparql_stores", "history",
-                                                   "ten_million", "ingest"}
+                                                   "ten_million", "ingest", "panes_sliding", "panes_tumbling"}
     assert all(t["met"] in (True, False, None) and t["measured"] for t in result["targets"])
     assert all(t["why"] for t in result["targets"] if t["met"] is not True)
     table = (out / "table.md").read_text(encoding="utf-8")
