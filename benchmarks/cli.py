@@ -12,6 +12,8 @@ from benchmarks.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUNS = ROOT / "benchmarks" / "runs"
+ONLY_RATIO = ["window_sizes=", "workloads=", "histories=", "srbench_stations=", "airflow=false"]
+"""The parameters that leave only the sliding-ratio sweep (``--only-ratio``)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--only-airflow", action="store_true",
                         help="only the end-to-end Airflow measurements: the capacity sweep and the shortest period "
                              "(e.g. ./bench.sh --full --only-airflow --set airflow_modes=connect)")
+    parser.add_argument("--only-ratio", action="store_true",
+                        help="only the sliding-ratio sweep (recompute, panes live and replayed, hand-written Spark, "
+                             "DuckDB), no Airflow (e.g. ./bench.sh --full --only-ratio --set ratios=1,30)")
     parser.add_argument("--keep-data", action="store_true", help="keep the generated data and warehouses (work/)")
     parser.add_argument("--report", metavar="RUN_DIR",
                         help="only write table.md and the plots again from RUN_DIR/results.json")
@@ -72,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     profile = PROFILES[args.mode]
     try:
         assignments = (list(args.set) + (["airflow=false"] if args.no_airflow else [])
-                       + (["sweeps=false"] if args.only_airflow else []))
+                       + (["sweeps=false"] if args.only_airflow else [])
+                       + (ONLY_RATIO if args.only_ratio else []))
         profile = profile.override(assignments)
     except ValueError as error:
         print(f"bench: {error}")

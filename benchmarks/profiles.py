@@ -20,7 +20,7 @@ class Profile:
 
     mode: str
     seed: int = 2010
-    systems: tuple[str, ...] = SYSTEMS + ("csparql_filter",)  # those measured (others: "not run")
+    systems: tuple[str, ...] = SYSTEMS + ("csparql_filter", "csparql_panes", "csparql_panes_replay")  # measured
     warmups: int = 1
     repetitions: int = 5
     # window-size sweep of the per-district count (04), every system
@@ -42,6 +42,8 @@ class Profile:
     # sliding sweep: the topic count's RANGE 3m with STEP = 3m / ratio
     ratio_window: int = 100_000
     ratios: tuple[int, ...] = (1, 2, 6, 18, 30)
+    # the pane path's live schedule: this many windows after the first (at most RANGE/STEP of them)
+    pane_windows: int = 12
     # SRBench (004): these queries over data of each number of stations, sampled `srbench_rate` times an hour
     srbench_queries: tuple[int, ...] = (1, 4, 10, 12)
     srbench_stations: tuple[int, ...] = (12, 60)
@@ -120,6 +122,7 @@ QUICK = Profile(
     histories=(1, 4),
     ratio_window=2_000,
     ratios=(1, 18),
+    pane_windows=4,
     srbench_stations=(12,),
     srbench_rate=1,
     airflow_periods=("15s",),

@@ -25,6 +25,8 @@ from benchmarks.profiles import SYSTEMS, Profile
 from benchmarks.systems import (
     CsparqlCold,
     CsparqlFilter,
+    CsparqlPanes,
+    CsparqlPanesReplay,
     CsparqlWarm,
     DuckDB,
     Point,
@@ -38,6 +40,9 @@ log = logging.getLogger("benchmarks")
 SLOW = ("pyoxigraph", "rdflib")
 SRBENCH_SYSTEMS = ("csparql_warm", "pyoxigraph", "rdflib")
 """The SRBench sweep compares the engine with the SPARQL stores (no hand-written plans for its queries)."""
+RATIO_SYSTEMS = ("csparql_warm", "csparql_panes", "csparql_panes_replay", "spark_hand", "duckdb")
+"""The sliding sweep: the recompute, the pane path live and in a replay, and the hand-written peers."""
+PANE_SYSTEMS = ("csparql_panes", "csparql_panes_replay")
 REFERENCE_ORDER = ("pyoxigraph", "rdflib", "duckdb", "spark_hand")
 """Whose answer the others are checked against: the independent SPARQL evaluator when it ran."""
 
@@ -186,10 +191,13 @@ class BenchmarkRun:
                     record.status, record.reason = "failed", f"{type(error).__name__}: {error}"[:2000]
                     log.exception("%s failed on %s", system.name, point.workload.name)
                     continue
-                record.runs.append({**result.to_dict(), "warmup": warmup and system.name != "csparql_cold",
+                figures = system.figures(result.value)
+                if "seconds" in figures:
+                    figures["total_seconds"] = result.seconds
+                record.runs.append({**result.to_dict(), **figures, "warmup": warmup and system.name != "csparql_cold",
                                     "round": round_})
-                log.info("  %-15s %-16s n=%-9d %8.3f s", point.workload.name, system.name, point.dataset.size,
-                         result.seconds)
+                log.info("  %-15s %-20s n=%-9d %8.3f s", point.workload.name, system.name, point.dataset.size,
+                         record.runs[-1]["seconds"])
                 if system.name not in answers:
                     try:
                         answers[system.name] = system.answer(point, result.value)
@@ -256,9 +264,12 @@ class BenchmarkRun:
             self.measure_point(point, ("csparql_warm", "csparql_filter", "spark_hand", "duckdb"))
 
     def ratio_sweep(self) -> None:
+        """The topic count's RANGE 3m at STEP = 3m ÷ ratio: the recompute, the pane path (live and replayed)
+        and the hand-written peers. The data set holds two window-lengths of stream, so that every window of
+        the pane path's schedule (the ``pane_windows`` STEPs before ``at``) is full."""
         if not self.profile.ratios:
             return
-        dataset = self.dataset("topics", self.profile.ratio_window, 1)
+        dataset = self.dataset("topics", self.profile.ratio_window, 2)
         for ratio in self.profile.ratios:
             step_seconds = 180 // ratio
             if 180 % ratio:
@@ -266,10 +277,39 @@ class BenchmarkRun:
                 continue
             workload = workloads.topic_count(f"{step_seconds}s")
             point = self.point("ratio", workload, dataset, ratio=ratio, step_seconds=step_seconds)
-            for record in self.measure_point(point, ("csparql_warm", "spark_hand", "duckdb")):
+            names = RATIO_SYSTEMS
+            decision = self._systems["csparql_panes"].decision(point)
+            reason = getattr(decision, "reason", None)
+            keyed = getattr(decision, "keyed", None)
+            if reason is not None:  # the pane planner declines: the live path recomputes, a replay has no panes
+                names = tuple(name for name in RATIO_SYSTEMS if name != "csparql_panes_replay")
+            records = self.measure_point(point, names)
+            if reason is not None:
+                replay = Record("ratio", workload.name, "csparql_panes_replay", dataset.size, dataset.history, ratio,
+                                status="not run", reason=f"no panes ({reason}): a replay recomputes every window")
+                replay.extra.update({"step_seconds": step_seconds, "pane_note": reason})
+                self.records.append(replay)
+                records.append(replay)
+            for record in records:
                 if record.median_seconds is not None:
                     # each triple is in `ratio` windows: the compute a minute of stream costs
                     record.extra["seconds_per_stream_minute"] = record.median_seconds * 60 / step_seconds
+                if record.system in PANE_SYSTEMS:
+                    self._pane_checks(point, record, reason)
+                    record.extra["pane_partials_keyed"] = keyed
+
+    @staticmethod
+    def _pane_checks(point: Point, record: Record, declined: str | None) -> None:
+        """Record how the pane system's windows compared with the recompute's, window by window; a difference
+        is a disagreement like one with the reference."""
+        if declined is not None:
+            record.extra["pane_note"] = f"panes not used ({declined}): the window is recomputed"
+        checked, differing = point.label.get("_pane_checks", {}).get(record.system, (0, []))
+        record.extra["windows_checked"] = checked
+        record.extra["windows_differing_from_recompute"] = differing
+        if differing:
+            record.agrees = False
+            log.warning("%s: %d window(s) differ from the recompute's", record.system, len(differing))
 
     def srbench_sweep(self) -> None:
         """SRBench queries (``srbench_queries``) over SRBench data of each ``srbench_stations``: the engine
@@ -322,6 +362,8 @@ class BenchmarkRun:
             "pyoxigraph": Pyoxigraph(),
             "rdflib": Rdflib(),
             "csparql_filter": CsparqlFilter(self.spark),
+            "csparql_panes": CsparqlPanes(self.spark, self.profile.pane_windows),
+            "csparql_panes_replay": CsparqlPanesReplay(self.spark, self.profile.pane_windows),
         }
         machine_before = machine()
         phases = {}

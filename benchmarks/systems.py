@@ -6,7 +6,9 @@ result as a canonical multiset, to check that all systems computed the same thin
 
 | system | what is timed |
 |---|---|
-| ``csparql_warm`` | ``Engine.evaluate(plan, at, write=False)`` on the run's one SparkSession: Delta log, file pruning, optimizer, compiler, Spark, results collected |
+| ``csparql_warm`` | ``Engine.evaluate(plan, at, write=False, panes=False)`` on the run's one SparkSession: Delta log, file pruning, optimizer, compiler, Spark, results collected (the window recomputed from its whole range: the reference of the pane path) |
+| ``csparql_panes`` | the pane path (issue 18) in a live schedule's steady state: with a fresh pane store, ``Engine.evaluate(..., panes=True)`` of the consecutive windows of the last ``windows`` STEPs up to ``at``, each timed; the figure is the median window after the first (which computes all its panes), each of those computing one new pane |
+| ``csparql_panes_replay`` | ``Engine.replay(..., panes=True)`` over the same windows with a fresh pane store (their missing panes in one Spark job, then each window combined); the figure is the total ÷ the windows |
 | ``csparql_cold`` | one ``spark-submit`` of ``spark_jobs/evaluate_window.py`` (a new JVM and SparkSession), which also writes the window's results and run |
 | ``spark_hand`` | a hand-written DataFrame plan over the same Parquet files, results collected through Arrow |
 | ``duckdb`` | a hand-written SQL query over the same Parquet files (one connection per run, as cold as it gets for DuckDB) |
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +89,11 @@ class System:
     def answer(self, point: Point, raw) -> Answer:
         raise NotImplementedError
 
+    def figures(self, raw) -> dict:
+        """Figures of one repetition beyond its wall-clock time; a ``seconds`` here is the repetition's figure
+        in place of that time (the time of the whole ``run`` is then kept as ``total_seconds``)."""
+        return {}
+
     def processes(self) -> list[psutil.Process]:
         """The processes whose memory counts for this system."""
         return [psutil.Process()]
@@ -123,7 +132,7 @@ class CsparqlWarm(System):
 
     def run(self, point: Point):
         return self.engine(point.dataset).evaluate(self.plan_of(point), point.at, f"bench_{point.workload.name}",
-                                                   write=False).result
+                                                   write=False, panes=False).result
 
     def answer(self, point: Point, raw) -> Answer:
         return _result_answer(point.workload, raw)
@@ -148,6 +157,167 @@ class CsparqlFilter(CsparqlWarm):
         if key not in cache:
             cache[key] = compile_query(topic_filter_query(point.window), "filter.rq")
         return cache[key]
+
+
+@dataclass
+class PaneSchedule:
+    """What one repetition of a pane system evaluated: each window's instant, result, time (seconds), phases
+    (ms, ``Evaluation.phases``) and pane use (``Evaluation.panes``: None when the window was recomputed)."""
+
+    instants: list[int]
+    results: list
+    seconds: list[float]
+    phases: list[dict]
+    uses: list
+    panes_job_seconds: float | None = None  # a replay: computing the missing panes of all its windows
+    total_seconds: float | None = None  # a replay: from its start to its last window's result
+    stored: dict = field(default_factory=dict)  # what the pane store held at the end (``stored_panes``)
+
+
+class CsparqlPanes(CsparqlWarm):
+    """The pane path in a live schedule's steady state (see the module docstring). A query the pane planner
+    declines (``pane_plan`` says ``Recompute``, e.g. tumbling windows) is measured on its one window at ``at``
+    through the same default path, which then recomputes: the cost of panes being on where they do not apply."""
+
+    name, label = "csparql_panes", "csparql panes (live)"
+
+    def __init__(self, spark_session, windows: int):
+        """``windows``: the windows after the first one of a schedule (at most RANGE/STEP)."""
+        super().__init__(spark_session)
+        self.windows = windows
+        self._names = 0
+
+    def decision(self, point: Point):
+        """The query's ``pane_plan`` (a ``PanePlan``, or ``Recompute`` with the reason)."""
+        from csparql.optimizer import optimize
+        from csparql.optimizer.panes import pane_plan
+
+        engine = self.engine(point.dataset)
+        return pane_plan(optimize(point.plan, engine.catalog.statistics()))
+
+    def instants(self, point: Point) -> list[int]:
+        """The schedule's instants: ``at`` and the ``windows`` STEPs before it (only ``at`` without panes)."""
+        from csparql.optimizer.panes import PanePlan
+
+        if not isinstance(self.decision(point), PanePlan):
+            return [point.at]
+        window = point.plan.streams[0].window
+        count = min(self.windows, window.range // window.step)
+        return [point.at - k * window.step for k in range(count, -1, -1)]
+
+    def fresh_name(self, point: Point) -> str:
+        """A query name whose pane store is empty (the previous repetition's is removed)."""
+        engine = self.engine(point.dataset)
+        if self._names:
+            shutil.rmtree(engine.warehouse.panes(f"bench_panes_{self._names}"), ignore_errors=True)
+        self._names += 1
+        name = f"bench_panes_{self._names}"
+        shutil.rmtree(engine.warehouse.panes(name), ignore_errors=True)
+        return name
+
+    def run(self, point: Point) -> PaneSchedule:
+        engine = self.engine(point.dataset)
+        name = self.fresh_name(point)
+        schedule = PaneSchedule([], [], [], [], [])
+        for at in self.instants(point):
+            clock = time.perf_counter()
+            evaluation = engine.evaluate(point.plan, at, name, write=False, panes=True)
+            schedule.seconds.append(time.perf_counter() - clock)
+            self._keep(schedule, at, evaluation)
+        schedule.stored = stored_panes(engine, name)
+        return schedule
+
+    @staticmethod
+    def _keep(schedule: PaneSchedule, at: int, evaluation) -> None:
+        schedule.instants.append(at)
+        schedule.results.append(evaluation.result)
+        schedule.phases.append(dict(evaluation.phases))
+        schedule.uses.append(evaluation.panes)
+
+    def figures(self, schedule: PaneSchedule) -> dict:
+        """The repetition's figures: ``seconds`` the median window after the first (the only window when
+        panes are not used), with every window's time, the panes each computed and the median phases."""
+        from benchmarks.measure import median
+
+        steady = schedule.seconds[1:] or schedule.seconds
+        phases = sorted({phase for p in schedule.phases[1:] or schedule.phases for phase in p})
+        return {
+            "seconds": median(steady),
+            "window_seconds": schedule.seconds,
+            "first_window_seconds": schedule.seconds[0],
+            "windows": len(schedule.seconds),
+            "panes_used": schedule.uses[-1] is not None,
+            "panes_computed": [use.computed if use is not None else None for use in schedule.uses],
+            "window_panes": schedule.uses[-1].panes if schedule.uses[-1] is not None else None,
+            **schedule.stored,
+            "median_phases_ms": {phase: median([p.get(phase, 0.0) for p in schedule.phases[1:] or schedule.phases])
+                                 for phase in phases},
+        }
+
+    def answer(self, point: Point, raw: PaneSchedule) -> Answer:
+        """The answer at ``at`` (the last window); every window's pane result is first compared with the
+        recompute's of the same window (``point.label["_pane_checks"]``)."""
+        from benchmarks.workloads import agree
+
+        engine = self.engine(point.dataset)
+        recomputed = point.label.setdefault("_recomputed", {})
+        differing = []
+        for at, result in zip(raw.instants, raw.results):
+            if at not in recomputed:
+                recomputed[at] = _result_answer(point.workload, engine.evaluate(
+                    point.plan, at, f"bench_{point.workload.name}", write=False, panes=False).result)
+            if not agree(_result_answer(point.workload, result), recomputed[at], point.workload.tolerance):
+                differing.append(at)
+        point.label.setdefault("_pane_checks", {})[self.name] = (len(raw.instants), differing)
+        return _result_answer(point.workload, raw.results[-1])
+
+
+def stored_panes(engine, name: str) -> dict:
+    """What a query's pane store holds (untimed, after the schedule): ``stored_panes`` (markers) and
+    ``stored_pane_rows`` (partial rows), for the rows a window combines."""
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    folder = engine.warehouse.panes(name)
+    panes = rows = 0
+    for table in (folder.iterdir() if folder.exists() else ()):
+        markers = DeltaTable(str(table)).to_pyarrow_table(columns=["marker"]).column("marker")
+        panes += pc.sum(markers).as_py() or 0
+        rows += len(markers) - (pc.sum(markers).as_py() or 0)
+    return {"stored_panes": panes, "stored_pane_rows": rows}
+
+
+class CsparqlPanesReplay(CsparqlPanes):
+    """``Engine.replay`` over the live schedule's windows, with a fresh pane store (see the module docstring)."""
+
+    name, label = "csparql_panes_replay", "csparql panes (replay)"
+
+    def run(self, point: Point) -> PaneSchedule:
+        engine = self.engine(point.dataset)
+        name = self.fresh_name(point)
+        instants = self.instants(point)
+        schedule = PaneSchedule([], [], [], [], [])
+        clock = time.perf_counter()
+        for evaluation in engine.replay(point.plan, instants[0], instants[-1], name, write=False, panes=True):
+            schedule.seconds.append(evaluation.duration_ms / 1000)
+            self._keep(schedule, evaluation.window.at, evaluation)
+        total = time.perf_counter() - clock
+        schedule.stored = stored_panes(engine, name)
+        # before its first window, a replay computes the missing panes of every window in one Spark job
+        schedule.panes_job_seconds = total - sum(schedule.seconds)
+        schedule.total_seconds = total
+        return schedule
+
+    def figures(self, schedule: PaneSchedule) -> dict:
+        """The repetition's figures: ``seconds`` the replay's total ÷ its windows, with the one job computing
+        every missing pane, each window's evaluation (combining its panes) and the median phases."""
+        figures = super().figures(schedule)
+        figures.update({"seconds": schedule.total_seconds / len(schedule.seconds),
+                        "replay_seconds": schedule.total_seconds,
+                        "panes_job_seconds": schedule.panes_job_seconds,
+                        "median_window_seconds": figures["seconds"]})
+        del figures["first_window_seconds"]
+        return figures
 
 
 def _evaluation(plan, at):

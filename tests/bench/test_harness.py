@@ -232,6 +232,42 @@ def test_ten_million_and_ingest_targets():
     assert slow["met"] is False and slow["why"]
 
 
+def _pane_sweep(warm_minute, live_minute, replay_minute, live_at_1, warm_runs_at_1):
+    step = {1: 180, 30: 6}
+    measurements = [_m("ratio", "csparql_warm", 1000, warm_runs_at_1[len(warm_runs_at_1) // 2], ratio_=1,
+                       step_seconds=180, seconds_per_stream_minute=1.0,
+                       runs=[{"seconds": s, "warmup": False} for s in warm_runs_at_1]),
+                    _m("ratio", "csparql_panes", 1000, live_at_1, ratio_=1, step_seconds=180,
+                       seconds_per_stream_minute=live_at_1 / 3, pane_note="panes not used (tumbling: ...)")]
+    for system, minute in (("csparql_warm", warm_minute), ("csparql_panes", live_minute),
+                           ("csparql_panes_replay", replay_minute)):
+        measurements.append(_m("ratio", system, 1000, minute * step[30] / 60, ratio_=30, step_seconds=6,
+                               seconds_per_stream_minute=minute,
+                               runs=[{"seconds": minute / 10, "warmup": False,
+                                      "median_phases_ms": {"spark": 300.0, "panes": 200.0}}]))
+    return _result(measurements)
+
+
+def test_the_pane_targets_of_issue_18_compare_the_pane_path_with_the_recompute():
+    met = _pane_sweep(warm_minute=10.0, live_minute=1.9, replay_minute=1.0, live_at_1=0.5, warm_runs_at_1=[0.45, 0.5, 0.52])
+    sliding, tumbling = _target(met, "panes_sliding"), _target(met, "panes_tumbling")
+    assert sliding["met"] is True and "0.19×" in sliding["measured"] and "replay" in sliding["measured"]
+    assert tumbling["met"] is True and tumbling["why"] is None
+    missed = _pane_sweep(warm_minute=10.0, live_minute=3.0, replay_minute=1.0, live_at_1=0.6, warm_runs_at_1=[0.45, 0.5, 0.52])
+    sliding, tumbling = _target(missed, "panes_sliding"), _target(missed, "panes_tumbling")
+    assert sliding["met"] is False and "spark 300 ms" in sliding["why"] and "panes 200 ms" in sliding["why"]
+    assert tumbling["met"] is False and "1.20×" in tumbling["measured"]
+    assert _target(_result([]), "panes_sliding")["met"] is None
+    assert _target(_result([]), "panes_tumbling")["met"] is None
+    table = report.markdown({**missed, "mode": "quick", "seed": 1, "started_at": "2026-01-01T00:00:00Z",
+                             "duration_seconds": 60, "versions": {}, "notes": [], "targets": report.targets(missed),
+                             "parameters": {"repetitions": 1, "warmups": 1, "cold_repetitions": 1, "pane_windows": 12},
+                             "machine": {"cpu": "cpu", "logical_cores": 2, "memory_bytes": 2**34, "os": "linux",
+                                         "python": "3.11", "java": "17", "spark_master": "local[2]"}})
+    assert "| live ÷ recompute | replay ÷ recompute |" in table and "| 0.30× | 0.10× |" in table
+    assert "RANGE/STEP = 30: compute per stream minute ≤ 1/5 of full recompute" in table
+
+
 def test_markdown_and_plots_from_a_result(tmp_path):
     measurements = [_m("window", s, n, 0.01 * n / 1000) for s in ("csparql_warm", "spark_hand", "duckdb", "pyoxigraph",
                                                                      "rdflib", "csparql_cold") for n in (1000, 10_000)]

@@ -78,6 +78,30 @@ def test_every_workload_and_sweep_has_its_figures(run):
     assert result["ingest"] and all(i["triples"] > 0 and i["triples_per_second"] > 0 for i in result["ingest"])
 
 
+def test_the_sliding_sweep_has_the_pane_path_live_and_replayed_beside_the_recompute(run):
+    result = run["result"]
+    for ratio in (r for r in QUICK.ratios if r > 1):
+        for system in ("csparql_panes", "csparql_panes_replay"):
+            m = report.find(result, "ratio", system, ratio_=ratio)
+            assert m is not None and _figure(m) and m["seconds_per_stream_minute"] > 0, (ratio, system)
+            # every window of the schedule computed from panes, each equal to the recompute's
+            assert m["windows_checked"] == QUICK.pane_windows + 1 and m["windows_differing_from_recompute"] == []
+            assert not m.get("pane_note") and m["agrees_with_reference"] is True and m["reference"] == "duckdb"
+        live = [r for r in report.find(result, "ratio", "csparql_panes", ratio_=ratio)["runs"]]
+        # a fresh pane store each repetition: the first window computes all its panes, each later one one
+        assert all(r["panes_computed"] == [ratio] + [1] * QUICK.pane_windows for r in live)
+        replay = report.find(result, "ratio", "csparql_panes_replay", ratio_=ratio)["runs"]
+        assert all(r["panes_job_seconds"] > 0 and r["windows"] == QUICK.pane_windows + 1 for r in replay)
+    # a tumbling window: the planner declines, so the live path recomputes (said so) and no replay figure is made up
+    live, replay = (report.find(result, "ratio", s, ratio_=1) for s in ("csparql_panes", "csparql_panes_replay"))
+    assert live["status"] == "ok" and "tumbling" in live["pane_note"] and live["runs"][0]["panes_used"] is False
+    assert replay["status"] == "not run" and "tumbling" in replay["reason"] and replay["median_seconds"] is None
+    targets = {t["id"]: t for t in result["targets"]}
+    assert targets["panes_tumbling"]["met"] in (True, False) and targets["panes_tumbling"]["measured"] != "–"
+    table = (run["out"] / "table.md").read_text(encoding="utf-8")
+    assert "csparql panes (live) per window" in table and "replay ÷ recompute" in table
+
+
 def test_every_answer_agrees_with_the_reference(run):
     checked = [m for m in run["result"]["measurements"] if m["status"] == "ok"]
     assert checked and all(m["agrees_with_reference"] is True for m in checked), [
@@ -119,7 +143,7 @@ def test_the_airflow_figures_are_there_for_both_modes(run):
 def test_the_targets_table_and_plots_are_written(run):
     result, out = run["result"], run["out"]
     assert {t["id"] for t in result["targets"]} == {"compiled_overhead", "versus_sparql_stores", "history",
-                                                   "ten_million", "ingest"}
+                                                   "ten_million", "ingest", "panes_sliding", "panes_tumbling"}
     assert all(t["met"] in (True, False, None) and t["measured"] for t in result["targets"])
     assert all(t["why"] for t in result["targets"] if t["met"] is not True)
     table = (out / "table.md").read_text(encoding="utf-8")
