@@ -6,9 +6,9 @@ result as a canonical multiset, to check that all systems computed the same thin
 
 | system | what is timed |
 |---|---|
-| ``csparql_warm`` | ``Engine.evaluate(plan, at, write=False, panes=False)`` on the run's one SparkSession: Delta log, file pruning, optimizer, compiler, Spark, results collected (the window recomputed from its whole range: the reference of the pane path) |
-| ``csparql_panes`` | the pane path (issue 18) in a live schedule's steady state: with a fresh pane store, ``Engine.evaluate(..., panes=True)`` of the consecutive windows of the last ``windows`` STEPs up to ``at``, each timed; the figure is the median window after the first (which computes all its panes), each of those computing one new pane |
-| ``csparql_panes_replay`` | ``Engine.replay(..., panes=True)`` over the same windows with a fresh pane store (their missing panes in one Spark job, then each window combined); the figure is the total ÷ the windows |
+| ``csparql_warm`` | ``Engine.evaluate(plan, at, write=False, panes="off")`` on the run's one SparkSession: Delta log, file pruning, optimizer, compiler, Spark, results collected (the window recomputed from its whole range: the reference of the pane path) |
+| ``csparql_panes`` | the pane path (issue 18) in a live schedule's steady state: with a fresh pane store, ``Engine.evaluate(..., panes="always")`` of the consecutive windows of the last ``windows`` STEPs up to ``at``, each timed; the figure is the median window after the first (which computes all its panes), each of those computing one new pane |
+| ``csparql_panes_replay`` | ``Engine.replay(..., panes="always")`` over the same windows with a fresh pane store (their missing panes in one Spark job, then each window combined); the figure is the total ÷ the windows |
 | ``csparql_cold`` | one ``spark-submit`` of ``spark_jobs/evaluate_window.py`` (a new JVM and SparkSession), which also writes the window's results and run |
 | ``spark_hand`` | a hand-written DataFrame plan over the same Parquet files, results collected through Arrow |
 | ``duckdb`` | a hand-written SQL query over the same Parquet files (one connection per run, as cold as it gets for DuckDB) |
@@ -34,6 +34,7 @@ from benchmarks.data import Dataset
 from benchmarks.measure import JvmHeap
 from benchmarks.workloads import Answer, WindowFiles, Workload, answer_of_rows, answer_of_triples, export_dataset
 from csparql.frontend import compile_query
+from csparql.optimizer.panes import ALWAYS, OFF
 from csparql.storage.warehouse import project_root
 
 EVALUATE_WINDOW = project_root() / "spark_jobs" / "evaluate_window.py"
@@ -132,7 +133,7 @@ class CsparqlWarm(System):
 
     def run(self, point: Point):
         return self.engine(point.dataset).evaluate(self.plan_of(point), point.at, f"bench_{point.workload.name}",
-                                                   write=False, panes=False).result
+                                                   write=False, panes=OFF).result
 
     def answer(self, point: Point, raw) -> Answer:
         return _result_answer(point.workload, raw)
@@ -221,7 +222,7 @@ class CsparqlPanes(CsparqlWarm):
         schedule = PaneSchedule([], [], [], [], [])
         for at in self.instants(point):
             clock = time.perf_counter()
-            evaluation = engine.evaluate(point.plan, at, name, write=False, panes=True)
+            evaluation = engine.evaluate(point.plan, at, name, write=False, panes=ALWAYS)
             schedule.seconds.append(time.perf_counter() - clock)
             self._keep(schedule, at, evaluation)
         schedule.stored = stored_panes(engine, name)
@@ -265,7 +266,7 @@ class CsparqlPanes(CsparqlWarm):
         for at, result in zip(raw.instants, raw.results):
             if at not in recomputed:
                 recomputed[at] = _result_answer(point.workload, engine.evaluate(
-                    point.plan, at, f"bench_{point.workload.name}", write=False, panes=False).result)
+                    point.plan, at, f"bench_{point.workload.name}", write=False, panes=OFF).result)
             if not agree(_result_answer(point.workload, result), recomputed[at], point.workload.tolerance):
                 differing.append(at)
         point.label.setdefault("_pane_checks", {})[self.name] = (len(raw.instants), differing)
@@ -298,7 +299,7 @@ class CsparqlPanesReplay(CsparqlPanes):
         instants = self.instants(point)
         schedule = PaneSchedule([], [], [], [], [])
         clock = time.perf_counter()
-        for evaluation in engine.replay(point.plan, instants[0], instants[-1], name, write=False, panes=True):
+        for evaluation in engine.replay(point.plan, instants[0], instants[-1], name, write=False, panes=ALWAYS):
             schedule.seconds.append(evaluation.duration_ms / 1000)
             self._keep(schedule, evaluation.window.at, evaluation)
         total = time.perf_counter() - clock
