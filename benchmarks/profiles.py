@@ -39,9 +39,11 @@ class Profile:
     # history sweep: the topic count (003 §5) with this window size, history 1× … 100×
     history_window: int = 100_000
     histories: tuple[int, ...] = (1, 3, 10, 30, 100)
-    # sliding sweep: the topic count's RANGE 3m with STEP = 3m / ratio
+    # sliding sweep: these workloads' RANGE 3m with STEP = 3m / ratio (the topic count, whose pane partials are
+    # keyed, and the distinct topics, whose are not)
     ratio_window: int = 100_000
     ratios: tuple[int, ...] = (1, 2, 6, 18, 30)
+    ratio_workloads: tuple[str, ...] = ("topic_count", "topic_set")
     # the pane path's live schedule: this many windows after the first (at most RANGE/STEP of them)
     pane_windows: int = 12
     # SRBench (004): these queries over data of each number of stations, sampled `srbench_rate` times an hour

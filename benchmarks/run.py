@@ -43,6 +43,8 @@ SRBENCH_SYSTEMS = ("csparql_warm", "pyoxigraph", "rdflib")
 RATIO_SYSTEMS = ("csparql_warm", "csparql_panes", "csparql_panes_replay", "spark_hand", "duckdb")
 """The sliding sweep: the recompute, the pane path live and in a replay, and the hand-written peers."""
 PANE_SYSTEMS = ("csparql_panes", "csparql_panes_replay")
+RATIO_WORKLOADS = {"topic_count": workloads.topic_count, "topic_set": workloads.topic_set}
+"""The sliding sweep's workloads, each made for a STEP (``ratio_workloads`` names which are measured)."""
 REFERENCE_ORDER = ("pyoxigraph", "rdflib", "duckdb", "spark_hand")
 """Whose answer the others are checked against: the independent SPARQL evaluator when it ran."""
 
@@ -264,39 +266,45 @@ class BenchmarkRun:
             self.measure_point(point, ("csparql_warm", "csparql_filter", "spark_hand", "duckdb"))
 
     def ratio_sweep(self) -> None:
-        """The topic count's RANGE 3m at STEP = 3m ÷ ratio: the recompute, the pane path (live and replayed)
-        and the hand-written peers. The data set holds two window-lengths of stream, so that every window of
-        the pane path's schedule (the ``pane_windows`` STEPs before ``at``) is full."""
+        """Each of ``ratio_workloads`` (the topic count, the distinct topics) at RANGE 3m and STEP = 3m ÷ ratio:
+        the recompute, the pane path (live and replayed) and the hand-written peers. The data set holds two
+        window-lengths of stream, so that every window of the pane path's schedule (the ``pane_windows`` STEPs
+        before ``at``) is full."""
         if not self.profile.ratios:
             return
         dataset = self.dataset("topics", self.profile.ratio_window, 2)
-        for ratio in self.profile.ratios:
-            step_seconds = 180 // ratio
-            if 180 % ratio:
-                self.notes.append(f"ratio {ratio} skipped: 3 minutes is not a whole number of seconds times it")
-                continue
-            workload = workloads.topic_count(f"{step_seconds}s")
-            point = self.point("ratio", workload, dataset, ratio=ratio, step_seconds=step_seconds)
-            names = RATIO_SYSTEMS
-            decision = self._systems["csparql_panes"].decision(point)
-            reason = getattr(decision, "reason", None)
-            keyed = getattr(decision, "keyed", None)
-            if reason is not None:  # the pane planner declines: the live path recomputes, a replay has no panes
-                names = tuple(name for name in RATIO_SYSTEMS if name != "csparql_panes_replay")
-            records = self.measure_point(point, names)
-            if reason is not None:
-                replay = Record("ratio", workload.name, "csparql_panes_replay", dataset.size, dataset.history, ratio,
-                                status="not run", reason=f"no panes ({reason}): a replay recomputes every window")
-                replay.extra.update({"step_seconds": step_seconds, "pane_note": reason})
-                self.records.append(replay)
-                records.append(replay)
-            for record in records:
-                if record.median_seconds is not None:
-                    # each triple is in `ratio` windows: the compute a minute of stream costs
-                    record.extra["seconds_per_stream_minute"] = record.median_seconds * 60 / step_seconds
-                if record.system in PANE_SYSTEMS:
-                    self._pane_checks(point, record, reason)
-                    record.extra["pane_partials_keyed"] = keyed
+        for name in self.profile.ratio_workloads:
+            if name not in RATIO_WORKLOADS:
+                raise ValueError(f"ratio_workloads: {name!r} is not one of {', '.join(RATIO_WORKLOADS)}")
+            for ratio in self.profile.ratios:
+                step_seconds = 180 // ratio
+                if 180 % ratio:
+                    self.notes.append(f"ratio {ratio} skipped: 3 minutes is not a whole number of seconds times it")
+                    continue
+                self._ratio_point(RATIO_WORKLOADS[name](f"{step_seconds}s"), dataset, ratio, step_seconds)
+
+    def _ratio_point(self, workload, dataset: data.Dataset, ratio: int, step_seconds: int) -> None:
+        point = self.point("ratio", workload, dataset, ratio=ratio, step_seconds=step_seconds)
+        names = RATIO_SYSTEMS
+        decision = self._systems["csparql_panes"].decision(point)
+        reason = getattr(decision, "reason", None)
+        keyed = getattr(decision, "keyed", None)
+        if reason is not None:  # the pane planner declines: the live path recomputes, a replay has no panes
+            names = tuple(name for name in RATIO_SYSTEMS if name != "csparql_panes_replay")
+        records = self.measure_point(point, names)
+        if reason is not None:
+            replay = Record("ratio", workload.name, "csparql_panes_replay", dataset.size, dataset.history, ratio,
+                            status="not run", reason=f"no panes ({reason}): a replay recomputes every window")
+            replay.extra.update({"step_seconds": step_seconds, "pane_note": reason})
+            self.records.append(replay)
+            records.append(replay)
+        for record in records:
+            if record.median_seconds is not None:
+                # each triple is in `ratio` windows: the compute a minute of stream costs
+                record.extra["seconds_per_stream_minute"] = record.median_seconds * 60 / step_seconds
+            if record.system in PANE_SYSTEMS:
+                self._pane_checks(point, record, reason)
+                record.extra["pane_partials_keyed"] = keyed
 
     @staticmethod
     def _pane_checks(point: Point, record: Record, declined: str | None) -> None:

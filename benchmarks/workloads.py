@@ -218,6 +218,13 @@ def topics_spark(spark, window: WindowFiles):
     return posts.groupBy(F.col("topic.value").alias("topic")).agg(F.count(F.lit(1)).alias("number")).toArrow()
 
 
+def topic_set_spark(spark, window: WindowFiles):
+    from pyspark.sql import functions as F
+
+    posts = _with_predicate(_spark_window(spark, window.stream(data.INTERACTIONS)), TOPIC, "post", "topic")
+    return posts.select(F.col("topic.value").alias("topic")).distinct().toArrow()
+
+
 def physical_spark(spark, window: WindowFiles):
     from pyspark.sql import functions as F
 
@@ -287,6 +294,12 @@ WITH w AS ({sql_window(window.stream(data.INTERACTIONS))})
 SELECT o.value AS topic, count(*) AS number FROM w WHERE {_pred(TOPIC)} GROUP BY o.value"""
 
 
+def topic_set_sql(window: WindowFiles) -> str:
+    return f"""
+WITH w AS ({sql_window(window.stream(data.INTERACTIONS))})
+SELECT DISTINCT o.value AS topic FROM w WHERE {_pred(TOPIC)}"""
+
+
 def physical_sql(window: WindowFiles) -> str:
     return f"""
 WITH w AS ({sql_window(window.stream(data.MILAN_TOLLGATES))})
@@ -334,6 +347,11 @@ TOPICS_SPARQL = """PREFIX sioc: <http://rdfs.org/sioc/ns#>
 SELECT ?topic (COUNT(*) AS ?number)
 WHERE { ?post sioc:topic ?topic . }
 GROUP BY ?topic
+"""
+
+TOPIC_SET_SPARQL = """PREFIX sioc: <http://rdfs.org/sioc/ns#>
+SELECT DISTINCT ?topic
+WHERE { ?post sioc:topic ?topic . }
 """
 
 PHYSICAL_SPARQL = """PREFIX t: <http://linkedurbandata.org/traffic#>
@@ -395,6 +413,26 @@ def topic_count(step: str = "10s") -> Workload:
         "topic_count", "topics in 3 minutes (003 §5, 15)", "topics", "select", "15-topic-counts-3m-every-10s.rq",
         text, TOPICS_SPARQL, topics_spark, topics_sql, _select("topic", "number"), parameters={"step": step},
     )
+
+
+def topic_set(step: str = "10s") -> Workload:
+    """The topics of the last 3 minutes, without their counts: the topic count's window and pattern under a
+    DISTINCT projection, whose pane partials are the pane's distinct topics (not keyed: a few rows a pane)."""
+    text = TOPIC_SET_CQUERY.replace("STEP 10s", f"STEP {step}")
+    return Workload(
+        "topic_set", "distinct topics in 3 minutes (15 without its AGGREGATE)", "topics", "select",
+        "15-topic-counts-3m-every-10s.rq", text, TOPIC_SET_SPARQL, topic_set_spark, topic_set_sql, _select("topic"),
+        parameters={"step": step},
+        notes="the topic count's stream and window, SELECT DISTINCT ?topic: the pane path's non-keyed shape",
+    )
+
+
+TOPIC_SET_CQUERY = """REGISTER QUERY DistinctTopics AS
+PREFIX sioc: <http://rdfs.org/sioc/ns#>
+SELECT DISTINCT ?topic
+FROM STREAM <http://getglue.com/interactions.trdf> [ RANGE 3m STEP 10s ]
+WHERE { ?post sioc:topic ?topic . }
+"""
 
 
 def physical_window(count: int) -> Workload:
@@ -572,6 +610,7 @@ ALL = {
     "district_count": district_count,
     "construct_stream": construct_stream,
     "topic_count": topic_count,
+    "topic_set": topic_set,
     "physical_window": physical_window,
     "two_streams": two_streams,
 }

@@ -71,35 +71,44 @@ def test_every_workload_and_sweep_has_its_figures(run):
         for system in ("csparql_warm", "csparql_filter", "spark_hand", "duckdb"):
             m = report.find(result, "history", system, history=history)
             assert m is not None and m["status"] == "ok" and _figure(m), (history, system)
-    for ratio in QUICK.ratios:
-        for system in ("csparql_warm", "spark_hand", "duckdb"):
-            m = report.find(result, "ratio", system, ratio_=ratio)
-            assert m is not None and m["status"] == "ok" and m["seconds_per_stream_minute"] > 0, (ratio, system)
+    for workload in QUICK.ratio_workloads:
+        for ratio in QUICK.ratios:
+            for system in ("csparql_warm", "spark_hand", "duckdb"):
+                m = report.find(result, "ratio", system, ratio_=ratio, workload=workload)
+                assert m is not None and m["status"] == "ok" and m["seconds_per_stream_minute"] > 0, (
+                    workload, ratio, system)
     assert result["ingest"] and all(i["triples"] > 0 and i["triples_per_second"] > 0 for i in result["ingest"])
 
 
-def test_the_sliding_sweep_has_the_pane_path_live_and_replayed_beside_the_recompute(run):
+@pytest.mark.parametrize("workload", QUICK.ratio_workloads)
+def test_the_sliding_sweep_has_the_pane_path_live_and_replayed_beside_the_recompute(run, workload):
     result = run["result"]
+
+    def find(system, ratio):
+        return report.find(result, "ratio", system, ratio_=ratio, workload=workload)
+
     for ratio in (r for r in QUICK.ratios if r > 1):
         for system in ("csparql_panes", "csparql_panes_replay"):
-            m = report.find(result, "ratio", system, ratio_=ratio)
+            m = find(system, ratio)
             assert m is not None and _figure(m) and m["seconds_per_stream_minute"] > 0, (ratio, system)
             # every window of the schedule computed from panes, each equal to the recompute's
             assert m["windows_checked"] == QUICK.pane_windows + 1 and m["windows_differing_from_recompute"] == []
             assert not m.get("pane_note") and m["agrees_with_reference"] is True and m["reference"] == "duckdb"
-        live = [r for r in report.find(result, "ratio", "csparql_panes", ratio_=ratio)["runs"]]
+            assert m["pane_partials_keyed"] is (workload == "topic_count")
+        live = [r for r in find("csparql_panes", ratio)["runs"]]
         # a fresh pane store each repetition: the first window computes all its panes, each later one one
         assert all(r["panes_computed"] == [ratio] + [1] * QUICK.pane_windows for r in live)
-        replay = report.find(result, "ratio", "csparql_panes_replay", ratio_=ratio)["runs"]
+        replay = find("csparql_panes_replay", ratio)["runs"]
         assert all(r["panes_job_seconds"] > 0 and r["windows"] == QUICK.pane_windows + 1 for r in replay)
     # a tumbling window: the planner declines, so the live path recomputes (said so) and no replay figure is made up
-    live, replay = (report.find(result, "ratio", s, ratio_=1) for s in ("csparql_panes", "csparql_panes_replay"))
+    live, replay = (find(s, 1) for s in ("csparql_panes", "csparql_panes_replay"))
     assert live["status"] == "ok" and "tumbling" in live["pane_note"] and live["runs"][0]["panes_used"] is False
     assert replay["status"] == "not run" and "tumbling" in replay["reason"] and replay["median_seconds"] is None
     targets = {t["id"]: t for t in result["targets"]}
     assert targets["panes_tumbling"]["met"] in (True, False) and targets["panes_tumbling"]["measured"] != "–"
     table = (run["out"] / "table.md").read_text(encoding="utf-8")
     assert "csparql panes (live) per window" in table and "replay ÷ recompute" in table
+    assert f"## Sliding ratio: {report.RATIO_TITLES[workload]}" in table
 
 
 def test_every_answer_agrees_with_the_reference(run):
