@@ -469,6 +469,10 @@ def _ratio_lines(result: dict) -> list[str]:
     return lines
 
 
+RATIO_COLORS = {"csparql_warm": "tab:blue", "csparql_panes": "tab:orange", "csparql_panes_replay": "tab:green",
+                "spark_hand": "tab:red", "duckdb": "tab:purple"}
+"""One colour a system in the sliding plot; the workload is the marker (the topic count's circles)."""
+
 RATIO_TITLES = {"topic_count": "topic count (keyed pane partials)",
                 "topic_set": "distinct topics (pane partials not keyed)"}
 
@@ -687,7 +691,8 @@ def plots(result: dict, folder: Path) -> list[Path]:
                 style = {"csparql_panes": "--", "csparql_panes_replay": ":"}.get(system, "-")
                 marker = "o" if workload == PANES_WORKLOAD else "^"
                 label = LABELS[system] + ("" if len(workloads) == 1 else f" ({workload})")
-                axes.plot(*zip(*sorted(points)), marker=marker, linestyle=style, label=label)
+                axes.plot(*zip(*sorted(points)), marker=marker, linestyle=style, label=label,
+                          color=RATIO_COLORS[system], alpha=1.0 if workload == PANES_WORKLOAD else 0.6)
     axes.set(xscale="log", yscale="log", xlabel="RANGE / STEP", ylabel="compute seconds per minute of stream",
              title="RANGE 3m over the topic stream: cost against sliding ratio")
     axes.grid(True, which="both", alpha=0.3)

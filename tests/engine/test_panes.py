@@ -24,10 +24,9 @@ import pytest
 from rdflib import Literal, URIRef
 
 from csparql.engine.runner import Engine
-from csparql.optimizer.panes import ALWAYS, OFF
 from csparql.frontend import compile_query, parse_query
 from csparql.optimizer import optimize
-from csparql.optimizer.panes import PanePlan, pane_plan
+from csparql.optimizer.panes import ALWAYS, OFF, PanePlan, pane_plan
 from csparql.storage.warehouse import Warehouse
 
 from conformance import harness, reference
