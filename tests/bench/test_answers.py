@@ -40,6 +40,7 @@ CASES = {
     "district_count": (workloads.district_count, ("urban", 1)),
     "construct_stream": (workloads.construct_stream, ("urban", 1)),
     "topic_count": (workloads.topic_count, ("topics", 30)),
+    "topic_set": (workloads.topic_set, ("topics", 30)),
     "physical_window": (lambda: workloads.physical_window(SIZE // 2), ("urban", 3)),
     "two_streams": (workloads.two_streams, ("two_streams", 1)),
 }
