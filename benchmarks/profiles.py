@@ -13,6 +13,9 @@ from dataclasses import dataclass
 SYSTEMS = ("csparql_warm", "csparql_cold", "spark_hand", "duckdb", "pyoxigraph", "rdflib")
 """The systems of the window-size sweep, in the order of the table."""
 
+RATIO_WORKLOADS = ("topic_count", "topic_set")
+"""The workloads the sliding sweep can measure (``ratio_workloads``)."""
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -43,7 +46,7 @@ class Profile:
     # keyed, and the distinct topics, whose are not)
     ratio_window: int = 100_000
     ratios: tuple[int, ...] = (1, 2, 6, 18, 30)
-    ratio_workloads: tuple[str, ...] = ("topic_count", "topic_set")
+    ratio_workloads: tuple[str, ...] = RATIO_WORKLOADS
     # the pane path's live schedule: this many windows after the first (at most RANGE/STEP of them)
     pane_windows: int = 12
     # SRBench (004): these queries over data of each number of stations, sampled `srbench_rate` times an hour
@@ -83,6 +86,9 @@ class Profile:
                 changes[key] = _parse(text.strip(), current)
             except ValueError as error:
                 raise ValueError(f"--set {assignment!r}: {error}") from None
+        unknown = [name for name in changes.get("ratio_workloads", ()) if name not in RATIO_WORKLOADS]
+        if unknown:
+            raise ValueError(f"--set ratio_workloads: {', '.join(unknown)} not among {', '.join(RATIO_WORKLOADS)}")
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:

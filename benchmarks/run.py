@@ -44,7 +44,7 @@ RATIO_SYSTEMS = ("csparql_warm", "csparql_panes", "csparql_panes_replay", "spark
 """The sliding sweep: the recompute, the pane path live and in a replay, and the hand-written peers."""
 PANE_SYSTEMS = ("csparql_panes", "csparql_panes_replay")
 RATIO_WORKLOADS = {"topic_count": workloads.topic_count, "topic_set": workloads.topic_set}
-"""The sliding sweep's workloads, each made for a STEP (``ratio_workloads`` names which are measured)."""
+"""The sliding sweep's workloads (``benchmarks.profiles.RATIO_WORKLOADS``), each made for a STEP."""
 REFERENCE_ORDER = ("pyoxigraph", "rdflib", "duckdb", "spark_hand")
 """Whose answer the others are checked against: the independent SPARQL evaluator when it ran."""
 
@@ -270,17 +270,18 @@ class BenchmarkRun:
         the recompute, the pane path (live and replayed) and the hand-written peers. The data set holds two
         window-lengths of stream, so that every window of the pane path's schedule (the ``pane_windows`` STEPs
         before ``at``) is full."""
-        if not self.profile.ratios:
+        ratios = []
+        for ratio in self.profile.ratios:
+            if 180 % ratio:
+                self.notes.append(f"ratio {ratio} skipped: 3 minutes is not a whole number of seconds times it")
+            else:
+                ratios.append(ratio)
+        if not ratios or not self.profile.ratio_workloads:
             return
         dataset = self.dataset("topics", self.profile.ratio_window, 2)
         for name in self.profile.ratio_workloads:
-            if name not in RATIO_WORKLOADS:
-                raise ValueError(f"ratio_workloads: {name!r} is not one of {', '.join(RATIO_WORKLOADS)}")
-            for ratio in self.profile.ratios:
+            for ratio in ratios:
                 step_seconds = 180 // ratio
-                if 180 % ratio:
-                    self.notes.append(f"ratio {ratio} skipped: 3 minutes is not a whole number of seconds times it")
-                    continue
                 self._ratio_point(RATIO_WORKLOADS[name](f"{step_seconds}s"), dataset, ratio, step_seconds)
 
     def _ratio_point(self, workload, dataset: data.Dataset, ratio: int, step_seconds: int) -> None:

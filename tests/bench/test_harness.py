@@ -64,10 +64,12 @@ def test_profile_overrides_parse_each_field_type():
                               "airflow_periods=30s,10s"])
     assert profile.window_sizes == (1000, 5000) and profile.repetitions == 3 and profile.airflow is False
     assert profile.slow_limit_seconds == 2.5 and profile.airflow_periods == ("30s", "10s")
+    assert QUICK.override(["ratio_workloads=topic_set"]).ratio_workloads == ("topic_set",)
     assert QUICK.window_sizes != profile.window_sizes  # profiles are immutable
 
 
-@pytest.mark.parametrize("assignment", ["no_such_field=1", "repetitions", "airflow=maybe", "repetitions=many"])
+@pytest.mark.parametrize("assignment", ["no_such_field=1", "repetitions", "airflow=maybe", "repetitions=many",
+                                        "ratio_workloads=topic_count,topics"])
 def test_bad_overrides_name_the_problem(assignment):
     with pytest.raises(ValueError, match="--set"):
         QUICK.override([assignment])
