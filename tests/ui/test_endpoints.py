@@ -309,3 +309,35 @@ def test_a_dag_that_is_not_a_query_says_so(ui):
         odd = admin.get("/dags/<script>", headers={"Accept": "text/html"})
     assert page.status_code == 200 and "Not a C-SPARQL query" in page.text and "ingestion DAG" in page.text
     assert odd.status_code in (400, 404) and "<script>" not in odd.text
+
+
+RSPQL = """PREFIX t: <http://linkedurbandata.org/traffic#>
+REGISTER RSTREAM <http://example.org/EndpointGates> AS
+SELECT ?gate (COUNT(?car) AS ?cars)
+FROM NAMED WINDOW <w> ON STREAM <http://streams.org/milantollgates.trdf> [RANGE 600000 STEP 300000]
+WHERE { WINDOW <w> { ?gate t:registers ?car . } }
+GROUP BY ?gate
+"""
+
+
+def test_the_register_endpoints_take_rspql_as_they_take_csparql(ui, registered):
+    """Issue 19: the editor's check, registering and the query's JSON, through the real api-server, for a
+    query in rsp-rs's spelling (ON STREAM, milliseconds); a broken one gets its line and column, and nothing
+    is stored for it."""
+    with client(ui, ui.token()) as admin:
+        checked = admin.post("/api/check", json={"text": RSPQL}).json()
+        assert checked["ok"] is True and checked["name"] == "EndpointGates" and checked["schedule"] == "every 5m"
+        assert checked["streams"] == [{"iri": "http://streams.org/milantollgates.trdf", "window": "RANGE 10m STEP 5m"}]
+        before = registry_state(ui)
+        broken = RSPQL.replace("WINDOW <w> {", "WINDOW <v> {")
+        refused = admin.post("/queries", data={"name": "endpoint_gates", "text": broken})
+        assert refused.status_code == 400 and "line 5, column 16" in refused.json()["detail"]
+        assert "the window <v> is not declared" in refused.json()["detail"] and registry_state(ui) == before
+        answer = admin.post("/queries", data={"name": "endpoint_gates", "text": RSPQL})
+        assert answer.status_code == 200 and answer.json()["done"] == "registered", answer.text
+        assert (ui.settings.registry / "endpoint_gates.rq").read_text(encoding="utf-8") == RSPQL
+        shown = admin.get("/api/queries/endpoint_gates")
+        assert shown.status_code == 200 and shown.json()["version"] == 1, shown.text
+        assert [lag["stream"] for lag in shown.json()["lags"]] == ["http://streams.org/milantollgates.trdf"]
+        assert admin.post("/queries/endpoint_gates/delete", data={"confirm": "endpoint_gates"}).json()["ok"]
+    assert not (ui.settings.registry / "endpoint_gates.rq").exists()
