@@ -14,7 +14,8 @@ SYSTEMS = ("csparql_warm", "csparql_cold", "spark_hand", "duckdb", "pyoxigraph",
 """The systems of the window-size sweep, in the order of the table."""
 
 RATIO_WORKLOADS = ("topic_count", "topic_set")
-"""The workloads the sliding sweep can measure (``ratio_workloads``)."""
+"""The workloads the sliding sweep can measure (``ratio_workloads``; in ``benchmarks.workloads.ALL``, each
+made for a STEP)."""
 
 
 @dataclass(frozen=True)

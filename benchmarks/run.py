@@ -43,8 +43,6 @@ SRBENCH_SYSTEMS = ("csparql_warm", "pyoxigraph", "rdflib")
 RATIO_SYSTEMS = ("csparql_warm", "csparql_panes", "csparql_panes_replay", "spark_hand", "duckdb")
 """The sliding sweep: the recompute, the pane path live and in a replay, and the hand-written peers."""
 PANE_SYSTEMS = ("csparql_panes", "csparql_panes_replay")
-RATIO_WORKLOADS = {"topic_count": workloads.topic_count, "topic_set": workloads.topic_set}
-"""The sliding sweep's workloads (``benchmarks.profiles.RATIO_WORKLOADS``), each made for a STEP."""
 REFERENCE_ORDER = ("pyoxigraph", "rdflib", "duckdb", "spark_hand")
 """Whose answer the others are checked against: the independent SPARQL evaluator when it ran."""
 
@@ -282,7 +280,7 @@ class BenchmarkRun:
         for name in self.profile.ratio_workloads:
             for ratio in ratios:
                 step_seconds = 180 // ratio
-                self._ratio_point(RATIO_WORKLOADS[name](f"{step_seconds}s"), dataset, ratio, step_seconds)
+                self._ratio_point(workloads.ALL[name](f"{step_seconds}s"), dataset, ratio, step_seconds)
 
     def _ratio_point(self, workload, dataset: data.Dataset, ratio: int, step_seconds: int) -> None:
         point = self.point("ratio", workload, dataset, ratio=ratio, step_seconds=step_seconds)
