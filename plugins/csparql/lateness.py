@@ -15,7 +15,7 @@ which only revises a window more, never fewer).
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from rdflib import URIRef
@@ -99,6 +99,24 @@ def late_windows(schedule: Schedule, stream: str, event_times: EventTimes, evalu
             if following.end in evaluated_set and following.end not in found:
                 found[following.end] = LateWindow(following.start, following.end, window.late, previous_changed=True)
     return [found[end] for end in sorted(found)]
+
+
+def late_in_bounds(event_times: EventTimes, evaluated: Mapping[int, int | None]) -> list[LateWindow]:
+    """The windows among ``evaluated`` (window end → window start, None for a window without a start) that
+    the commit's ``event_times`` reach, in window-end order: what is known of a query whose schedule is not
+    (a query evaluated without being registered), from the bounds its evaluations recorded. A window
+    ``(start, end]`` is reached by a timestamp inside it; one without a start by every timestamp up to its end.
+    The bounds are the evaluation's (the earliest start of its time-based windows, the latest end), so a stream
+    read through a narrower window may be found stale by a triple that window did not hold."""
+    times = [ts for ts, _ in event_times]
+    found = []
+    for end in sorted(evaluated):
+        start = evaluated[end]
+        first = 0 if start is None else bisect_right(times, start)
+        last = bisect_right(times, end)
+        if first < last:
+            found.append(LateWindow(start, end, tuple(event_times[first:last])))
+    return found
 
 
 def lateness(late: EventTimes, committed_at: int) -> tuple[int, int]:

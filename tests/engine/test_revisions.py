@@ -182,3 +182,43 @@ def test_tables_written_before_revisions_gain_the_columns_and_their_windows_coun
     rows = read_table(settings.warehouse.results("passages", "bindings")).to_pylist()
     assert sorted(((r["window_end"].minute, r["revision"]) for r in rows), key=str) == [(1, None), (2, 1), (3, None)]
     assert cars(settings.warehouse, "passages", revision=1) == {T0 + 2 * MINUTE: Counter({(EX + "g1", 1): 1})}
+
+
+def test_after_a_run_of_an_unregistered_query_ingest_succeeds_and_finds_its_stale_windows(
+        spark, tmp_path, capsys, monkeypatch):
+    """Issue 25 (4): a run of a query nobody registered, then an ingest into another stream, exited 3 (the
+    runs table was filtered with an empty set of queries); late triples of the stream that query read made
+    none of its windows stale."""
+    from csparql.cli import main
+
+    settings = settings_for(tmp_path, CSPARQL_REVISION_HORIZON="1h")
+    (tmp_path / "registry").mkdir()
+    monkeypatch.setenv("CSPARQL_REGISTRY", str(settings.registry))
+    monkeypatch.setenv("CSPARQL_REVISION_HORIZON", "1h")
+    base = ["--warehouse", str(settings.warehouse.root), "--master", "local[2]"]
+    nquads(tmp_path / "on-time.nq", [("g1", "c1", T0 + 10_000_000), ("g1", "c2", T0 + MINUTE + 10_000_000)])
+    query = tmp_path / "passages.rq"
+    query.write_text(QUERY.replace("REGISTER QUERY Passages AS\n", ""), encoding="utf-8")
+
+    assert main(["ingest", *base, "--stream", STREAM, str(tmp_path / "on-time.nq")]) == 0
+    for minutes in (1, 2):
+        assert main(["run", str(query), "--at", format_instant(T0 + minutes * MINUTE), *base]) == 0
+    capsys.readouterr()
+
+    other = EX + "elsewhere"
+    nquads(tmp_path / "other.nq", [("g9", "c9", T0 + 30_000_000)])
+    code = main(["ingest", *base, "--stream", other, str(tmp_path / "other.nq")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "error" not in err and "warning" not in err
+    assert rv.stale_windows(settings.warehouse) == []
+
+    nquads(tmp_path / "late.nq", [("g1", "late1", T0 + MINUTE + 30_000_000)])
+    code = main(["ingest", *base, "--stream", STREAM, str(tmp_path / "late.nq")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "1 window evaluated before these triples landed are stale (0 within the revision horizon" in out
+    [stale] = rv.stale_windows(settings.warehouse)
+    assert (stale.query, stale.window_start, stale.window_end, stale.stream, stale.late_triples) == (
+        "passages", T0 + MINUTE, T0 + 2 * MINUTE, STREAM, 1)
+    assert stale.status == rv.BEYOND_HORIZON  # it ended in 2020, long before the one-hour horizon

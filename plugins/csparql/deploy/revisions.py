@@ -1,18 +1,22 @@
-"""Which evaluated windows of the registered queries late triples made stale, and which of them to revise.
+"""Which evaluated windows late triples made stale, and which of them to revise.
 
 A stream commit (an ingest, a landed file, a ``REGISTER STREAM`` window written) records its event times
 (``csparql.storage.revisions``). Two checks together find every window evaluated without some of its triples,
 whatever the order in which an ingest and an evaluation of the same window finish:
 
 - after a commit, ``detect_after_commits`` looks at the windows the runs table says were evaluated before it
-  (their latest evaluation started before the commit) by the registered queries reading the stream;
+  (their latest evaluation started before the commit): by the registered queries reading the stream, through
+  their schedules, and by any other query whose run read the stream (``csparql run`` of a query file), through
+  the window bounds its run recorded;
 - after an evaluation, ``check_evaluation`` looks at the stream commits made since the evaluation started (an
   ingest that checked the runs table before this run was recorded).
 
 A stale window ended at most the query's revision horizon before it was detected (``CSPARQL_REVISION_HORIZON``,
 or the query's own ``# csparql revision-horizon``) is recorded ``pending`` and revised by the query's
 revision DAG; an older one is recorded ``beyond_horizon`` and left as it is. A pending window is settled by any
-successful evaluation of it that started after the commit (``pending_windows``).
+successful evaluation of it that started after the commit (``pending_windows``). A query evaluated without
+being registered has no revision DAG and only the first check: its stale windows are recorded (under the
+deployment's ``CSPARQL_REVISION_HORIZON``) for whoever evaluates it again.
 """
 
 from __future__ import annotations
@@ -22,17 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from csparql.deploy.plan import Deployment, deployment_of
-from csparql.deploy.registry import RegistrationError, registry_facts
+from csparql.deploy.registry import QueryFacts, RegistrationError, registry_facts
 from csparql.deploy.settings import Settings
-from csparql.lateness import LateWindow, late_windows, lateness, within_horizon
+from csparql.lateness import LateWindow, late_in_bounds, late_windows, lateness, within_horizon
 from csparql.storage import revisions as rv
 from csparql.storage.revisions import StaleWindow, StreamCommit
 
 
-def readers_of(stream: str, settings: Settings) -> dict[str, Path]:
+def readers_of(stream: str, settings: Settings,
+               registry: list[tuple[Path, QueryFacts | None]] | None = None) -> dict[str, Path]:
     """The registry files of the queries that read ``stream`` on a schedule, by query name (from the registry's
-    facts: nothing is compiled)."""
-    return {path.stem: path for path, facts in registry_facts(settings)
+    facts, ``registry`` when already read: nothing is compiled)."""
+    registry = registry_facts(settings) if registry is None else registry
+    return {path.stem: path for path, facts in registry
             if facts is not None and facts.schedule is not None and stream in facts.streams}
 
 
@@ -43,13 +49,16 @@ def horizon_of(deployment: Deployment, settings: Settings) -> int:
 
 def detect_after_commits(settings: Settings, stream: str, after_version: int,
                          now: int | None = None) -> list[StaleWindow]:
-    """Record (and return) the windows of the registered queries reading ``stream`` that were evaluated before
-    one of the stream's commits newer than ``after_version`` and that those commits' triples reach."""
+    """Record (and return) the windows evaluated before one of the stream's commits newer than
+    ``after_version`` that those commits' triples reach: of the registered queries reading ``stream``, by their
+    schedules, and of the queries evaluated without being registered (``csparql run``, ``replay``), by the
+    bounds their runs recorded (``late_in_bounds``)."""
     commits = rv.stream_commits(settings.warehouse.stream(stream), after_version=after_version)
     commits = [c for c in commits if c.event_times]
     if not commits:
         return []
-    readers = readers_of(stream, settings)
+    registry = registry_facts(settings)
+    readers = readers_of(stream, settings, registry)
     evaluated = rv.evaluated_windows(settings.warehouse, set(readers))
     earliest = min(c.event_times[0][0] for c in commits)
     now = time.time_ns() // 1000 if now is None else now
@@ -65,6 +74,16 @@ def detect_after_commits(settings: Settings, stream: str, after_version: int,
         for commit in commits:
             before = [end for end, run in windows.items() if run.started_at < commit.committed_at + 1000]
             found += _stale(deployment, settings, stream, commit, before, now)
+    registered = {path.stem for path, _ in registry}
+    for name, runs in sorted(rv.evaluated_windows(settings.warehouse, None, reading=stream).items()):
+        if name in registered:
+            continue  # its schedule says which windows read what (above)
+        windows = {end: run for end, run in runs.items() if end >= earliest}
+        for commit in commits:
+            before = {end: run.window_start for end, run in windows.items()
+                      if run.started_at < commit.committed_at + 1000}
+            found += [_stale_window(name, stream, commit, window, now, settings.revision_horizon)
+                      for window in late_in_bounds(commit.event_times, before)]
     return _record_new(settings, found)
 
 

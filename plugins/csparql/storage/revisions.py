@@ -85,9 +85,11 @@ def _runs(warehouse: Warehouse, columns: list[str], queries: set[str] | None = N
         return []
     dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
     present = [c for c in columns if c in dataset.schema.names]
+    if queries is not None and not queries:
+        return []
     condition = pc.field("status") == "succeeded"
     if queries is not None:
-        condition = condition & pc.field("query").isin(sorted(queries))
+        condition = condition & pc.field("query").isin(pa.array(sorted(queries), pa.string()))
     if window_end is not None:
         condition = condition & (pc.field("window_end") == pa.scalar(window_end, pa.int64()).cast(schema.TIMESTAMP))
     rows = dataset.to_table(columns=present, filter=condition).to_pylist()
@@ -115,12 +117,18 @@ class Evaluated:
     revision: int
 
 
-def evaluated_windows(warehouse: Warehouse, queries: set[str]) -> dict[str, dict[int, Evaluated]]:
-    """Per query, each window end evaluated with success, and its latest evaluation."""
-    found: dict[str, dict[int, Evaluated]] = {query: {} for query in queries}
-    for row in _runs(warehouse, ["query", "window_start", "window_end", "started_at", "revision"], queries):
+def evaluated_windows(warehouse: Warehouse, queries: set[str] | None,
+                      reading: str | None = None) -> dict[str, dict[int, Evaluated]]:
+    """Per query (of ``queries``; None: every query the runs table names), each window end evaluated with
+    success, and its latest evaluation; with ``reading``, only the evaluations that read that stream (their
+    ``triples_read`` names it)."""
+    found: dict[str, dict[int, Evaluated]] = {query: {} for query in queries or ()}
+    columns = ["query", "window_start", "window_end", "started_at", "revision", "triples_read"]
+    for row in _runs(warehouse, columns, queries):
+        if reading is not None and reading not in json.loads(row["triples_read"] or "{}"):
+            continue
         end, started = _micros(row["window_end"]), _micros(row["started_at"])
-        known = found[row["query"]].get(end)
+        known = found.setdefault(row["query"], {}).get(end)
         if known is None or started > known.started_at:
             found[row["query"]][end] = Evaluated(_micros(row["window_start"]), started, row["revision"] or 0)
     return found
