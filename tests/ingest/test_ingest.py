@@ -579,9 +579,51 @@ def test_cli_watermark_refuses_an_instant_beyond_the_skew_unless_told(tmp_path, 
     soon = time.time_ns() // 1000 + HOUR // 2
     code, out, _ = run_cli(capsys, *base, str(soon // 1000))
     assert code == 0 and watermark(warehouse, STREAM) == soon // 1000 * 1000
-    monkeypatch.setenv("CSPARQL_MAX_FUTURE_SKEW", "100000d")
+    monkeypatch.setenv("CSPARQL_MAX_FUTURE_SKEW", "36525d")
     code, _, _ = run_cli(capsys, *base, "2100-01-01T00:00:00Z")
     assert code == 0 and watermark(warehouse, STREAM) == parse_instant("2100-01-01T00:00:00Z")
     monkeypatch.delenv("CSPARQL_MAX_FUTURE_SKEW")
     code, _, _ = run_cli(capsys, *base, "2200-01-01T00:00:00Z", "--allow-future")
     assert code == 0 and watermark(warehouse, STREAM) == parse_instant("2200-01-01T00:00:00Z")
+
+
+def test_a_skew_longer_than_100_years_is_refused_and_no_watermark_leaves_the_instants_csparql_evaluates(
+        spark, tmp_path, capsys, monkeypatch):
+    """Issue 25 (5): ``--max-future-skew 3000000d`` accepted a triple dated 9999-12-31, and the stream's
+    watermark stayed there for good, outside 1500..9500."""
+    from csparql.ingest.ingest import future_limit
+    from csparql.ingest.landing import land_waiting_files
+    from csparql.storage.watermarks import advance_watermark, watermark
+    from csparql.windows import LATEST_INSTANT, MAX_DURATION
+
+    warehouse = Warehouse(tmp_path / "wh")
+    base = ["ingest", "--warehouse", str(warehouse.root), "--master", "local[2]", "--stream", STREAM]
+    source = future_file(tmp_path / "future.tnq", time.time_ns() // 1000)
+
+    code, out, err = run_cli(capsys, *base, "--max-future-skew", "3000000d", str(source))
+    assert (code, out) == (2, "")
+    assert err.strip() == ("csparql ingest: error: --max-future-skew: 3000000d is longer than 36525d (100 years), "
+                           "the longest duration csparql accepts")
+    monkeypatch.setenv("CSPARQL_MAX_FUTURE_SKEW", "3000000d")
+    code, out, err = run_cli(capsys, *base, str(source))
+    assert code == 2 and "CSPARQL_MAX_FUTURE_SKEW='3000000d': 3000000d is longer than 36525d (100 years)" in err
+    code, _, err = run_cli(capsys, "watermark", "--warehouse", str(warehouse.root), STREAM, "2100-01-01T00:00:00Z")
+    assert code == 1 and "CSPARQL_MAX_FUTURE_SKEW='3000000d': 3000000d is longer than 36525d" in err
+    monkeypatch.delenv("CSPARQL_MAX_FUTURE_SKEW")
+    with pytest.raises(InputError, match="the maximum future skew 3000000d is longer than 36525d"):
+        ingest_stream(spark, warehouse, STREAM, [source], max_future_skew=3_000_000 * 86_400_000_000)
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "future.tnq").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(ValueError, match="longer than 36525d"):
+        land_waiting_files(lambda: spark, warehouse, STREAM, landing, max_future_skew=3_000_000 * 86_400_000_000)
+    assert (landing / "future.tnq").exists()  # a bad setting is not the file's fault: it waits
+    assert not warehouse.stream(STREAM).exists() and watermark(warehouse, STREAM) is None
+
+    # the longest skew accepted still keeps the limit within the instants csparql evaluates
+    assert future_limit(MAX_DURATION, now=LATEST_INSTANT - HOUR).latest == LATEST_INSTANT
+    for instant in ("9999-12-31T00:00:00Z", "1400-01-01T00:00:00Z"):
+        with pytest.raises(ValueError, match=f"cannot be {instant}: it must lie within 1500-01-01T00:00:00Z to "
+                                             "9500-01-01T00:00:00Z"):
+            advance_watermark(warehouse, STREAM, parse_instant(instant), "a test")
+    assert watermark(warehouse, STREAM) is None

@@ -105,6 +105,7 @@ def _max_future_skew(text: str | None) -> int:
     the option or the variable for a value that cannot be used."""
     from csparql.deploy.settings import max_future_skew_setting
     from csparql.ingest.ingest import InputError
+    from csparql.storage.watermarks import check_future_skew
     from csparql.windows import parse_duration
 
     try:
@@ -113,9 +114,10 @@ def _max_future_skew(text: str | None) -> int:
         skew = parse_duration(text)
     except ValueError as error:
         raise InputError(str(error) if text is None else f"--max-future-skew: {error}") from None
-    if skew < 0:
-        raise InputError(f"--max-future-skew: {text} must not be negative")
-    return skew
+    try:
+        return check_future_skew(skew)
+    except ValueError as error:
+        raise InputError(f"--max-future-skew: {error}") from None
 
 
 def run_ingest(args: argparse.Namespace) -> int:

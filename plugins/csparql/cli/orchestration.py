@@ -152,11 +152,9 @@ def run_unregister(args: argparse.Namespace) -> int:
 
 
 def run_watermark(args: argparse.Namespace) -> int:
-    import time
-
     from csparql.deploy.settings import max_future_skew_setting
     from csparql.storage.warehouse import Warehouse
-    from csparql.storage.watermarks import advance_watermark, read_watermarks
+    from csparql.storage.watermarks import advance_watermark, future_bound, read_watermarks
     from csparql.windows import format_duration, format_instant, parse_evaluation_instant
 
     warehouse = Warehouse.locate(args.warehouse)
@@ -171,7 +169,7 @@ def run_watermark(args: argparse.Namespace) -> int:
         except ValueError as error:
             print(f"csparql watermark: {error}", file=sys.stderr)
             return EXIT_REFUSED
-        bound = time.time_ns() // 1000 + skew
+        bound = future_bound(skew)
         if instant > bound and not args.allow_future:
             print(f"csparql watermark: refused: {format_instant(instant)} is later than {format_instant(bound)}, "
                   f"the clock plus the maximum future skew of {format_duration(skew)} (CSPARQL_MAX_FUTURE_SKEW); "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from csparql.storage.warehouse import Warehouse, project_root, slug
-from csparql.storage.watermarks import MAX_FUTURE_SKEW
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, check_future_skew
 from csparql.windows import parse_duration
 
 SPARK_MODES = ("local", "standalone", "connect")
@@ -76,7 +76,7 @@ class Settings:
             allowed_lateness=duration("allowed_lateness", cls.allowed_lateness),
             wait_timeout=duration("wait_timeout", cls.wait_timeout),
             poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
-            max_future_skew=duration("max_future_skew", cls.max_future_skew),
+            max_future_skew=max_future_skew_setting(env),
             revision_horizon=duration("revision_horizon", cls.revision_horizon),
         )
 
@@ -109,5 +109,11 @@ def duration_setting(variable: str, default: int, environ: dict[str, str] | None
 
 
 def max_future_skew_setting(environ: dict[str, str] | None = None) -> int:
-    """``$CSPARQL_MAX_FUTURE_SKEW`` in µs, else ``MAX_FUTURE_SKEW``; ``ValueError`` naming the variable."""
-    return duration_setting(MAX_FUTURE_SKEW_VARIABLE, MAX_FUTURE_SKEW, environ)
+    """``$CSPARQL_MAX_FUTURE_SKEW`` in µs, else ``MAX_FUTURE_SKEW``; ``ValueError`` naming the variable, also
+    for a skew longer than 100 years (``csparql.storage.watermarks.check_future_skew``)."""
+    skew = duration_setting(MAX_FUTURE_SKEW_VARIABLE, MAX_FUTURE_SKEW, environ)
+    try:
+        return check_future_skew(skew)
+    except ValueError as error:
+        text = (os.environ if environ is None else environ).get(MAX_FUTURE_SKEW_VARIABLE)
+        raise ValueError(f"{MAX_FUTURE_SKEW_VARIABLE}={text!r}: {error}") from None

@@ -96,7 +96,7 @@ from csparql.storage.statistics import record_statistics
 from csparql.storage.tables import INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, OPERATION, TARGET
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
 from csparql.windows import format_duration, format_instant, parse_instant
 
 LINE_FORMATS = ("ntriples", "nquads")
@@ -233,11 +233,14 @@ def check_inputs(files: Sequence[str | os.PathLike], format: str | None) -> list
 
 def future_limit(max_future_skew: int, now: int | None = None) -> FutureLimit:
     """The latest timestamp an ingest starting at ``now`` (µs; default: the wall clock) accepts: ``now`` plus
-    ``max_future_skew``; InputError for a negative skew."""
-    if max_future_skew < 0:
-        raise InputError(f"the maximum future skew must not be negative (got {format_duration(max_future_skew)})")
-    now = time.time_ns() // 1000 if now is None else now
-    latest = min(now + max_future_skew, MAX_MICROS)
+    ``max_future_skew``, and never past the latest instant csparql evaluates
+    (``csparql.storage.watermarks.future_bound``); InputError for a skew that is negative or longer than 100
+    years."""
+    try:
+        check_future_skew(max_future_skew)
+    except ValueError as error:
+        raise InputError(f"the maximum future skew {error} (--max-future-skew, CSPARQL_MAX_FUTURE_SKEW)") from None
+    latest = future_bound(max_future_skew, now)
     return FutureLimit(latest, f"{format_instant(latest)}, the ingest's clock plus the maximum future skew "
                                   f"of {format_duration(max_future_skew)} (--max-future-skew, CSPARQL_MAX_FUTURE_SKEW)")
 

@@ -40,7 +40,7 @@ from csparql.storage import delta
 from csparql.storage.files import write_text_atomically
 from csparql.storage.tables import LANDED_FILE, LANDED_SHA256
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
 
 INTENT = ".landing.json"
 
@@ -94,8 +94,7 @@ def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path,
     if path.is_file() and sha256_of(path) == digest and _committed(table, name, digest, version):
         latest = [f.max_ts for f in delta.live_files(delta.open_table(table), table) if f.max_ts is not None]
         if latest:  # the interrupted run may not have advanced the watermark
-            bound = time.time_ns() // 1000 + max_future_skew
-            advance_watermark(warehouse, stream, min(max(latest), bound), "ingest")
+            advance_watermark(warehouse, stream, min(max(latest), future_bound(max_future_skew)), "ingest")
         _move(path, folder / "done")
         recovered.append(name)
         log.warning("%s had landed before the run landing it stopped; moved to done/ without landing it again",
@@ -108,7 +107,9 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
                        folder: Path, max_future_skew: int = MAX_FUTURE_SKEW) -> LandingSummary:
     """Lands every file waiting in ``folder`` into ``stream``, each in its own commit and exactly once (see
     the module docstring); lines timestamped later than the clock plus ``max_future_skew`` (µs) are refused.
-    ``start_spark`` is called only when a file is waiting."""
+    ``start_spark`` is called only when a file is waiting; ``ValueError`` for a skew csparql does not accept
+    (``check_future_skew``), before any file is touched."""
+    check_future_skew(max_future_skew)
     summary = LandingSummary(recovered=finish_interrupted_landing(warehouse, stream, folder, max_future_skew))
     files = waiting_files(folder)
     summary.files = len(files)

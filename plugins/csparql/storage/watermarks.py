@@ -17,14 +17,36 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from csparql.storage import delta, schema
+from csparql.storage.instants import MAX_MICROS, MIN_MICROS
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import format_instant
+from csparql.windows import (
+    EARLIEST_INSTANT, INSTANT_RANGE, LATEST_INSTANT, MAX_DURATION, format_duration, format_instant,
+)
 
 MAX_FUTURE_SKEW = 3_600_000_000
 """How far past the ingest's wall clock a triple's timestamp may lie (µs), unless ``CSPARQL_MAX_FUTURE_SKEW``
 (or ``csparql ingest --max-future-skew``) says otherwise: one hour covers clocks that drift and files written
 a little ahead, while a timestamp beyond it (a wrong clock, a typo, 9999-12-31) is rejected like a malformed
 line instead of moving its stream's watermark, which never goes back, past windows that have not happened."""
+
+
+def check_future_skew(skew: int) -> int:
+    """``skew`` (µs) itself when it is a maximum future skew csparql accepts, from 0 to ``MAX_DURATION`` (100
+    years, the longest duration csparql accepts anywhere); otherwise ``ValueError`` saying which bound it
+    breaks."""
+    if skew < 0:
+        raise ValueError(f"{format_duration(skew)} must not be negative")
+    if skew > MAX_DURATION:
+        raise ValueError(f"{format_duration(skew)} is longer than {format_duration(MAX_DURATION)} (100 years), "
+                         "the longest duration csparql accepts")
+    return skew
+
+
+def future_bound(skew: int, now: int | None = None) -> int:
+    """The latest instant a stream's watermark may reach at ``now`` (µs; default: the wall clock): ``now`` plus
+    the maximum future skew, and never past ``LATEST_INSTANT``, the latest instant csparql evaluates."""
+    now = time.time_ns() // 1000 if now is None else now
+    return min(now + skew, LATEST_INSTANT)
 
 
 def read_watermarks(warehouse: Warehouse) -> dict[str, int]:
@@ -46,7 +68,12 @@ def watermark(warehouse: Warehouse, stream: str) -> int | None:
 
 
 def advance_watermark(warehouse: Warehouse, stream: str, instant: int, source: str) -> None:
-    """Record that ``stream`` is complete up to ``instant`` (a no-op when its watermark is already there)."""
+    """Record that ``stream`` is complete up to ``instant`` (a no-op when its watermark is already there);
+    ``ValueError`` for an instant outside the instants csparql evaluates (``INSTANT_RANGE``): a watermark never
+    goes back, so one there would stay there for good."""
+    if not EARLIEST_INSTANT <= instant <= LATEST_INSTANT:
+        shown = format_instant(instant) if MIN_MICROS <= instant <= MAX_MICROS else f"{instant}µs after the epoch"
+        raise ValueError(f"the watermark of <{stream}> cannot be {shown}: it must lie within {INSTANT_RANGE}")
     current = watermark(warehouse, stream)
     if current is not None and current >= instant:
         return
