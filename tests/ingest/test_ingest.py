@@ -344,7 +344,7 @@ def test_a_failed_commit_leaves_the_table_as_it_was(spark, warehouse, monkeypatc
 
     monkeypatch.setattr(ingest_module.delta, "commit_files", fail)
     with pytest.raises(RuntimeError, match="disk full"):
-        ingest_stream(spark, warehouse, STREAM, [GOLDEN / "05-stream.tnq"])
+        ingest_stream(spark, warehouse, STREAM, [GOLDEN / "05-stream.tnq"], again=True)
     assert delta.open_table(report.table).version() == 1
     assert folders(report.table) == before  # the stage folder is gone
     assert len(rows_of(report.table)) == 5
@@ -413,7 +413,7 @@ def test_blank_nodes_of_a_static_load_are_scoped(spark, warehouse, tmp_path):
     source = tmp_path / "bnodes.ttl"
     source.write_text("@prefix e: <http://ex/> .\ne:a e:p [ e:q 1 ] .\n")
     load_static(spark, warehouse, None, [source])
-    load_static(spark, warehouse, None, [source])
+    load_static(spark, warehouse, None, [source], again=True)
     rows = rows_of(warehouse.static(None))
     assert len(rows) == 4 and len({r["o"]["value"] for r in rows if r["o"]["kind"] == 2}) == 2
     assert {r["o"]["value"] for r in rows if r["p"]["value"] == "http://ex/q"} == {"1"}
@@ -627,3 +627,110 @@ def test_a_skew_longer_than_100_years_is_refused_and_no_watermark_leaves_the_ins
                                              "9500-01-01T00:00:00Z"):
             advance_watermark(warehouse, STREAM, parse_instant(instant), "a test")
     assert watermark(warehouse, STREAM) is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The same content lands once
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Killed(BaseException):
+    """The process dying at this point: nothing catches it, no cleanup after it runs."""
+
+
+def readings(path: Path, count: int, first_ms: int = 1269252000000) -> Path:
+    """``count`` timestamped triples, one a second from ``first_ms``."""
+    path.write_text("".join(f'<http://e/car{i}> <http://e/passes> <http://e/gate{i % 3}> {first_ms + i * 1000} .\n'
+                            for i in range(count)), encoding="utf-8")
+    return path
+
+
+def test_cli_ingest_of_content_that_landed_lands_nothing_and_says_where_unless_told_again(
+        spark, tmp_path, capsys):
+    """Issue 25 (3): ingesting the same file twice stored every triple twice."""
+    warehouse = Warehouse(tmp_path / "wh")
+    base = ["ingest", "--warehouse", str(warehouse.root), "--master", "local[2]", "--stream", STREAM]
+    source = readings(tmp_path / "readings.nq", 20)
+
+    code, out, err = run_cli(capsys, *base, str(source))
+    assert (code, out.strip()) == (0, f"20 triples landed in <{STREAM}> (1 file), 0 rejected")
+    committed = delta.open_table(warehouse.stream(STREAM)).history(1)[0]
+    at = datetime.fromtimestamp(committed["timestamp"] / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+    code, out, err = run_cli(capsys, *base, str(source))
+    assert (code, out) == (0, "")
+    assert err.startswith(f"csparql ingest: nothing landed: the same content already landed in <{STREAM}> in "
+                          f"version 1 at {at}")
+    assert err.rstrip().endswith("; use --again to land it again") and len(err.splitlines()) == 1
+    copy = tmp_path / "copy.nq"  # the same bytes under another name are the same content
+    copy.write_bytes(source.read_bytes())
+    code, out, err = run_cli(capsys, *base[:-1], f"<{STREAM}>", str(copy))  # and <IRI> is the same stream
+    assert (code, out) == (0, "") and "already landed" in err
+    assert delta.open_table(warehouse.stream(STREAM)).version() == 1 and len(rows_of(warehouse.stream(STREAM))) == 20
+
+    code, out, _ = run_cli(capsys, *base, "--again", str(source))
+    assert (code, out.strip()) == (0, f"20 triples landed in <{STREAM}> (1 file), 0 rejected")
+    assert len(rows_of(warehouse.stream(STREAM))) == 40
+    # other content lands: another stream, another --timestamp, other bytes
+    code, out, _ = run_cli(capsys, *base[:-1], "http://example.org/other", str(source))
+    assert code == 0 and out.startswith("20 triples landed")
+    plain = tmp_path / "plain.nt"
+    plain.write_text("<http://e/s> <http://e/p> <http://e/o> .\n", encoding="utf-8")
+    for timestamp in ("1269252000000", "1269252001000"):
+        code, out, _ = run_cli(capsys, *base, "--timestamp", timestamp, str(plain))
+        assert code == 0 and out.startswith("1 triple landed")
+    assert len(rows_of(warehouse.stream(STREAM))) == 42
+
+
+def test_an_ingest_killed_between_its_commit_and_its_watermark_completes_it_when_run_again(
+        spark, tmp_path, capsys, monkeypatch):
+    """Issue 25 (3): killed after its data commit and before its watermark commit, then run again, an ingest
+    stored every triple twice."""
+    from csparql.storage.watermarks import watermark
+
+    warehouse = Warehouse(tmp_path / "wh")
+    base = ["ingest", "--warehouse", str(warehouse.root), "--master", "local[2]", "--stream", STREAM]
+    source = readings(tmp_path / "readings.nq", 30)
+
+    def killed(*args, **kwargs):
+        raise Killed()
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest_module, "advance_watermark", killed)
+        with pytest.raises(Killed):
+            main([*base, str(source)])
+    capsys.readouterr()
+    assert len(rows_of(warehouse.stream(STREAM))) == 30 and watermark(warehouse, STREAM) is None
+
+    code, out, err = run_cli(capsys, *base, str(source))
+
+    assert (code, out) == (0, "")
+    assert "nothing landed: the same content already landed" in err and "in version 1 at " in err
+    assert delta.open_table(warehouse.stream(STREAM)).version() == 1
+    assert len(rows_of(warehouse.stream(STREAM))) == 30  # once
+    assert watermark(warehouse, STREAM) == (1269252000000 + 29 * 1000) * 1000  # what the killed ingest owed
+
+
+def test_load_static_of_content_the_graph_holds_lands_nothing_unless_told_again(spark, tmp_path, capsys):
+    """Issue 25 (3), static graphs: loading the same file twice stored its blank-node triples twice."""
+    warehouse = Warehouse(tmp_path / "wh")
+    graph = "http://example.org/city"
+    base = ["load-static", "--warehouse", str(warehouse.root), "--master", "local[2]", "--graph", graph]
+    source = tmp_path / "bnodes.ttl"
+    source.write_text("@prefix e: <http://ex/> .\ne:a e:p [ e:q 1 ] .\n", encoding="utf-8")
+    other = tmp_path / "other.ttl"
+    other.write_text("@prefix e: <http://ex/> .\ne:b e:p e:c .\n", encoding="utf-8")
+
+    assert run_cli(capsys, *base, str(source))[0] == 0
+    code, out, err = run_cli(capsys, *base, str(source))
+    assert (code, out) == (0, "")
+    assert err.startswith(f"csparql load-static: nothing landed: the same content already landed in the graph "
+                          f"<{graph}> in version 1 at ") and "use --again" in err
+    assert len(rows_of(warehouse.static(graph))) == 2
+    assert run_cli(capsys, *base, "--again", str(source))[0] == 0
+    assert len(rows_of(warehouse.static(graph))) == 4
+    # a replace removes what the earlier loads landed: the content may land again after it
+    assert run_cli(capsys, *base, "--replace", str(other))[0] == 0
+    code, out, _ = run_cli(capsys, *base, str(source))
+    assert code == 0 and out.startswith("2 triples landed")
+    assert len(rows_of(warehouse.static(graph))) == 3

@@ -12,6 +12,7 @@ from csparql.ingest import ingest as ingest_module
 from csparql.ingest import landing
 from csparql.ingest.landing import INTENT, land_waiting_files
 from csparql.storage import delta
+from csparql.storage.instants import MAX_MICROS
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import watermark
 
@@ -64,7 +65,7 @@ def test_waiting_files_land_once_each_and_move_to_done(spark, warehouse, folder)
 
     summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
 
-    assert summary.to_dict() == {"landed": 9, "files": 3, "rejected": 1, "recovered": []}
+    assert summary.to_dict() == {"landed": 9, "files": 3, "rejected": 1, "recovered": [], "already_landed": []}
     assert stored(warehouse)[1] == 9
     assert files_in(folder / "done") == {"a.nq", "b.nq"}
     assert files_in(folder / "rejected") == {"plain.ttl", "plain.ttl.reason"}  # no line of a or b refused
@@ -175,11 +176,27 @@ def test_recovering_an_interrupted_landing_never_moves_the_watermark_past_the_sk
 
     with monkeypatch.context() as patch:
         patch.setattr(ingest_module, "advance_watermark", killed)
+        patch.setattr(ingest_module, "future_bound", lambda skew, now=None: MAX_MICROS)
         with pytest.raises(Killed):
-            land_waiting_files(lambda: spark, warehouse, STREAM, folder, max_future_skew=10_000 * 365 * 24 * HOUR)
+            land_waiting_files(lambda: spark, warehouse, STREAM, folder)
     assert stored(warehouse)[1] == 6 and watermark(warehouse, STREAM) is None
 
     summary = land_waiting_files(lambda: pytest.fail("nothing is waiting"), warehouse, STREAM, folder)
 
     assert summary.recovered == ["a.nq"]
     assert time.time_ns() // 1000 < watermark(warehouse, STREAM) <= time.time_ns() // 1000 + HOUR
+
+
+def test_a_file_whose_content_landed_under_another_name_moves_to_done_without_landing_again(
+        spark, warehouse, folder):
+    """The same content into the same stream lands once, from a landing folder as from ``csparql ingest``."""
+    first = drop(folder, "a.nq", 0, 5)
+    content = first.read_bytes()
+    land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+    (folder / "a-again.nq").write_bytes(content)
+
+    summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
+
+    assert (summary.landed, summary.already_landed, summary.recovered) == (0, ["a-again.nq"], [])
+    assert stored(warehouse) == (1, 5)
+    assert files_in(folder / "done") == {"a.nq", "a-again.nq"} and not (folder / INTENT).exists()

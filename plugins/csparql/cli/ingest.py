@@ -39,6 +39,7 @@ def register(commands) -> None:
         help="reject triples timestamped later than the clock plus D, e.g. 30s, 1h, 2d (default: "
         "$CSPARQL_MAX_FUTURE_SKEW, else 1h)",
     )
+    _again_option(ingest, "stream")
     _common(ingest)
     ingest.set_defaults(run=run_ingest)
 
@@ -53,8 +54,17 @@ def register(commands) -> None:
     load.add_argument("files", nargs="+", metavar="FILE", help="input files")
     load.add_argument("--graph", metavar="IRI", help="the named graph to load (default: the default graph)")
     load.add_argument("--replace", action="store_true", help="replace the graph's content instead of adding to it")
+    _again_option(load, "graph")
     _common(load)
     load.set_defaults(run=run_load_static)
+
+
+def _again_option(parser: argparse.ArgumentParser, target: str) -> None:
+    parser.add_argument(
+        "--again", action="store_true",
+        help=f"land the files even if the same content (the same bytes into the same {target}, with the same "
+        "--timestamp) landed before; without it, such a run lands nothing and says where it landed",
+    )
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +76,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _report_already_landed(command: str, report, where: str) -> int:
+    """Say that the content landed before and where (on stderr), and exit 0: nothing was wrong."""
+    print(f"csparql {command}: nothing landed: the same content already landed in {where} in "
+          f"{report.already_landed.describe()}; use --again to land it again", file=sys.stderr)
+    for warning in report.warnings:
+        print(f"csparql {command}: warning: {warning}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _report(command: str, report, where: str) -> int:
@@ -122,18 +141,28 @@ def _max_future_skew(text: str | None) -> int:
 
 def run_ingest(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
-        from csparql.ingest.ingest import check_stream_request, ingest_stream
+        from csparql.ingest.ingest import check_stream_request, content_digest, ingest_stream, landed_content
         from csparql.spark.session import spark_session
         from csparql.storage.revisions import table_version
 
         skew = _max_future_skew(args.max_future_skew)
         # everything that can be wrong with the request is found before Spark starts
-        check_stream_request(args.stream, args.files, args.timestamp, args.format, args.rejects, skew)
-        before = table_version(warehouse.stream(args.stream))
+        iri, inputs, micros, _, _ = check_stream_request(args.stream, args.files, args.timestamp, args.format,
+                                                          args.rejects, skew)
+        before = table_version(warehouse.stream(iri))
+        # content that landed before needs no Spark: ingest_stream only completes its watermark
+        landed = not args.again and landed_content(warehouse.stream(iri),
+                                                   content_digest(iri, [i.path for i in inputs], micros))
         report = ingest_stream(
-            spark_session(args.master), warehouse, args.stream, args.files,
+            None if landed else spark_session(args.master), warehouse, args.stream, args.files,
             timestamp=args.timestamp, format=args.format, rejects=args.rejects, max_future_skew=skew,
+            again=args.again,
         )
+        if report.already_landed is not None:
+            code = _report_already_landed("ingest", report, f"<{report.target}>")
+            # an ingest that stopped after its commit did not look for the windows its triples made stale
+            _report_stale_windows(warehouse, report.target, report.already_landed.version - 1)
+            return code
         code = _report("ingest", report, f"<{report.target}>")
         if report.version is not None:
             _report_stale_windows(warehouse, report.target, before)
@@ -171,15 +200,19 @@ def _report_stale_windows(warehouse, stream: str, before: int) -> None:
 
 def run_load_static(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
-        from csparql.ingest.ingest import check_static_request, load_static
+        from csparql.ingest.ingest import check_static_request, content_digest, landed_content, load_static
         from csparql.spark.session import spark_session
 
-        check_static_request(args.graph, args.files, args.format, args.rejects)  # before Spark starts
+        graph, inputs, _ = check_static_request(args.graph, args.files, args.format, args.rejects)  # before Spark
+        landed = not (args.again or args.replace) and landed_content(
+            warehouse.static(graph), content_digest(graph or "", [i.path for i in inputs]))
         report = load_static(
-            spark_session(args.master), warehouse, args.graph, args.files,
-            replace=args.replace, format=args.format, rejects=args.rejects,
+            None if landed else spark_session(args.master), warehouse, args.graph, args.files,
+            replace=args.replace, format=args.format, rejects=args.rejects, again=args.again,
         )
         where = f"the graph <{report.target}>" if report.target else "the default graph"
+        if report.already_landed is not None:
+            return _report_already_landed("load-static", report, where)
         return _report("load-static", report, where)
 
     return _run("load-static", args, work)

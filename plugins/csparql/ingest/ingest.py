@@ -67,13 +67,13 @@ Static graphs
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
-import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -93,7 +93,9 @@ from csparql.ingest.event_times import staged_event_times
 from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS, hour_buckets
 from csparql.storage.statistics import record_statistics
-from csparql.storage.tables import INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, OPERATION, TARGET
+from csparql.storage.tables import (
+    CONTENT_SHA256, INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, LANDED_WATERMARK, OPERATION, TARGET,
+)
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
@@ -154,6 +156,7 @@ class IngestReport:
     counts: dict[str, int] = field(default_factory=dict)  # triples landed per predicate
     first_rejects: list[Reject] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    already_landed: Landed | None = None  # the commit that landed the same content before: nothing landed now
 
     @property
     def rejects_path(self) -> Path | None:
@@ -162,6 +165,19 @@ class IngestReport:
     @property
     def watermark(self) -> int | None:
         return self.max_ts
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A commit that landed some content: its table version, when it was committed (µs) and, for a stream,
+    the watermark its ingest advances the stream to (None when the commit does not say)."""
+
+    version: int
+    committed_at: int
+    watermark: int | None = None
+
+    def describe(self) -> str:
+        return f"version {self.version} at {format_instant(self.committed_at)}"
 
 
 @dataclass(frozen=True)
@@ -277,6 +293,69 @@ def rejects_targets(inputs: list[Input], rejects: str | os.PathLike | None) -> d
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Content landed once
+# ---------------------------------------------------------------------------------------------------------
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    """The file's SHA-256, in hex."""
+    with open(path, "rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def content_digest(target: str, files: Sequence[str | os.PathLike], timestamp: int | None = None) -> str:
+    """What identifies the content an ingest or a static load lands (``CONTENT_SHA256``): the SHA-256 of the
+    stream's or graph's IRI (``<...>`` or not; "" for the default graph), of each input file's bytes in order,
+    and of the ``--timestamp`` its timestamp-less triples take (µs, None when not given)."""
+    target = target.strip()
+    if target.startswith("<") and target.endswith(">"):
+        target = target[1:-1]
+    record = {"target": target, "files": [sha256_of(f) for f in files], "timestamp": timestamp}
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def landed_commit(path: str | os.PathLike, matches: Callable[[dict], bool],
+                  after_version: int = -1) -> Landed | None:
+    """The latest commit of the table newer than ``after_version`` whose history entry (with its commit
+    metadata) ``matches``, None when there is none. A commit that replaced the table's content (a static load
+    with ``replace``) hides the commits before it: what they landed is gone. Reads as far back as the table's
+    log goes."""
+    if not delta.exists(path):
+        return None
+    table = delta.open_table(path)
+    newer = table.version() - after_version
+    if newer <= 0:
+        return None
+    for commit in table.history(newer):  # newest first
+        if matches(commit):
+            mark = commit.get(LANDED_WATERMARK)
+            return Landed(int(commit["version"]), int(commit["timestamp"]) * 1000,
+                          int(mark) if mark is not None else None)
+        if (commit.get("operationParameters") or {}).get("mode") == "Overwrite":
+            return None
+    return None
+
+
+def landed_content(path: str | os.PathLike, digest: str, after_version: int = -1) -> Landed | None:
+    """The latest commit of the table newer than ``after_version`` that landed the content ``digest``
+    (``content_digest``), None when it has not landed (or a replace removed it since)."""
+    return landed_commit(path, lambda commit: commit.get(CONTENT_SHA256) == digest, after_version)
+
+
+def complete_watermark(warehouse: Warehouse, iri: str, landed: Landed, bound: int) -> None:
+    """Advance the stream's watermark to where the ingest that committed ``landed`` advances it, as it would
+    have done had it not stopped first; for a commit that does not record it, to the table's latest timestamp;
+    never past ``bound`` (the clock plus the maximum future skew). A no-op when the watermark is there already."""
+    mark = landed.watermark
+    if mark is None:
+        path = warehouse.stream(iri)
+        latest = [f.max_ts for f in delta.live_files(delta.open_table(path), path) if f.max_ts is not None]
+        mark = max(latest) if latest else None
+    if mark is not None:
+        advance_watermark(warehouse, iri, min(mark, bound), "ingest")
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Ingest and load
 # ---------------------------------------------------------------------------------------------------------
 
@@ -306,7 +385,7 @@ def check_static_request(graph, files, format=None, rejects=None):
 
 
 def ingest_stream(
-    spark: SparkSession,
+    spark: SparkSession | None,
     warehouse: Warehouse,
     iri: str,
     files: Sequence[str | os.PathLike],
@@ -315,25 +394,45 @@ def ingest_stream(
     rejects: str | os.PathLike | None = None,
     commit_metadata: Mapping[str, str] | None = None,
     max_future_skew: int = MAX_FUTURE_SKEW,
+    again: bool = False,
 ) -> IngestReport:
     """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
     is recorded with the commit, beside what the ingest records itself. Triples timestamped later than the
-    wall clock plus ``max_future_skew`` (µs) are rejected, and the watermark never passes that bound."""
+    wall clock plus ``max_future_skew`` (µs) are rejected, and the watermark never passes that bound.
+
+    The same content (``content_digest``) lands once: when a commit of the stream landed it already, nothing
+    is read or written but the watermark that commit's ingest advances the stream to (it may have stopped
+    before), and the report's ``already_landed`` names that commit; ``again=True`` lands it once more. ``spark``
+    may be None only when the content has landed (nothing else needs Spark then)."""
     iri, inputs, default_micros, targets, future = check_stream_request(iri, files, timestamp, format, rejects,
                                                                          max_future_skew)
     path = warehouse.stream(iri)
+    report = IngestReport(iri, path, files=len(inputs))
+    digest = content_digest(iri, [i.path for i in inputs], default_micros)
+    landed = None if again else landed_content(path, digest)
+    if landed is not None:
+        report.already_landed = landed
+        try:
+            complete_watermark(warehouse, iri, landed, future.latest)
+        except Exception as error:  # the data is committed: say so rather than fail
+            report.warnings.append(f"the stream's watermark was not advanced: {error}")
+        return report
     table = delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {IRI_PROPERTY: iri, KIND_PROPERTY: "stream"})
     batch = table.version() + 1
     if batch > MAX_BATCH:
         raise delta.StorageError(f"the stream table at {path} has too many versions for the arrival encoding")
     job = _Job(spark, path, inputs, targets, stream=True, default_micros=default_micros, batch=batch,
                explicit_rejects=rejects, future=future)
-    report = IngestReport(iri, path, files=len(inputs))
-    job.run(report, commit=lambda files: delta.commit_files(
-        path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
-        metadata={**job.commit_metadata("ingest", iri), **(commit_metadata or {}),
-                  **staged_event_times(spark, warehouse, [f for f, _ in files])},
-    ))
+
+    def commit(files):
+        mark = {} if report.max_ts is None else {LANDED_WATERMARK: str(min(report.max_ts, future.latest))}
+        delta.commit_files(
+            path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
+            metadata={**job.commit_metadata("ingest", iri), **(commit_metadata or {}), CONTENT_SHA256: digest,
+                      **mark, **staged_event_times(spark, warehouse, [f for f, _ in files])},
+        )
+
+    job.run(report, commit)
     if report.version is not None:
         _record(report, warehouse, iri, "stream", replaces=False)
         if report.max_ts is not None:
@@ -345,25 +444,34 @@ def ingest_stream(
 
 
 def load_static(
-    spark: SparkSession,
+    spark: SparkSession | None,
     warehouse: Warehouse,
     graph: str | None,
     files: Sequence[str | os.PathLike],
     replace: bool = False,
     format: str | None = None,
     rejects: str | os.PathLike | None = None,
+    again: bool = False,
 ) -> IngestReport:
     """Load a static graph (``graph=None``: the default graph), appending or, with ``replace``, replacing its
-    content, in one commit; the table stays a set of triples."""
+    content, in one commit; the table stays a set of triples. An append of content (``content_digest``) the
+    graph holds already, landed by a commit since its latest replace, reads and writes nothing (the report's
+    ``already_landed`` names that commit): its blank nodes would be new nodes, so its blank-node triples would
+    be stored twice. ``again=True`` appends it once more. ``spark`` may be None only when the content is there."""
     graph, inputs, targets = check_static_request(graph, files, format, rejects)
     path = warehouse.static(graph)
+    report = IngestReport(graph or "", path, files=len(inputs))
+    digest = content_digest(graph or "", [i.path for i in inputs])
+    landed = None if again or replace else landed_content(path, digest)
+    if landed is not None:
+        report.already_landed = landed
+        return report
     properties = {KIND_PROPERTY: "static"} if graph is None else {IRI_PROPERTY: graph, KIND_PROPERTY: "static"}
     delta.ensure(path, schema.STATIC, None, properties)
     job = _Job(spark, path, inputs, targets, stream=False, replace=replace, explicit_rejects=rejects)
-    report = IngestReport(graph or "", path, files=len(inputs))
 
     def commit(staged):
-        metadata = job.commit_metadata("load-static", graph or "")
+        metadata = {**job.commit_metadata("load-static", graph or ""), CONTENT_SHA256: digest}
         delta.commit_files(
             path, [(f, {}) for f, _ in staged], schema.STATIC, None, None, metadata=metadata,
             mode="overwrite" if replace else "append",

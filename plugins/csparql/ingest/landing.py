@@ -7,15 +7,18 @@ a ``.reason`` beside it, and the lines refused inside a landed file go to ``reje
 
 Exactly once
     The commit and the move are two steps, and a process can die between them (a killed task, a lost
-    machine); landing that file again would store its triples twice. So before landing a file, the run
-    writes an intent record, ``.landing.json`` (the file's name, its SHA-256 and the table's version), and
-    it deletes the record once the file has moved. The commit carries the same name and digest in its
-    metadata. ``finish_interrupted_landing``, which every run calls first, reads a record left behind: when a
-    commit after the recorded version carries that file's name and digest, the file has landed and only
-    moves to ``done/`` (and the stream's watermark advances to the table's latest timestamp, as the
-    interrupted ingest would have done, but never past the wall clock plus the maximum future skew; only the
-    per-predicate statistics the optimizer orders joins by miss that file's triples); otherwise it stays
-    waiting and lands like any other.
+    machine); landing that file again would store its triples twice. Every ingest records what identifies its
+    content in its commit (``csparql.ingest.ingest.content_digest``: the stream and the file's SHA-256), and
+    lands no content a commit of the stream landed already (``csparql ingest`` the same); so a file whose
+    content has landed, under this name or another, moves to ``done/`` without landing again
+    (``LandingSummary.already_landed``). Besides, so that this needs no Spark after a stop, the run writes an
+    intent record before landing a file, ``.landing.json`` (the file's name, its SHA-256, its content digest and
+    the table's version), and deletes it once the file has moved. ``finish_interrupted_landing``, which every
+    run calls first, reads a record left behind: when a commit after the recorded version landed that content,
+    the file only moves to ``done/`` (and the stream's watermark advances to where that commit's ingest
+    advances it, as the interrupted ingest would have done, but never past the wall clock plus the maximum
+    future skew; only the per-predicate statistics the optimizer orders joins by miss that file's triples);
+    otherwise it stays waiting and lands like any other.
 
 Timestamps in the future
     Lines timestamped later than the ingest's clock plus ``max_future_skew`` (``CSPARQL_MAX_FUTURE_SKEW``)
@@ -24,23 +27,23 @@ Timestamps in the future
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from csparql.ingest.ingest import InputError, ingest_stream
+from csparql.ingest.ingest import (
+    InputError, complete_watermark, content_digest, ingest_stream, landed_commit, landed_content, sha256_of,
+)
 from csparql.storage import delta
 from csparql.storage.files import write_text_atomically
 from csparql.storage.tables import LANDED_FILE, LANDED_SHA256
 from csparql.storage.warehouse import Warehouse
-from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
+from csparql.storage.watermarks import MAX_FUTURE_SKEW, check_future_skew, future_bound
 
 INTENT = ".landing.json"
 
@@ -55,10 +58,12 @@ class LandingSummary:
     files: int = 0  # files that were waiting
     rejected: int = 0  # files refused as a whole
     recovered: list[str] = field(default_factory=list)  # files an interrupted run had landed but not moved
+    already_landed: list[str] = field(default_factory=list)  # files whose content an earlier commit landed
 
     def to_dict(self) -> dict:
         """The summary as the ingestion task returns it (its XCom)."""
-        return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered}
+        return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered,
+                "already_landed": self.already_landed}
 
 
 def waiting_files(folder: Path) -> list[Path]:
@@ -66,12 +71,6 @@ def waiting_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-
-
-def sha256_of(path: Path) -> str:
-    """The file's SHA-256, in hex."""
-    with open(path, "rb") as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path,
@@ -84,17 +83,24 @@ def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path,
     try:
         intent = json.loads(intent_path.read_text(encoding="utf-8"))
         name, digest, version = intent["file"], intent["sha256"], int(intent["version"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        content = intent.get("content")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         log.warning("%s is unreadable (%s); ignoring it", intent_path, error)
         intent_path.unlink(missing_ok=True)
         return []
     recovered = []
     path = folder / name
     table = warehouse.stream(stream)
-    if path.is_file() and sha256_of(path) == digest and _committed(table, name, digest, version):
-        latest = [f.max_ts for f in delta.live_files(delta.open_table(table), table) if f.max_ts is not None]
-        if latest:  # the interrupted run may not have advanced the watermark
-            advance_watermark(warehouse, stream, min(max(latest), future_bound(max_future_skew)), "ingest")
+    landed = None
+    if path.is_file() and sha256_of(path) == digest:
+        if content is not None:
+            landed = landed_content(table, content, after_version=version)
+        else:  # a record written before contents were recorded: its commit names the file and its digest
+            landed = landed_commit(table, lambda c: c.get(LANDED_FILE) == name and c.get(LANDED_SHA256) == digest,
+                                   after_version=version)
+    if landed is not None:
+        # the interrupted run may not have advanced the watermark
+        complete_watermark(warehouse, stream, landed, future_bound(max_future_skew))
         _move(path, folder / "done")
         recovered.append(name)
         log.warning("%s had landed before the run landing it stopped; moved to done/ without landing it again",
@@ -122,7 +128,8 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
     for path in files:
         digest = sha256_of(path)
         version = delta.open_table(table).version() if delta.exists(table) else -1
-        write_text_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version}))
+        write_text_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version,
+                                                           "content": content_digest(stream, [path])}))
         rejects = rejected / f"{path.name}.rejects.tsv"
         try:
             report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
@@ -134,6 +141,13 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
             _move(path, rejected)
             log.warning("%s refused: %s", path.name, error)
         else:
+            if report.already_landed is not None:
+                summary.already_landed.append(path.name)
+                _move(path, done)
+                log.warning("%s: its content already landed in %s; moved to done/ without landing it again",
+                            path.name, report.already_landed.describe())
+                (folder / INTENT).unlink()
+                continue
             summary.landed += report.landed
             if not report.rejected:
                 rejects.unlink(missing_ok=True)  # written even when empty
@@ -141,17 +155,6 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
             log.info("%s: %d triple(s) landed, %d line(s) refused", path.name, report.landed, report.rejected)
         (folder / INTENT).unlink()
     return summary
-
-
-def _committed(table: Path, name: str, digest: str, version: int) -> bool:
-    """Whether a commit of ``table`` after ``version`` landed the file ``name`` with this digest."""
-    if not delta.exists(table):
-        return False
-    current = delta.open_table(table)
-    newer = current.version() - version
-    if newer <= 0:
-        return False
-    return any(c.get(LANDED_FILE) == name and c.get(LANDED_SHA256) == digest for c in current.history(newer))
 
 
 def _move(path: Path, folder: Path) -> None:

@@ -40,6 +40,13 @@ LANDED_FILE = "csparql.landed_file"
 """Commit metadata of an ingest of a landed file: the file's name (``csparql.ingest.landing``)."""
 LANDED_SHA256 = "csparql.landed_sha256"
 """Commit metadata of an ingest of a landed file: the SHA-256 of its content."""
+CONTENT_SHA256 = "csparql.content_sha256"
+"""Commit metadata of an ingest or a static load: the SHA-256 that identifies what it landed, from the stream or
+graph, its input files' contents and ``--timestamp`` (``csparql.ingest.ingest.content_digest``): the same content
+is not landed twice unless asked again."""
+LANDED_WATERMARK = "csparql.landed_watermark"
+"""Commit metadata of a stream ingest: the watermark (µs) it advances the stream to once committed, which a
+re-run of the same content completes when the ingest stopped before recording it."""
 OPERATION = "csparql.operation"
 """Commit metadata: what wrote the commit (``ingest-stream``, ``load-static``, ``store-closure`` …)."""
 TARGET = "csparql.target"
