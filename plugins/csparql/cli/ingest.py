@@ -1,6 +1,7 @@
 """``csparql ingest`` and ``csparql load-static``: RDF streams and static graphs into the warehouse.
 
-Exit codes: 0 everything landed; 1 some lines were rejected (the good ones landed; see the rejects file) or
+Exit codes: 0 everything landed (or nothing needed to: the same content had landed before, see ``--again``);
+1 some lines were rejected (the good ones landed; see the rejects file) or
 the warehouse refused the write (nothing landed); 2 a usage error (a missing or unreadable file, an unknown
 format, a bad option), reported before anything is read or written.
 """
@@ -25,7 +26,9 @@ def register(commands) -> None:
         "lines go to a rejects file (file, line, reason, text; default <file>.rejects.tsv) and the good ones "
         "land; so do triples timestamped further in the future than --max-future-skew, so that the stream's "
         "watermark (the greatest timestamp landed, which never goes back) never runs ahead of the clock by more. "
-        "Exit 0 when all landed, 1 when some were rejected, 2 for a usage error.",
+        "The same content (the same bytes into the same stream, with the same --timestamp) lands once: run again, "
+        "the ingest lands nothing and says where it landed, unless --again is given. "
+        "Exit 0 when all landed (or had landed), 1 when some were rejected, 2 for a usage error.",
     )
     ingest.add_argument("files", nargs="+", metavar="FILE", help="input files")
     ingest.add_argument("--stream", required=True, metavar="IRI", help="the stream's IRI")
@@ -36,7 +39,7 @@ def register(commands) -> None:
     )
     ingest.add_argument(
         "--max-future-skew", metavar="D",
-        help="reject triples timestamped later than the clock plus D, e.g. 30s, 1h, 2d (default: "
+        help="reject triples timestamped later than the clock plus D, e.g. 30s, 1h, 2d, at most 36525d (default: "
         "$CSPARQL_MAX_FUTURE_SKEW, else 1h)",
     )
     _again_option(ingest, "stream")
@@ -48,8 +51,9 @@ def register(commands) -> None:
         help="load a static graph",
         description="Load static RDF (any format rdflib reads) into a static graph's Delta table, in one "
         "commit: the default graph, or the named graph --graph. Appends by default (triples already there "
-        "are not added twice); --replace replaces the graph's content. Malformed lines go to a rejects file. "
-        "Exit 0 when all landed, 1 when some were rejected, 2 for a usage error.",
+        "are not added twice, and a file whose content the graph holds already lands nothing unless --again is "
+        "given); --replace replaces the graph's content. Malformed lines go to a rejects file. "
+        "Exit 0 when all landed (or had landed), 1 when some were rejected, 2 for a usage error.",
     )
     load.add_argument("files", nargs="+", metavar="FILE", help="input files")
     load.add_argument("--graph", metavar="IRI", help="the named graph to load (default: the default graph)")

@@ -37,7 +37,17 @@ Timestamps in the future
     and ``--max-future-skew`` set it). The executors check it as they parse each timestamp: a later one
     rejects its line, with a reason naming the timestamp and the bound, and the good lines land. A
     ``--timestamp`` past the bound refuses the whole request. The watermark an ingest records never exceeds
-    the bound.
+    the bound. The skew is at most 100 years (``MAX_DURATION``) and the bound never passes 9500-01-01, the
+    latest instant csparql evaluates, so no watermark leaves the instants it evaluates.
+
+The same content lands once
+    Each commit records what identifies its content (``CONTENT_SHA256``, ``content_digest``: the stream or
+    graph, each input file's SHA-256, ``--timestamp``) and, for a stream, the watermark its ingest advances the
+    stream to (``LANDED_WATERMARK``). An ingest of content a commit of the stream landed already (looked up in
+    the table's Delta history, as far back as its log goes) reads and writes nothing but that watermark (the
+    ingest that landed it may have stopped before recording it) and reports the commit (``already_landed``);
+    so does a static append of content the graph holds since its latest replace. ``again=True`` lands it once
+    more. The per-predicate statistics an ingest that stopped after its commit did not record stay missing.
 
 Writes
     Spark writes the rows as Parquet into a stage folder inside the table folder, ``<table>/ingest-<id>/``
