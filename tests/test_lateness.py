@@ -70,3 +70,20 @@ def test_a_late_triple_reaches_the_evaluations_any_window_over_its_stream_covers
     assert [(w.window_end, w.late_triples) for w in found] == [
         (3 * MINUTE, 2), (5 * MINUTE, 2), (6 * MINUTE, 2), (7 * MINUTE, 2), (8 * MINUTE, 3), (9 * MINUTE, 2),
         (10 * MINUTE, 3)]
+
+
+def test_late_in_bounds_finds_the_windows_whose_recorded_bounds_hold_a_late_timestamp():
+    """A query evaluated without being registered is known by the bounds its runs recorded, not its schedule."""
+    from csparql.lateness import LateWindow, late_in_bounds
+
+    minute = 60_000_000
+    event_times = ((30 * 1_000_000, 1), (minute + 30 * 1_000_000, 2), (5 * minute, 1))
+    evaluated = {minute: 0, 2 * minute: minute, 3 * minute: 2 * minute, 4 * minute: None}
+
+    assert late_in_bounds(event_times, evaluated) == [
+        LateWindow(0, minute, ((30 * 1_000_000, 1),)),
+        LateWindow(minute, 2 * minute, ((minute + 30 * 1_000_000, 2),)),
+        # a window without a start (TRIPLES n) may hold every triple up to its end
+        LateWindow(None, 4 * minute, ((30 * 1_000_000, 1), (minute + 30 * 1_000_000, 2))),
+    ]
+    assert late_in_bounds((), evaluated) == [] and late_in_bounds(event_times, {}) == []
