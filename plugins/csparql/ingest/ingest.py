@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 import uuid
@@ -95,7 +94,7 @@ from csparql.storage.instants import MAX_MICROS, MIN_MICROS, hour_buckets
 from csparql.storage.statistics import record_statistics
 from csparql.storage.tables import INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, OPERATION, TARGET
 from csparql.storage.terms import BLANK, term_row
-from csparql.storage.warehouse import Warehouse
+from csparql.storage.warehouse import Warehouse, iri_problem
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark
 from csparql.windows import format_duration, format_instant, parse_instant
 
@@ -180,21 +179,15 @@ class Input:
 # Checking the request (before Spark starts)
 # ---------------------------------------------------------------------------------------------------------
 
-_IRI = re.compile(r"[^\s<>\"{}|^`\\]+")
-
-
 def check_iri(text: str, what: str) -> str:
-    """An IRI as queries write it (``<...>`` accepted), or InputError. Relative IRIs are accepted, since a query
-    without BASE keeps them as written (decision 5), e.g. ``www.uc.eu/tollgates.trdf``."""
+    """An IRI as queries write it (``<...>`` accepted), or InputError (``csparql.storage.warehouse.iri_problem``).
+    Relative IRIs are accepted, since a query without BASE keeps them as written (decision 5), e.g.
+    ``www.uc.eu/tollgates.trdf``."""
+    problem = iri_problem(text, what)
+    if problem is not None:
+        raise InputError(problem)
     iri = text.strip()
-    if iri.startswith("<") and iri.endswith(">"):
-        iri = iri[1:-1]
-    if not _IRI.fullmatch(iri):
-        raise InputError(
-            f"the {what} '{text}' is not an IRI: it must not be empty or contain spaces or any of <>\"{{}}|^`\\ "
-            "(e.g. http://example.org/stream)"
-        )
-    return iri
+    return iri[1:-1] if iri.startswith("<") and iri.endswith(">") else iri
 
 
 def format_of(path: Path, explicit: str | None) -> str:

@@ -77,6 +77,22 @@ def default_query_name(source: str) -> str:
     return stem if re.match(r"[A-Za-z_]", stem) else f"q_{stem}"
 
 
+IRI_TEXT = re.compile(r"[^\s<>\"{}|^`\\]+")
+"""An IRI as a stream or graph is named on the command line: no spaces, none of <>"{}|^`\\. Relative IRIs
+count, since a query without BASE keeps them as written (decision 5), e.g. ``www.uc.eu/tollgates.trdf``."""
+
+
+def iri_problem(text: str, what: str) -> str | None:
+    """Why ``text`` (``<...>`` accepted) cannot name a ``what`` (a stream, a graph) by its IRI, or None."""
+    iri = text.strip()
+    if iri.startswith("<") and iri.endswith(">"):
+        iri = iri[1:-1]
+    if IRI_TEXT.fullmatch(iri):
+        return None
+    return (f"the {what} '{text}' is not an IRI: it must not be empty or contain spaces or any of <>\"{{}}|^`\\ "
+            "(e.g. http://example.org/stream)")
+
+
 class InvalidName(ValueError):
     """A query name that cannot name tables and folders."""
 
