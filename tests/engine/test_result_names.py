@@ -99,4 +99,5 @@ def test_sql_reads_and_lists_the_stale_windows_table(tmp_path, capsys):
     assert code == 0 and listed == f"stale_windows\t{warehouse.stale_windows}\n"
     code = main(["sql", "--warehouse", str(warehouse.root), "--format", "csv",
                  "SELECT query, stream, late_triples, status FROM stale_windows"])
-    assert code == 0 and capsys.readouterr().out == "query,stream,late_triples,status\npassages,http://example.org/s,2,pending\n"
+    assert code == 0 and capsys.readouterr().out == (
+        "query,stream,late_triples,status\npassages,http://example.org/s,2,pending\n")

@@ -382,9 +382,10 @@ class Engine:
                        partition_by: list[str] | None = None, metadata: dict[str, str] | None = None) -> None:
         """Replace the window's rows of the table at ``path`` with ``table`` in one commit carrying ``run``,
         completed, numbered with the window's next revision (``revisioned``: also in a ``revision`` column) and
-        with ``metadata``; ``merge_schema``: columns the table lacks are added to it. The revision is taken from the version the commit is made on, and the commit is made
-        on no other (``delta.write_on_version``): two evaluations of one window never both take a revision, and
-        never both add their rows. ``run.result_version`` is the version committed."""
+        with ``metadata``; ``merge_schema``: columns the table lacks are added to it. The revision is taken from
+        the version the commit is made on, and the commit is made on no other (``delta.write_on_version``): two
+        evaluations of one window never both take a revision, and never both add their rows.
+        ``run.result_version`` is the version committed."""
 
         def build(results) -> delta.Write:
             run.revision = rv.next_revision(self.warehouse, name, window.end, results)
