@@ -191,6 +191,24 @@ def test_names_sql_keeps_for_the_warehouses_own_tables_are_refused(settings, nam
     assert registry_snapshot(settings) == {}
 
 
+@pytest.mark.parametrize(("name", "clash"), [
+    ("stale_windows", "the warehouse's stale_windows table (_csparql/stale_windows)"),
+    ("Stale_Windows", "the warehouse's stale_windows table (_csparql/stale_windows)"),
+    ("panes", "the warehouse's panes folder (_csparql/panes)"),
+    ("query_facts", "the warehouse's query_facts folder (_csparql/query_facts)"),
+    ("information_schema", "a catalog or schema name of SQL (information_schema)"),
+    ("datafusion", "a catalog or schema name of SQL (datafusion)"),
+    ("PUBLIC", "a catalog or schema name of SQL (public)"),
+])
+def test_every_internal_table_folder_and_sql_schema_name_is_refused_naming_the_clash(settings, name, clash):
+    with pytest.raises(RegistrationError) as refused:
+        register_text(QUERY, settings, name=name)
+    assert str(refused.value).endswith(
+        f"'{name}' cannot name a query: its results would be the SQL table {name.lower()}, which is {clash}; the "
+        "name is reserved (SQL compares table names in lower case); choose another name")
+    assert registry_snapshot(settings) == {}
+
+
 def test_a_name_whose_result_tables_overlap_another_querys_is_refused_either_way(settings):
     # a query `a`'s ASK results are the SQL table a_answers, which is also the bindings of a query `a_answers`
     register_text(QUERY, settings, name="a")

@@ -128,7 +128,7 @@ KILLER = textwrap.dedent(
         open(signal_file, "w").close()  # the results are computed; the commit would come next
         time.sleep(600)
 
-    delta.replace_where = hang
+    delta.write_on_version = hang
     plan = compile_query(open(sys.argv[3]).read())
     Engine(Warehouse(sys.argv[1]), master="local[1]").evaluate(plan, int(sys.argv[4]), "PerStreet")
     """

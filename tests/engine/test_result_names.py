@@ -53,7 +53,8 @@ def test_a_result_name_that_sql_would_confuse_is_refused_and_nothing_is_written(
                            "so both would have the result table caseq; choose another name")
     code, err = run_cli(capsys, *base, "--name", "caseq_answers")  # caseq's ASK results are caseq_answers
     assert code == 1 and "'caseq_answers' collides with the stored results of the query caseq" in err
-    for reserved in ("runs", "Statistics", "stream_tollgates", "STATIC_city"):
+    for reserved in ("runs", "Statistics", "stream_tollgates", "STATIC_city", "stale_windows", "panes",
+                     "information_schema", "Public"):
         code, err = run_cli(capsys, *base, "--name", reserved)
         assert code == 1 and f"csparql: '{reserved}' cannot name a query:" in err
     named = tmp_path / "Runs.rq"  # no --name: the file's stem
@@ -83,3 +84,20 @@ def test_sql_shows_every_table_of_a_warehouse_written_before_names_were_checked(
     assert code == 0
     code, _ = run_cli(capsys, "sql", "--warehouse", str(warehouse.root), "SELECT answer FROM caseq_answers_")
     assert code == 0
+
+
+def test_sql_reads_and_lists_the_stale_windows_table(tmp_path, capsys):
+    from csparql.storage import revisions as rv
+
+    warehouse = Warehouse(tmp_path / "wh")
+    rv.append_stale_windows(warehouse, [rv.StaleWindow(
+        "passages", T0, T0 + 60_000_000, "http://example.org/s", 3, T0 + 90_000_000, rv.LATE_TRIPLES, 2, 30_000,
+        40_000, T0 + 91_000_000, True, rv.PENDING)])
+    assert sql_tables(warehouse) == {"stale_windows": warehouse.stale_windows}
+    code = main(["sql", "--warehouse", str(warehouse.root), "--tables"])
+    listed = capsys.readouterr().out
+    assert code == 0 and listed == f"stale_windows\t{warehouse.stale_windows}\n"
+    code = main(["sql", "--warehouse", str(warehouse.root), "--format", "csv",
+                 "SELECT query, stream, late_triples, status FROM stale_windows"])
+    assert code == 0 and capsys.readouterr().out == (
+        "query,stream,late_triples,status\npassages,http://example.org/s,2,pending\n")

@@ -577,7 +577,7 @@ def test_cli_watermark_refuses_an_instant_beyond_the_skew_unless_told(tmp_path, 
     assert "maximum future skew of 1h (CSPARQL_MAX_FUTURE_SKEW)" in err and "--allow-future" in err
     assert watermark(warehouse, STREAM) is None
     soon = time.time_ns() // 1000 + HOUR // 2
-    code, out, _ = run_cli(capsys, *base, str(soon // 1000))
+    code, out, _ = run_cli(capsys, *base, str(soon // 1000), "--create")  # nothing was ingested into it yet
     assert code == 0 and watermark(warehouse, STREAM) == soon // 1000 * 1000
     monkeypatch.setenv("CSPARQL_MAX_FUTURE_SKEW", "36525d")
     code, _, _ = run_cli(capsys, *base, "2100-01-01T00:00:00Z")
@@ -734,3 +734,40 @@ def test_load_static_of_content_the_graph_holds_lands_nothing_unless_told_again(
     code, out, _ = run_cli(capsys, *base, str(source))
     assert code == 0 and out.startswith("2 triples landed")
     assert len(rows_of(warehouse.static(graph))) == 3
+
+
+def test_cli_watermark_refuses_a_non_iri_and_an_unknown_stream_and_says_when_it_changes_nothing(tmp_path, capsys):
+    from csparql.storage.tables import IRI_PROPERTY, KIND_PROPERTY
+    from csparql.storage.watermarks import read_watermarks
+    from csparql.windows import format_instant
+
+    warehouse = Warehouse(tmp_path / "wh")
+    base = ["watermark", "--warehouse", str(warehouse.root)]
+    code, out, err = run_cli(capsys, *base, "not an iri", "2010-03-22T10:00:00Z")
+    assert (code, out, err) == (1, "", "csparql watermark: refused: the stream 'not an iri' is not an IRI: it must "
+                                       "not be empty or contain spaces or any of <>\"{}|^`\\ "
+                                       "(e.g. http://example.org/stream)\n")
+    code, out, err = run_cli(capsys, *base, STREAM, "2010-03-22T10:00:00Z")  # nothing ingested into it
+    assert (code, out, err) == (1, "", f"csparql watermark: refused: no stream <{STREAM}> in the warehouse "
+                                       f"{warehouse.root}: nothing was ingested into it and it has no watermark; "
+                                       "check the IRI, or pass --create to give a stream that has not landed yet "
+                                       "its first watermark\n")
+    assert read_watermarks(warehouse) == {} and not warehouse.watermarks.exists()
+
+    delta.ensure(warehouse.stream(STREAM), schema.STREAM, schema.STREAM_PARTITIONS,
+                 {IRI_PROPERTY: STREAM, KIND_PROPERTY: "stream"})  # the table an ingest creates
+    code, out, err = run_cli(capsys, *base, STREAM, "2010-03-22T10:00:00Z")
+    assert (code, out, err) == (0, f"2010-03-22T10:00:00Z\t<{STREAM}>\n", "")
+    code, out, err = run_cli(capsys, *base, f"<{STREAM}>", "-5")  # epoch milliseconds, before the mark
+    assert (code, out, err) == (0, f"2010-03-22T10:00:00Z\t<{STREAM}>\n", (
+        f"csparql watermark: unchanged: the watermark of <{STREAM}> stays at 2010-03-22T10:00:00Z: "
+        f"{format_instant(-5000)} is earlier, and a watermark never goes back\n"))
+    code, out, err = run_cli(capsys, *base, STREAM, "2010-03-22T10:00:00Z")
+    assert code == 0 and err == (f"csparql watermark: unchanged: the watermark of <{STREAM}> is already "
+                                 "2010-03-22T10:00:00Z\n")
+    assert read_watermarks(warehouse) == {STREAM: parse_instant("2010-03-22T10:00:00Z")}
+    assert delta.open_table(warehouse.watermarks).version() == 1  # the created table and the one mark
+
+    quiet = "http://example.org/quiet"
+    code, out, err = run_cli(capsys, *base, quiet, "2010-03-22T09:00:00Z", "--create")
+    assert code == 0 and err == "" and read_watermarks(warehouse)[quiet] == parse_instant("2010-03-22T09:00:00Z")

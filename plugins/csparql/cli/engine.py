@@ -78,8 +78,9 @@ def register(commands) -> None:
         help="run SQL over the result, stream and run tables (no Spark)",
         description="Run a SQL query with DataFusion over the warehouse's Delta tables. Table names "
         "are in lower case: each query's results by its name (name, name_answers, name_triples), runs, "
-        "statistics, each stream as stream_<name> and each static graph as static_<name> (see --tables); query "
-        "names that would collide in lower case are refused when results are written. "
+        "statistics, stale_windows, each stream as stream_<name> and each static graph as static_<name> (see "
+        "--tables); query names that would collide in lower case, or take a name kept for the warehouse or SQL, are refused when "
+        "results are written. "
         "Read-only: SELECT, WITH, VALUES, SHOW, DESCRIBE and EXPLAIN (of a query) run; DataFusion refuses "
         "statements that write, read other files or change the session (COPY, INSERT, CREATE, DROP, SET, ...).",
     )

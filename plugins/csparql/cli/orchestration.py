@@ -43,9 +43,12 @@ def register(commands) -> None:
         "watermark",
         help="show stream watermarks, or advance one",
         description="Without arguments, print every stream's watermark: triples with a timestamp up to it are "
-        "known to have landed. With STREAM and T, advance that stream's watermark to T (it never goes back), "
-        "e.g. to let windows of a quiet stream be evaluated as complete. A T later than the clock plus "
-        "$CSPARQL_MAX_FUTURE_SKEW (default 1h) is refused unless --allow-future is given.",
+        "known to have landed. With STREAM and T, advance that stream's watermark to T, e.g. to let windows of a "
+        "quiet stream be evaluated as complete. STREAM must be an IRI the warehouse knows (ingested, or with a "
+        "watermark) unless --create is given. A T later than the clock plus $CSPARQL_MAX_FUTURE_SKEW (default 1h) "
+        "is refused unless --allow-future is given. A watermark never goes back: a T at or before the current "
+        "one changes nothing, which is said on standard error, and the exit status is 0 (the stream's watermark "
+        "is at T or later, as asked). Exit status 1: refused, nothing recorded.",
     )
     mark.add_argument("stream", nargs="?", metavar="STREAM", help="the stream IRI")
     mark.add_argument("instant", nargs="?", metavar="T", help="ISO 8601 instant with a zone, or epoch milliseconds")
@@ -53,6 +56,8 @@ def register(commands) -> None:
     mark.add_argument("--allow-future", action="store_true",
                       help="advance it even to a T further in the future than $CSPARQL_MAX_FUTURE_SKEW: every window "
                       "of the stream up to T then counts as complete, and the watermark never goes back")
+    mark.add_argument("--create", action="store_true",
+                      help="give STREAM its first watermark even though nothing was ingested into it yet")
     mark.set_defaults(run=run_watermark)
 
     stack = commands.add_parser(
@@ -154,7 +159,7 @@ def run_unregister(args: argparse.Namespace) -> int:
 def run_watermark(args: argparse.Namespace) -> int:
     from csparql.deploy.settings import max_future_skew_setting
     from csparql.storage.warehouse import Warehouse
-    from csparql.storage.watermarks import advance_watermark, future_bound, read_watermarks
+    from csparql.storage.watermarks import future_bound, read_watermarks, set_watermark
     from csparql.windows import format_duration, format_instant, parse_evaluation_instant
 
     warehouse = Warehouse.locate(args.warehouse)
@@ -175,7 +180,18 @@ def run_watermark(args: argparse.Namespace) -> int:
                   f"the clock plus the maximum future skew of {format_duration(skew)} (CSPARQL_MAX_FUTURE_SKEW); "
                   "a watermark never goes back, so pass --allow-future if you mean it", file=sys.stderr)
             return EXIT_REFUSED
-        advance_watermark(warehouse, args.stream, instant, "csparql watermark")
+        try:
+            change = set_watermark(warehouse, args.stream, instant, "csparql watermark", create=args.create)
+        except ValueError as error:  # WatermarkRefused, or an instant outside the instants csparql evaluates
+            print(f"csparql watermark: refused: {error}", file=sys.stderr)
+            return EXIT_REFUSED
+        if not change.advanced:
+            if change.before == instant:
+                why = f"is already {format_instant(instant)}"
+            else:
+                why = (f"stays at {format_instant(change.before)}: {format_instant(instant)} is earlier, and a "
+                       "watermark never goes back")
+            print(f"csparql watermark: unchanged: the watermark of <{change.stream}> {why}", file=sys.stderr)
     elif args.stream:
         print("csparql watermark: give T to advance the stream's watermark", file=sys.stderr)
         return 2

@@ -77,10 +77,6 @@ class EvaluationFailed(Exception):
     """An evaluation failed; the runs table has a row saying so."""
 
 
-LOST_RUNS_LOOKBACK = 20
-"""How many of a result table's latest commits ``Engine.record_lost_runs`` looks at."""
-
-
 @dataclass
 class RunRecord:
     """One evaluation as the runs table records it (``schema.RUNS``); instants and durations in µs / ms."""
@@ -235,6 +231,7 @@ class Engine:
             if write:
                 with phases("lost runs"):
                     self.record_lost_runs(plan, name)
+                    # a failed run's; the run that commits results takes its number on the commit's version
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
             computer = self.pane_computer(plan, name, phases, window, panes)
             if computer is None:
@@ -278,32 +275,51 @@ class Engine:
     # recording runs
 
     def record_lost_runs(self, plan: alg.QueryPlan, name: str) -> list[RunRecord]:
-        """Append to the runs table the runs of the query's latest result commits (``LOST_RUNS_LOOKBACK``)
-        that it lacks — evaluations whose process died after their result commit — and, for a REGISTER STREAM
-        query, the statistics and watermark such a run did not record either. Returns the runs recorded."""
+        """Append to the runs table the runs of the query's latest result commits
+        (``csparql.storage.revisions.RESULT_HISTORY_LOOKBACK``) that it lacks — evaluations whose process died
+        after their result commit —, each with the version of the commit that carries it (``result_version``:
+        where ``csparql results --revision`` reads it), and, for a REGISTER STREAM query, the statistics and
+        watermark such a run did not record either. Returns the runs recorded."""
         path = self._result_table(plan, name)
         if path is None or not delta.exists(path):
             return []
-        commits = [c for c in delta.SNAPSHOTS.latest(path).history(LOST_RUNS_LOOKBACK) if RUN_METADATA in c]
-        runs = {run.run_id: (run, commit) for commit in commits
-                for run in [RunRecord.from_json(commit[RUN_METADATA])] if run.query == name}
+        runs: dict[str, tuple[RunRecord, dict]] = {}
+        for commit in delta.SNAPSHOTS.latest(path).history(rv.RESULT_HISTORY_LOOKBACK):
+            if RUN_METADATA not in commit or int(commit.get("version", -1)) < 0:
+                continue
+            run = RunRecord.from_json(commit[RUN_METADATA])
+            if run.query == name and run.run_id not in runs:
+                run.result_version = int(commit["version"])
+                runs[run.run_id] = (run, commit)
         if not runs:
             return []
-        missing = [runs[run_id] for run_id in sorted(set(runs) - recorded_runs(self.warehouse, set(runs)))]
-        for run, commit in missing:
+        missing = [runs[run_id][0] for run_id in sorted(set(runs) - recorded_runs(self.warehouse, set(runs)))]
+        lost = self._append_runs(missing) if missing else []
+        for run in lost:
+            commit = runs[run.run_id][1]
             if OUTPUT_PREDICATES in commit:
                 stream = str(output_stream_iri(plan.registration.name))
                 self.catalog.record_statistics(stream, "stream", json.loads(commit[OUTPUT_PREDICATES]), replaces=False)
                 advance_watermark(self.warehouse, stream, run.window_end, f"evaluation of {name}")
-        lost = [run for run, _ in missing]
-        if lost:
-            self._append_runs(lost)
         return lost
 
-    def _append_runs(self, runs: list[RunRecord]) -> None:
-        table = pa.Table.from_pylist([run.row() for run in runs], schema=schema.RUNS)
-        # merge: a runs table written before a column was added gains it (its older rows read null)
-        delta.append(self.warehouse.runs, table, schema.RUNS, merge_schema=True)
+    def _append_runs(self, runs: list[RunRecord]) -> list[RunRecord]:
+        """Append the runs the runs table does not hold yet in one commit, and return them. The check and the
+        commit are on one version (``delta.write_on_version``), so a run is recorded once even when its own
+        process and another's next evaluation, which takes it for lost, record it at the same time."""
+        appended: list[RunRecord] = []
+
+        def build(table) -> delta.Write | None:
+            present = recorded_runs(self.warehouse, {run.run_id for run in runs}, table)
+            appended[:] = [run for run in runs if run.run_id not in present]
+            if not appended:
+                return None
+            # merge: a runs table written before a column was added gains it (its older rows read null)
+            return delta.Write(pa.Table.from_pylist([run.row() for run in appended], schema=schema.RUNS),
+                               merge_schema=True)
+
+        delta.write_on_version(self.warehouse.runs, schema.RUNS, build, "recording runs")
+        return appended
 
     # writing
 
@@ -318,11 +334,6 @@ class Engine:
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
                version: str | None, run: RunRecord, clock: float) -> int:
         """Write the results in one commit that also carries ``run``, completed (``RUN_METADATA``)."""
-
-        def completed(rows: int, **extra: str) -> dict[str, str]:
-            run.status, run.rows_written, run.duration_ms = "succeeded", rows, _elapsed_ms(clock)
-            return {RUN_METADATA: run.to_json(), **extra}
-
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
             # The stream is named by the REGISTER name (decision 10), whatever the run's result name.
@@ -334,13 +345,13 @@ class Engine:
             )
             table = rt.output_stream_table(result.terms, window.end)
             counts = rt.predicate_counts(result.terms)
-            metadata = completed(table.num_rows, **{OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True)})
-            # Readers of the stream that evaluated this window before (a revision) must see it changed, even
-            # when it is now empty: its end is the event time of what was replaced.
-            metadata[rv.EVENT_TIMES] = rv.encode_event_times(((window.end, max(table.num_rows, 1)),))
-            rt.write_window(path, table, schema.STREAM, window.end, column="ts", partition_by=schema.STREAM_PARTITIONS,
-                            metadata=metadata)
-            run.result_version = self._committed_version(path, run)
+            self._commit_window(path, schema.STREAM, table, name, window, run, clock, revisioned=False,
+                                merge_schema=False, column="ts", partition_by=schema.STREAM_PARTITIONS, metadata={
+                                    OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True),
+                                    # Readers of the stream that evaluated this window before (a revision) must
+                                    # see it changed, even when it is now empty: its end is the event time of
+                                    # what was replaced.
+                                    rv.EVENT_TIMES: rv.encode_event_times(((window.end, max(table.num_rows, 1)),))})
             self.catalog.record_statistics(stream, "stream", counts, replaces=False)
             # The producer wrote this window: readers of the stream may evaluate windows up to its end.
             advance_watermark(self.warehouse, stream, window.end, f"evaluation of {name}")
@@ -355,36 +366,44 @@ class Engine:
             existing = pa.schema(existing) if existing is not None else None
             table = rt.bindings_table(result.vars, result.terms, window.start, window.end, existing, version)
             base = pa.schema(list(schema.WINDOW_COLUMNS))
-            table = rv.with_revision(table, run.revision)
-            rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True,
-                            metadata=completed(table.num_rows))
-            run.result_version = self._committed_version(path, run)
+            self._commit_window(path, base if existing is None else existing, table, name, window, run, clock)
             return table.num_rows
         if result.form == "ask":
-            table = rv.with_revision(rt.answers_table(bool(result.boolean), window.start, window.end, version),
-                                     run.revision)
-            rt.write_window(path, table, schema.ANSWERS, window.end, merge_schema=True, metadata=completed(1))
-            run.result_version = self._committed_version(path, run)
+            table = rt.answers_table(bool(result.boolean), window.start, window.end, version)
+            self._commit_window(path, schema.ANSWERS, table, name, window, run, clock)
             return 1
-        table = rv.with_revision(rt.triples_table(result.terms, window.start, window.end, version), run.revision)
-        rt.write_window(path, table, schema.TRIPLES, window.end, merge_schema=True, metadata=completed(table.num_rows))
-        run.result_version = self._committed_version(path, run)
+        table = rt.triples_table(result.terms, window.start, window.end, version)
+        self._commit_window(path, schema.TRIPLES, table, name, window, run, clock)
         return table.num_rows
 
-    @staticmethod
-    def _committed_version(path, run: RunRecord) -> int | None:
-        """The version of the result commit that carries ``run`` (where time travel finds this revision)."""
-        for commit in delta.SNAPSHOTS.latest(path).history(LOST_RUNS_LOOKBACK):
-            if RUN_METADATA in commit and RunRecord.from_json(commit[RUN_METADATA]).run_id == run.run_id:
-                return int(commit["version"])
-        return None
+    def _commit_window(self, path, table_schema: pa.Schema, table: pa.Table, name: str, window: EvaluationWindow,
+                       run: RunRecord, clock: float, revisioned: bool = True, merge_schema: bool = True,
+                       column: str = "window_end",
+                       partition_by: list[str] | None = None, metadata: dict[str, str] | None = None) -> None:
+        """Replace the window's rows of the table at ``path`` with ``table`` in one commit carrying ``run``,
+        completed, numbered with the window's next revision (``revisioned``: also in a ``revision`` column) and
+        with ``metadata``; ``merge_schema``: columns the table lacks are added to it. The revision is taken from
+        the version the commit is made on, and the commit is made on no other (``delta.write_on_version``): two
+        evaluations of one window never both take a revision, and never both add their rows.
+        ``run.result_version`` is the version committed."""
+
+        def build(results) -> delta.Write:
+            run.revision = rv.next_revision(self.warehouse, name, window.end, results)
+            data = rv.with_revision(table, run.revision) if revisioned else table
+            run.status, run.rows_written, run.duration_ms = "succeeded", table.num_rows, _elapsed_ms(clock)
+            return delta.Write(data, mode="overwrite", predicate=rt.window_predicate(column, window.end),
+                               merge_schema=merge_schema, metadata={RUN_METADATA: run.to_json(), **(metadata or {})})
+
+        run.result_version = delta.write_on_version(path, table_schema, build, "writing the window's results",
+                                                    partition_by)
 
 
-def recorded_runs(warehouse: Warehouse, run_ids: set[str]) -> set[str]:
-    """Which of these runs the runs table has a row for."""
-    if not run_ids or not delta.exists(warehouse.runs):
+def recorded_runs(warehouse: Warehouse, run_ids: set[str], runs_table=None) -> set[str]:
+    """Which of these runs the runs table (its latest version, or ``runs_table``: a ``DeltaTable`` of it) has a
+    row for."""
+    if not run_ids or (runs_table is None and not delta.exists(warehouse.runs)):
         return set()
-    dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
+    dataset = (runs_table or delta.SNAPSHOTS.latest(warehouse.runs)).to_pyarrow_dataset()
     found = dataset.to_table(columns=["run_id"], filter=pc.field("run_id").isin(sorted(run_ids)))
     return set(found.column("run_id").to_pylist())
 

@@ -26,7 +26,7 @@ from csparql.storage import delta
 from csparql.storage.revisions import revision_rows
 from csparql.storage.instants import micros_of
 from csparql.storage.statistics import read_table
-from csparql.storage.tables import IRI_PROPERTY, VARIABLES_PROPERTY, column_names
+from csparql.storage.tables import IRI_PROPERTY, SYSTEM_TABLES, VARIABLES_PROPERTY, column_names
 from csparql.storage.warehouse import Warehouse, check_query_name, sql_table_name
 
 
@@ -84,15 +84,15 @@ class StoredResults:
 
 def sql_tables(warehouse: Warehouse) -> dict[str, Path]:
     """The name SQL knows each table by (DataFusion folds unquoted names to lower case, so tables are known by
-    lower-case names only): runs, statistics, each query's results by its name (``sql_table_name``), streams
+    lower-case names only): the warehouse's own tables that SQL shows (runs, statistics, stale_windows:
+    ``csparql.storage.tables.SYSTEM_TABLES``), each query's results by its name (``sql_table_name``), streams
     and static graphs. Names are checked when a query is named (``reserved_name_problem``,
     ``name_collision``); a table whose name is taken all the same (results written before those checks) gets
     ``_`` appended, so none is hidden."""
     tables: dict[str, Path] = {}
-    if delta.exists(warehouse.runs):
-        tables["runs"] = warehouse.runs
-    if delta.exists(warehouse.statistics):
-        tables["statistics"] = warehouse.statistics
+    for system in SYSTEM_TABLES:
+        if system.in_sql and delta.exists(warehouse.root / system.folder):
+            tables[system.name] = warehouse.root / system.folder
 
     def add(name: str, folder: Path) -> None:
         while name in tables:

@@ -80,7 +80,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -107,7 +106,7 @@ from csparql.storage.tables import (
     CONTENT_SHA256, INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, LANDED_WATERMARK, OPERATION, TARGET,
 )
 from csparql.storage.terms import BLANK, term_row
-from csparql.storage.warehouse import Warehouse
+from csparql.storage.warehouse import Warehouse, iri_problem
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
 from csparql.windows import format_duration, format_instant, parse_instant
 
@@ -206,21 +205,15 @@ class Input:
 # Checking the request (before Spark starts)
 # ---------------------------------------------------------------------------------------------------------
 
-_IRI = re.compile(r"[^\s<>\"{}|^`\\]+")
-
-
 def check_iri(text: str, what: str) -> str:
-    """An IRI as queries write it (``<...>`` accepted), or InputError. Relative IRIs are accepted, since a query
-    without BASE keeps them as written (decision 5), e.g. ``www.uc.eu/tollgates.trdf``."""
+    """An IRI as queries write it (``<...>`` accepted), or InputError (``csparql.storage.warehouse.iri_problem``).
+    Relative IRIs are accepted, since a query without BASE keeps them as written (decision 5), e.g.
+    ``www.uc.eu/tollgates.trdf``."""
+    problem = iri_problem(text, what)
+    if problem is not None:
+        raise InputError(problem)
     iri = text.strip()
-    if iri.startswith("<") and iri.endswith(">"):
-        iri = iri[1:-1]
-    if not _IRI.fullmatch(iri):
-        raise InputError(
-            f"the {what} '{text}' is not an IRI: it must not be empty or contain spaces or any of <>\"{{}}|^`\\ "
-            "(e.g. http://example.org/stream)"
-        )
-    return iri
+    return iri[1:-1] if iri.startswith("<") and iri.endswith(">") else iri
 
 
 def format_of(path: Path, explicit: str | None) -> str:

@@ -5,7 +5,10 @@ The tables stay standard Delta, readable by delta-spark on a cluster that has th
 deletion vectors or column mapping, and tables that do are refused on read with a clear error.
 
 Every write is one commit. Writers retry on commit conflicts (another writer committed first) with
-exponential backoff, each attempt against the latest version of the table.
+exponential backoff, each attempt against the latest version of the table. A write whose content depends on
+what the table holds (a number no other commit may take, a row that must not be written twice) commits only
+on the version it read (``write_on_version``): delta-rs would otherwise move it past concurrent commits it
+does not conflict with.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -310,6 +313,49 @@ def replace_where(
         )
 
     _retrying(attempt, "replacing rows", path)
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write ``write_on_version`` commits: the data and how it goes into the table (``mode`` append, or
+    overwrite of the rows ``predicate`` matches), with the commit's metadata."""
+
+    data: pa.Table
+    mode: str = "append"
+    predicate: str | None = None
+    merge_schema: bool = False
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+EXCLUSIVE_ATTEMPTS = 12
+"""How many times ``write_on_version`` builds its write again on a newer version before giving up."""
+
+
+def write_on_version(path, schema: pa.Schema, build: Callable[[DeltaTable], Write | None], what: str,
+                     partition_by: list[str] | None = None) -> int | None:
+    """Commit what ``build`` makes of the table's latest version as the version right after it, and only there:
+    when another writer committed first, ``build`` runs again on the newer version (optimistic concurrency).
+    So ``build`` may decide from what that version holds, and no concurrent writer decides from the same
+    state. Returns the version committed, None when ``build`` wrote nothing (it returned None);
+    ``StorageError`` after ``EXCLUSIVE_ATTEMPTS`` conflicting attempts."""
+    ensure(path, schema, partition_by)
+    for attempt in range(EXCLUSIVE_ATTEMPTS):
+        table = open_table(path)
+        read_version = table.version()
+        write = build(table)
+        if write is None:
+            return None
+        try:
+            write_deltalake(
+                table, write.data, mode=write.mode, predicate=write.predicate, partition_by=partition_by,
+                schema_mode="merge" if write.merge_schema else None,
+                # no retries: delta-rs would commit it after the concurrent commits, on a version build never saw
+                commit_properties=CommitProperties(custom_metadata=dict(write.metadata), max_commit_retries=0),
+            )
+            return read_version + 1
+        except CommitFailedError:
+            time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
+    raise StorageError(f"{what} at {path} kept conflicting with concurrent writers after {EXCLUSIVE_ATTEMPTS} attempts")
 
 
 def file_statistics(file: str, timestamp_column: str | None = "ts") -> str:

@@ -23,6 +23,7 @@ from csparql.lateness import EventTimes, event_times_from
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of as _instant
 from csparql.storage.instants import micros_of as _micros
+from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse
 
 EVENT_TIMES = "csparql.event_times"
@@ -32,6 +33,9 @@ PENDING, REVISED, BEYOND_HORIZON = "pending", "revised", "beyond_horizon"
 LATE_TRIPLES, PREVIOUS_WINDOW = "late triples", "previous window changed"
 HISTORY_LOOKBACK = 200
 """How many of a stream's latest commits the check after an evaluation looks at."""
+RESULT_HISTORY_LOOKBACK = 20
+"""How many of a result table's latest commits are read for the runs they carry (revisions not recorded in the
+runs table yet, runs lost by a killed process)."""
 
 
 def encode_event_times(event_times: EventTimes) -> str:
@@ -134,13 +138,32 @@ def evaluated_windows(warehouse: Warehouse, queries: set[str] | None,
     return found
 
 
-def next_revision(warehouse: Warehouse, query: str, window_end: int) -> int:
+def next_revision(warehouse: Warehouse, query: str, window_end: int, results=None,
+                  lookback: int = RESULT_HISTORY_LOOKBACK) -> int:
     """The revision an evaluation of the window writes: 0 when it was never evaluated with success, else one
-    more than the latest revision recorded (rows written before revisions were recorded count as 0)."""
+    more than the latest revision recorded, in the runs table or in the runs that the ``lookback`` latest
+    commits of ``results`` (the query's result table as a ``DeltaTable``, the version the evaluation commits
+    on) carry — a run whose runs row is not written yet counts too (rows written before revisions were
+    recorded count as 0). Committed only on that version (``delta.write_on_version``), the number is unique."""
     revisions = [row["revision"] or 0 for row in _runs(warehouse, ["revision"], {query}, window_end)]
+    revisions += [run.get("revision") or 0 for run in committed_runs(results, lookback)
+                  if run.get("query") == query and run.get("window_end") == window_end
+                  and run.get("status") == "succeeded"]
     if not revisions:
         return 0
-    return max(revisions, default=0) + 1
+    return max(revisions) + 1
+
+
+def committed_runs(results, lookback: int = RESULT_HISTORY_LOOKBACK) -> list[dict]:
+    """The runs (``RUN_METADATA``, with ``version``: the commit's) carried by the ``lookback`` latest commits of
+    a result table (a ``DeltaTable``; none for None), newest first."""
+    if results is None:
+        return []
+    runs = []
+    for commit in results.history(lookback):
+        if RUN_METADATA in commit and int(commit.get("version", -1)) >= 0:
+            runs.append({**json.loads(commit[RUN_METADATA]), "version": int(commit["version"])})
+    return runs
 
 
 def with_revision(table: pa.Table, revision: int) -> pa.Table:

@@ -63,25 +63,44 @@ CLOSURE = "csparql.closure"
 
 @dataclass(frozen=True)
 class SystemTable:
-    """One of csparql's own tables: its SQL name, its folder under the warehouse root, schema, partitions."""
+    """One of csparql's own tables: its SQL name, its folder under the warehouse root, schema, partitions, and
+    whether ``csparql sql`` shows it (``in_sql``; the name is reserved either way)."""
 
     name: str
     folder: str
     schema: pa.Schema
     partitions: tuple[str, ...] = ()
+    in_sql: bool = True
 
 
 RUNS = SystemTable("runs", "_csparql/runs", schema.RUNS)
 """One row per evaluation."""
 STATISTICS = SystemTable("statistics", "_csparql/statistics", schema.STATISTICS)
 """Per source and predicate, how many triples were loaded (the optimizer's statistics)."""
-WATERMARKS = SystemTable("watermarks", "_csparql/watermarks", schema.WATERMARKS)
+STALE_WINDOWS = SystemTable("stale_windows", "_csparql/stale_windows", schema.STALE_WINDOWS)
+"""Windows evaluated before late triples of their streams landed (``csparql.storage.revisions``)."""
+WATERMARKS = SystemTable("watermarks", "_csparql/watermarks", schema.WATERMARKS, in_sql=False)
 """Per stream, how far its triples are known to have landed."""
-CLOSURES = SystemTable("closures", "_csparql/closures", schema.CLOSURES, tuple(schema.CLOSURES_PARTITIONS))
+CLOSURES = SystemTable("closures", "_csparql/closures", schema.CLOSURES, tuple(schema.CLOSURES_PARTITIONS),
+                       in_sql=False)
 """Closures of static graphs, per version of the graphs (property paths, entailment)."""
 
-SYSTEM_TABLES = (RUNS, STATISTICS, WATERMARKS, CLOSURES)
+SYSTEM_TABLES = (RUNS, STATISTICS, STALE_WINDOWS, WATERMARKS, CLOSURES)
 """csparql's own tables, under ``_csparql/``."""
+
+INTERNAL_FOLDERS = {"panes": "_csparql/panes", "query_facts": "_csparql/query_facts"}
+"""csparql's other folders under ``_csparql/``, by name: the pane tables of every query (one Delta table per
+query and pane plan, ``csparql.engine.panes``) and the registry's compile cache (JSON files)."""
+
+SQL_SCHEMA_NAMES = ("datafusion", "public", "information_schema")
+"""The names SQL (DataFusion) gives its catalog and schemas: a table named so reads as one of them
+(``information_schema.tables``, ``public.runs``, ``datafusion.public.runs``)."""
+
+RESERVED_NAMES = {**{table.name: f"the warehouse's {table.name} table ({table.folder})" for table in SYSTEM_TABLES},
+                  **{name: f"the warehouse's {name} folder ({folder})" for name, folder in INTERNAL_FOLDERS.items()},
+                  **{name: f"a catalog or schema name of SQL ({name})" for name in SQL_SCHEMA_NAMES}}
+"""Every name a query's SQL result table must not take, with what it names: the warehouse's own tables and
+folders, and SQL's catalog and schema names."""
 
 # --- result tables ----------------------------------------------------------------------------------------
 

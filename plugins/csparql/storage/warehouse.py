@@ -21,9 +21,11 @@ A slug is readable and unique: the IRI without its scheme, with unsafe character
 Every table also records its IRI in its Delta metadata (``csparql.iri``), so the mapping can be read back.
 
 SQL (``csparql sql``, delta-rs) knows tables by lower-case names only: the results of query ``Q`` as ``q``,
-``q_answers`` and ``q_triples`` (``sql_table_names``), the warehouse's own tables as ``runs``, ``statistics``
-(and, kept for them, ``watermarks`` and ``closures``), streams and static graphs as ``stream_…`` and
-``static_…``. So a query name must not reach any of those (``reserved_name_problem``) nor share a result
+``q_answers`` and ``q_triples`` (``sql_table_names``), the warehouse's own tables as ``runs``, ``statistics``,
+``stale_windows`` (and, kept for them, ``watermarks`` and ``closures``; ``panes`` and ``query_facts`` too, and
+SQL's own ``datafusion``, ``public`` and ``information_schema``: ``RESERVED_NAMES``), streams and
+static graphs as ``stream_…`` and ``static_…``. So a query name must not reach any of those
+(``reserved_name_problem``) nor share a result
 table name with another query spelled differently (``name_collision``): ``CaseQ`` and ``caseq``, or ``a`` and
 ``a_answers``, would make one query's results unreachable.
 """
@@ -44,9 +46,10 @@ from csparql.storage.tables import RESULT_KINDS
 ENVIRONMENT_VARIABLE = "CSPARQL_WAREHOUSE"
 OUTPUT_STREAM_PREFIX = "urn:csparql:stream:"
 QUERY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
-SYSTEM_TABLES = tuple(table.name for table in tables.SYSTEM_TABLES)
-"""The SQL names of the warehouse's own tables (``_csparql/``): SQL shows runs and statistics; the other two
-are kept, so that showing them later hides no query's results."""
+RESERVED_NAMES = tables.RESERVED_NAMES
+"""The names no query's SQL result table may take, with what each names (``csparql.storage.tables``): the
+warehouse's own tables (SQL shows runs, statistics and stale_windows; the others are kept, so that showing them
+later hides no query's results), its other internal folders, and SQL's catalog and schema names."""
 SYSTEM_PREFIXES = ("stream_", "static_")
 """The SQL names of stream and static-graph tables start with these."""
 
@@ -72,6 +75,22 @@ def default_query_name(source: str) -> str:
     """The name of an unregistered query read from a file: the file's stem, made a valid name."""
     stem = re.sub(r"[^A-Za-z0-9_\-]", "_", Path(source).stem) or "query"
     return stem if re.match(r"[A-Za-z_]", stem) else f"q_{stem}"
+
+
+IRI_TEXT = re.compile(r"[^\s<>\"{}|^`\\]+")
+"""An IRI as a stream or graph is named on the command line: no spaces, none of <>"{}|^`\\. Relative IRIs
+count, since a query without BASE keeps them as written (decision 5), e.g. ``www.uc.eu/tollgates.trdf``."""
+
+
+def iri_problem(text: str, what: str) -> str | None:
+    """Why ``text`` (``<...>`` accepted) cannot name a ``what`` (a stream, a graph) by its IRI, or None."""
+    iri = text.strip()
+    if iri.startswith("<") and iri.endswith(">"):
+        iri = iri[1:-1]
+    if IRI_TEXT.fullmatch(iri):
+        return None
+    return (f"the {what} '{text}' is not an IRI: it must not be empty or contain spaces or any of <>\"{{}}|^`\\ "
+            "(e.g. http://example.org/stream)")
 
 
 class InvalidName(ValueError):
@@ -102,12 +121,14 @@ def sql_table_names(query_name: str) -> tuple[str, ...]:
 
 def reserved_name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a query because SQL would confuse its results with one of the warehouse's own
-    tables (``SYSTEM_TABLES``, ``SYSTEM_PREFIXES``), or None when it can."""
+    tables or folders, or with SQL's catalog and schema names (``RESERVED_NAMES``, ``SYSTEM_PREFIXES``), or
+    None when it can."""
     lowered = name.lower()
     for table in sql_table_names(name):
-        if table in SYSTEM_TABLES:
-            return (f"'{name}' cannot name a query: its results would be the SQL table {table}, which is the "
-                    f"warehouse's {table} table (SQL compares table names in lower case); choose another name")
+        if table in RESERVED_NAMES:
+            return (f"'{name}' cannot name a query: its results would be the SQL table {table}, which is "
+                    f"{RESERVED_NAMES[table]}; the name is reserved (SQL compares table names in lower case); "
+                    "choose another name")
     if lowered.startswith(SYSTEM_PREFIXES):
         return (f"'{name}' cannot name a query: names starting with {' or '.join(SYSTEM_PREFIXES)} (in any case) "
                 "are kept for the SQL tables of streams and static graphs; choose another name")
@@ -171,7 +192,7 @@ class Warehouse:
     @property
     def panes_root(self) -> Path:
         """The folder of every query's pane tables."""
-        return self.root / "_csparql" / "panes"
+        return self.root / tables.INTERNAL_FOLDERS["panes"]
 
     def panes(self, query_name: str) -> Path:
         """The folder of a query's pane tables (``csparql.engine.panes``): one table per pane plan under it."""
@@ -184,7 +205,7 @@ class Warehouse:
     @property
     def stale_windows(self) -> Path:
         """Windows evaluated before late triples of their streams landed (``csparql.storage.revisions``)."""
-        return self.root / "_csparql" / "stale_windows"
+        return self.root / tables.STALE_WINDOWS.folder
 
     @property
     def statistics(self) -> Path:
@@ -201,7 +222,7 @@ class Warehouse:
     @property
     def query_facts(self) -> Path:
         """The folder of the registry's compile cache (JSON files, not a table; ``csparql.deploy.registry``)."""
-        return self.root / "_csparql" / "query_facts"
+        return self.root / tables.INTERNAL_FOLDERS["query_facts"]
 
     def stream_folders(self) -> list[Path]:
         return sorted(p for p in (self.root / "streams").glob("*") if (p / "_delta_log").is_dir())

@@ -12,13 +12,14 @@ that bound). The Airflow layer waits on it before evaluating.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS
-from csparql.storage.warehouse import Warehouse
+from csparql.storage.warehouse import Warehouse, iri_problem
 from csparql.windows import (
     EARLIEST_INSTANT, INSTANT_RANGE, LATEST_INSTANT, MAX_DURATION, format_duration, format_instant,
 )
@@ -90,6 +91,48 @@ def advance_watermark(warehouse: Warehouse, stream: str, instant: int, source: s
         pa.field("source", pa.string(), nullable=False),
     ])).cast(schema.WATERMARKS)
     delta.append(warehouse.watermarks, table, schema.WATERMARKS)
+
+
+class WatermarkRefused(ValueError):
+    """A watermark set by hand that is refused; the message says why, in one line. Nothing was recorded."""
+
+
+@dataclass(frozen=True)
+class WatermarkChange:
+    """What setting a stream's watermark by hand did: its watermark before (None: it had none) and the instant
+    asked for; ``advanced`` when that instant was recorded."""
+
+    stream: str
+    before: int | None
+    requested: int
+
+    @property
+    def advanced(self) -> bool:
+        return self.before is None or self.requested > self.before
+
+
+def set_watermark(warehouse: Warehouse, stream: str, instant: int, source: str,
+                  create: bool = False) -> WatermarkChange:
+    """Advance ``stream``'s watermark to ``instant`` by hand (an operator's act: ``csparql watermark``).
+    ``WatermarkRefused`` when ``stream`` is not an IRI (``<...>`` accepted), or when the warehouse has no stream
+    by that IRI — no table and no watermark, e.g. a typo — unless ``create`` (a stream that has not landed
+    yet). A watermark never goes back: an ``instant`` at or before the current one records nothing, and the
+    returned change says so (``advanced`` false)."""
+    problem = iri_problem(stream, "stream")
+    if problem is not None:
+        raise WatermarkRefused(problem)
+    iri = stream.strip()
+    iri = iri[1:-1] if iri.startswith("<") and iri.endswith(">") else iri
+    before = watermark(warehouse, iri)
+    if before is None and not create and not delta.exists(warehouse.stream(iri)):
+        raise WatermarkRefused(
+            f"no stream <{iri}> in the warehouse {warehouse.root}: nothing was ingested into it and it has no "
+            "watermark; check the IRI, or pass --create to give a stream that has not landed yet its first "
+            "watermark")
+    change = WatermarkChange(iri, before, instant)
+    if change.advanced:
+        advance_watermark(warehouse, iri, instant, source)
+    return change
 
 
 def written_windows(warehouse: Warehouse, query: str) -> set[int]:
