@@ -45,6 +45,7 @@ class Scan:
     files: int = 0
     rows: int = 0
     file_uris: list[str] = field(default_factory=list)
+    version: int | None = None  # the stream table's Delta version read (None: no table)
 
 
 class Catalog:
@@ -173,7 +174,8 @@ class DeltaSourceReader:
             path = self.catalog.warehouse.stream(str(source.iri))
             chosen: list[FileInfo] = []
             if delta.exists(path):
-                _, files = delta.SNAPSHOTS.snapshot(path)
+                version, files = delta.SNAPSHOTS.snapshot(path)
+                self.scans.setdefault(source.iri, Scan()).version = version
                 bounds = self.bounds[key]
                 if isinstance(source.window, LogicalWindow):
                     chosen = select_window_files(files, bounds)

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +53,8 @@ class Evaluation:
     scans: dict[URIRef, Scan] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # milliseconds per phase (``Phases``)
     panes: PaneUse | None = None  # how the window was combined from panes (None: recomputed)
+    output_table: Path | None = None  # the Delta table the results went to (the output stream of REGISTER STREAM)
+    output_version: int | None = None  # the version of the commit that wrote them
 
 
 class Phases:
@@ -261,7 +264,9 @@ class Engine:
         if write:
             with phases("record"):
                 self._append_runs([run])
-        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use)
+        output = self._result_table(plan, name) if write else None
+        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use,
+                          output, run.result_version)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
                version: str | None = None, panes: str = AUTO) -> Iterator[Evaluation]:

@@ -55,10 +55,12 @@ class LandingSummary:
     files: int = 0  # files that were waiting
     rejected: int = 0  # files refused as a whole
     recovered: list[str] = field(default_factory=list)  # files an interrupted run had landed but not moved
+    landed_files: list[str] = field(default_factory=list)  # files this pass landed (now in done/)
 
     def to_dict(self) -> dict:
         """The summary as the ingestion task returns it (its XCom)."""
-        return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered}
+        return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered,
+                "landed_files": self.landed_files}
 
 
 def waiting_files(folder: Path) -> list[Path]:
@@ -137,6 +139,7 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
             if not report.rejected:
                 rejects.unlink(missing_ok=True)  # written even when empty
             _move(path, done)
+            summary.landed_files.append(path.name)
             log.info("%s: %d triple(s) landed, %d line(s) refused", path.name, report.landed, report.rejected)
         (folder / INTENT).unlink()
     return summary
