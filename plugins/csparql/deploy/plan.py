@@ -218,6 +218,24 @@ def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     return _deployment(path, name, text, plan, settings)
 
 
+def deployment_of_query(query: str | os.PathLike, settings: Settings) -> Deployment:
+    """The deployment of ``query``: a query file (a path, or text ending in ``.rq`` or holding a ``/``;
+    relative paths are read from the current directory) or the name of a registered query (its file in
+    ``settings.registry``). ``RegistrationError`` naming the file or the registry when there is no such file or
+    name, and the errors of ``deployment_of``."""
+    text = os.fspath(query)
+    if isinstance(query, os.PathLike) or text.endswith((".rq", ".sparql")) or "/" in text or os.sep in text:
+        path = Path(text).expanduser().resolve()
+        if not path.is_file():
+            raise RegistrationError(path, "no such query file")
+        return deployment_of(path, settings)
+    check_registry_name(text, settings)
+    path = settings.registry / f"{text}.rq"
+    if not path.is_file():
+        raise RegistrationError(settings.registry, f"no query is registered as {text!r} (there is no {text}.rq)")
+    return deployment_of(path, settings)
+
+
 def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:
     """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
     ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query or

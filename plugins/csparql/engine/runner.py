@@ -312,13 +312,8 @@ class Engine:
 
     # writing
 
-    def _result_table(self, plan: alg.QueryPlan, name: str):
-        """The table the query's results go to (None for a form that has none yet: not a registered stream)."""
-        registration = plan.registration
-        if registration is not None and registration.kind == "STREAM":
-            return self.warehouse.stream(str(output_stream_iri(registration.name)))
-        kind = {alg.SelectResult: "bindings", alg.AskResult: "answers"}.get(type(plan.form), "triples")
-        return self.warehouse.results(name, kind)
+    def _result_table(self, plan: alg.QueryPlan, name: str) -> Path:
+        return result_table(self.warehouse, plan, name)
 
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
                version: str | None, run: RunRecord, clock: float) -> int:
@@ -383,6 +378,16 @@ class Engine:
             if RUN_METADATA in commit and RunRecord.from_json(commit[RUN_METADATA]).run_id == run.run_id:
                 return int(commit["version"])
         return None
+
+
+def result_table(warehouse: Warehouse, plan: alg.QueryPlan, name: str) -> Path:
+    """The table the results of ``plan`` evaluated as ``name`` go to: the output stream of a ``REGISTER
+    STREAM`` query, else the query's result table of its form (bindings, answers or triples)."""
+    registration = plan.registration
+    if registration is not None and registration.kind == "STREAM":
+        return warehouse.stream(str(output_stream_iri(registration.name)))
+    kind = {alg.SelectResult: "bindings", alg.AskResult: "answers"}.get(type(plan.form), "triples")
+    return warehouse.results(name, kind)
 
 
 def recorded_runs(warehouse: Warehouse, run_ids: set[str]) -> set[str]:
