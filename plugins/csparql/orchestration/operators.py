@@ -82,7 +82,8 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
     ``query`` is a query file (``.rq``) or the name of a registered query; ``conn_id`` an Airflow connection of
     type ``spark_connect`` (a Spark Connect server) or ``spark`` (spark-submit to a cluster), else Spark runs
     where the settings say (``CSPARQL_SPARK``; a local Spark inside the task by default); ``warehouse`` the
-    warehouse folder, else the settings'. ``settings`` (``csparql.deploy.settings.Settings``) and a ``query``
+    warehouse folder, else the settings'; ``name`` what a query file's results are named (its file's stem by
+    default). ``settings`` (``csparql.deploy.settings.Settings``) and a ``query``
     that is already a ``Deployment`` are how the registry's DAGs pass what they have built.
 
     One run of a query: waits until every input of the run's window has landed (``WindowRequirements``),
@@ -105,9 +106,10 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
     ui_color = "#fdf0e0"
 
     def __init__(self, *, query: str | os.PathLike | Deployment, conn_id: str | None = None,
-                 warehouse: str | os.PathLike | None = None, settings: Settings | None = None, **kwargs) -> None:
+                 warehouse: str | os.PathLike | None = None, name: str | None = None,
+                 settings: Settings | None = None, **kwargs) -> None:
         settings = operator_settings(settings, warehouse)
-        deployment = query if isinstance(query, Deployment) else deployment_of_query(query, settings)
+        deployment = query if isinstance(query, Deployment) else deployment_of_query(query, settings, name)
         inlets, outlets = evaluation_assets(deployment)
         kwargs["inlets"] = kwargs.get("inlets") or inlets
         kwargs["outlets"] = with_revisions(kwargs.get("outlets") or outlets)
