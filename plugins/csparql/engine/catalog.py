@@ -107,6 +107,7 @@ class DeltaSourceReader:
         self._frames: dict = {}
         self._static_tables: dict = {}
         self._chosen: dict[StreamWindowKey, list[FileInfo]] = {}
+        self._versions: dict[URIRef, int] = {}  # each stream table's version its files were chosen from
         self.closures = DeltaClosureStore(spark, catalog.warehouse)
 
     def static_version(self, source: alg.StaticGraph) -> str:
@@ -175,7 +176,7 @@ class DeltaSourceReader:
             chosen: list[FileInfo] = []
             if delta.exists(path):
                 version, files = delta.SNAPSHOTS.snapshot(path)
-                self.scans.setdefault(source.iri, Scan()).version = version
+                self._versions[source.iri] = version
                 bounds = self.bounds[key]
                 if isinstance(source.window, LogicalWindow):
                     chosen = select_window_files(files, bounds)
@@ -193,6 +194,7 @@ class DeltaSourceReader:
         bounds = self.bounds[_key(source)]
         scan = self.scans.setdefault(source.iri, Scan())
         chosen = self.window_files(source)
+        scan.version = self._versions.get(source.iri)
         scan.files += len(chosen)
         scan.rows += sum(f.records or 0 for f in chosen)
         scan.file_uris.extend(f.uri for f in chosen)
