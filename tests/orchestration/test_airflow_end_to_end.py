@@ -179,7 +179,7 @@ def test_a_user_dag_with_the_evaluate_operator_gives_pyoxigraph_s_window_and_lin
 
     [(start, end, stored)] = list(StoredResults(settings.warehouse, "user_cars").windows())
     assert (start, end) == (at - 30 * MINUTE, at)
-    truth = reference.evaluate(reference.Case("user", USER_QUERY, {MILAN: stream_quads(files.streams[MILAN])},
+    truth = reference.evaluate(reference.Case("user", USER_QUERY, {URIRef(MILAN): stream_quads(files.streams[MILAN])},
                                               {None: list(Graph().parse(files.graphs[None]))}, at))
     found = from_engine(stored)
     assert found.rows and not compare(found, truth)
