@@ -65,7 +65,8 @@ def test_waiting_files_land_once_each_and_move_to_done(spark, warehouse, folder)
 
     summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
 
-    assert summary.to_dict() == {"landed": 9, "files": 3, "rejected": 1, "recovered": [], "already_landed": []}
+    assert summary.to_dict() == {"landed": 9, "files": 3, "rejected": 1, "recovered": [], "already_landed": [],
+                                 "landed_files": ["a.nq", "b.nq"]}
     assert stored(warehouse)[1] == 9
     assert files_in(folder / "done") == {"a.nq", "b.nq"}
     assert files_in(folder / "rejected") == {"plain.ttl", "plain.ttl.reason"}  # no line of a or b refused

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from rdflib import Graph, URIRef
 
 from csparql import samples
 from csparql.deploy.plan import deployment_of, ingest_dag_id
@@ -68,6 +69,23 @@ WHERE { ?car ex:passed ?gate }
 GROUP BY ?gate
 """
 LATE_QUERIES = {"late_counts": LATE_COUNTS, "late_producer": LATE_PRODUCER, "late_consumer": LATE_CONSUMER}
+USER_QUERY = """REGISTER QUERY UserCarsPerDistrict COMPUTED EVERY 5m AS
+PREFIX c: <http://linkedurbandata.org/city#>
+PREFIX t: <http://linkedurbandata.org/traffic#>
+SELECT ?district (COUNT(?car) AS ?passages)
+FROM STREAM <http://streams.org/milantollgates.trdf> [RANGE 30m STEP 5m]
+WHERE { ?tollgate t:registers ?car . ?tollgate c:placedIn ?street . ?district c:contains ?street . }
+GROUP BY ?district
+"""
+USER_DAG = """# An Airflow DAG a user writes: one task that evaluates a C-SPARQL query's window, its query a file.
+import pendulum
+from airflow.sdk import DAG
+
+from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
+
+with DAG("user_cars_per_district", schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")):
+    CsparqlEvaluateWindowOperator(task_id="evaluate", query={query!r}, name="user_cars", warehouse={warehouse!r})
+"""
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +111,20 @@ def world(tmp_path_factory, spark):
     register(root / "consumer.rq", settings, name="district_consumer")
     for name, text in LATE_QUERIES.items():
         register_text(text, settings, name=name)
+    (root / "user" / "cars_per_district.rq").parent.mkdir()
+    (root / "user" / "cars_per_district.rq").write_text(USER_QUERY, encoding="utf-8")
+    (dags / "user_cars_per_district.py").write_text(USER_DAG.format(
+        query=str(root / "user" / "cars_per_district.rq"), warehouse=str(root / "warehouse")), encoding="utf-8")
     stack = AirflowStack(home=root / "airflow", dags=dags, settings_environment=environment, port=free_port(),
                          pool_slots=2,
-                         # the scheduler looks for expired waits every 2 s (not 15): the timeout test is quicker
-                         extra_environment={"AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2"})
+                         extra_environment={
+                             # the scheduler looks for expired waits every 2 s (not 15): the timeout test is quicker
+                             "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2",
+                             # the OpenLineage provider writes every event it sends, one JSON line each
+                             "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                                 {"type": "file", "log_file_path": str(root / "lineage.jsonl"), "append": True}),
+                             "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-e2e",
+                         })
     stack.set_up()
     stack.start()
     stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
@@ -104,7 +132,7 @@ def world(tmp_path_factory, spark):
         stack.wait_until_healthy()
         ingest_dag = ingest_dag_id(MILAN)
         stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag, ingest_dag_id(LATE),
-                             *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES)])
+                             *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES), "user_cars_per_district"])
         yield {"root": root, "files": files, "settings": settings, "stack": stack, "ingest_dag": ingest_dag,
                "spark": spark}
     finally:
@@ -132,6 +160,66 @@ def test_a_dropped_file_is_ingested_by_the_stream_dag_and_advances_the_watermark
     assert (landing / "rejected" / "broken.tsv").exists() and (landing / "rejected" / "broken.tsv.reason").read_text()
     marks = read_watermarks(settings.warehouse)
     assert files.start < marks[MILAN] <= files.end
+
+
+def test_a_user_dag_with_the_evaluate_operator_gives_pyoxigraph_s_window_and_lineage_names_the_tables(world):
+    from conformance import reference
+    from conformance.compare import compare, from_engine
+
+    from csparql.storage.revisions import table_version
+
+    stack, settings, files = world["stack"], world["settings"], world["files"]
+    assert read_watermarks(settings.warehouse).get(MILAN), "the ingest test lands the stream first"
+    at = files.start + 30 * MINUTE
+    stack.unpause("user_cars_per_district")
+    stack.api("POST", "dags/user_cars_per_district/dagRuns", {
+        "logical_date": format_instant(at), "data_interval_start": format_instant(at),
+        "data_interval_end": format_instant(at)})
+    stack.wait_for_runs("user_cars_per_district", 1)
+
+    [(start, end, stored)] = list(StoredResults(settings.warehouse, "user_cars").windows())
+    assert (start, end) == (at - 30 * MINUTE, at)
+    truth = reference.evaluate(reference.Case("user", USER_QUERY, {URIRef(MILAN): stream_quads(files.streams[MILAN])},
+                                              {None: list(Graph().parse(files.graphs[None]))}, at))
+    found = from_engine(stored)
+    assert found.rows and not compare(found, truth)
+
+    # what the OpenLineage provider sent, through its file transport
+    events = [json.loads(line) for line in (world["root"] / "lineage.jsonl").read_text(encoding="utf-8").splitlines()]
+    [evaluation] = [e for e in events if e["eventType"] == "COMPLETE"
+                    and e["job"]["name"] == "user_cars_per_district.evaluate"]
+    milan_table, city_graph = settings.warehouse.stream(MILAN), settings.warehouse.static(None)
+    results = settings.warehouse.results("user_cars", "bindings")
+    assert [(d["namespace"], d["name"], d["facets"]["version"]["datasetVersion"]) for d in evaluation["inputs"]] == [
+        ("file", str(milan_table), str(table_version(milan_table))),
+        ("file", str(city_graph), str(table_version(city_graph)))]
+    window = evaluation["inputs"][0]["facets"]["csparqlWindow"]
+    assert (window["stream"], window["window"], window["windowStart"], window["windowEnd"]) == (
+        MILAN, "[RANGE 30m STEP 5m]", format_instant(at - 30 * MINUTE), format_instant(at))
+    assert [(d["namespace"], d["name"], d["facets"]["version"]["datasetVersion"]) for d in evaluation["outputs"]] == [
+        ("file", str(results), str(table_version(results)))]
+    landings = [e for e in events if e["eventType"] == "COMPLETE"
+                and e["job"]["name"] == f"{world['ingest_dag']}.ingest_landed_files" and e["inputs"]]
+    [landing] = landings  # the one run that landed files; the others found nothing waiting and name nothing
+    folder = settings.landing_folder(MILAN)
+    assert [(d["namespace"], d["name"]) for d in landing["inputs"]] == [("file", str(folder / "done" / "milan.nq"))]
+    assert [(d["namespace"], d["name"], d["facets"]["version"]["datasetVersion"]) for d in landing["outputs"]] == [
+        ("file", str(milan_table), str(table_version(milan_table)))]
+
+    # Airflow's asset graph: the REGISTER STREAM query produces its stream, which its consumer reads
+    [asset] = stack.api("GET", "assets?uri_pattern=CarsEnteringCityCenterPerDistrict")["assets"]
+    assert asset["uri"] == "csparql://streams/CarsEnteringCityCenterPerDistrict"
+    assert [(t["dag_id"], t["task_id"]) for t in asset["producing_tasks"]] == [("districts", "evaluate_window")]
+    assert [(t["dag_id"], t["task_id"]) for t in asset["consuming_tasks"]] == [("district_consumer", "evaluate_window")]
+
+
+def stream_quads(path: Path) -> list[tuple]:
+    """The (s, p, o, τ µs) of a sample stream file (IRIs only, one timestamped quad a line)."""
+    quads = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        s, p, o, rest = line.split(" ", 3)
+        quads.append((URIRef(s[1:-1]), URIRef(p[1:-1]), URIRef(o[1:-1]), parse_instant(rest.split('"')[1])))
+    return quads
 
 
 def test_a_backfill_gives_the_same_windows_as_replay_and_running_it_again_keeps_one_copy(world):

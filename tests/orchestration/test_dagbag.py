@@ -207,7 +207,7 @@ def test_a_query_reading_another_query_s_stream_has_its_asset_as_inlet(tmp_path)
     loader = register(tmp_path / "consumer.rq", settings, name="consumer").with_suffix(".py")
     task = serialized(registered_query_dag(loader, settings)).get_task("evaluate_window")
     assert [i.uri for i in task.inlets] == ["csparql://streams/CarsEnteringCityCenterPerDistrict"]
-    assert stream_assets(task.outlets) == []
+    assert stream_assets(task.outlets) == ["csparql://results/consumer"]  # its result table
     assert alias_names(task.outlets) == ["csparql_revisions"]  # how its commits announce stale windows
     assert task.start_trigger_args.trigger_kwargs  # the wait for the producer's windows travels with the task
     window_end = datetime(2010, 3, 22, 8, 55, tzinfo=timezone.utc)

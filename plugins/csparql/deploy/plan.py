@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rdflib import URIRef
@@ -216,6 +216,34 @@ def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
     before = [other for other in registry_files(settings) if other.name < path.name]
     _check_name(path, name, before, [], settings)
     return _deployment(path, name, text, plan, settings)
+
+
+def deployment_of_query(query: str | os.PathLike, settings: Settings, name: str | None = None) -> Deployment:
+    """The deployment of ``query``: a query file (a path, or text ending in ``.rq`` or holding a ``/``;
+    relative paths are read from the current directory) or the name of a registered query (its file in
+    ``settings.registry``). A query file's results are named ``name``, else the file's stem. ``RegistrationError``
+    naming the file or the registry when there is no such file or name, or the name cannot name results, and
+    the errors of ``deployment_of``."""
+    text = os.fspath(query)
+    if isinstance(query, os.PathLike) or text.endswith((".rq", ".sparql")) or "/" in text or os.sep in text:
+        path = Path(text).expanduser().resolve()
+        if not path.is_file():
+            raise RegistrationError(path, "no such query file")
+        if name is None and DAG_ID.fullmatch(path.stem):
+            return deployment_of(path, settings)
+        if name is None:
+            raise RegistrationError(path, f"'{path.stem}' cannot name the query's results: give the query a name "
+                                          "(letters, digits and '_', starting with a letter or '_')")
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise RegistrationError(path, f"cannot be read: {error}") from None
+        return replace(deployment_of_text(source, name, settings, path.name), path=path)
+    check_registry_name(text, settings)
+    path = settings.registry / f"{text}.rq"
+    if not path.is_file():
+        raise RegistrationError(settings.registry, f"no query is registered as {text!r} (there is no {text}.rq)")
+    return deployment_of(path, settings)
 
 
 def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:

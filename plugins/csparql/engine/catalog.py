@@ -45,6 +45,7 @@ class Scan:
     files: int = 0
     rows: int = 0
     file_uris: list[str] = field(default_factory=list)
+    version: int | None = None  # the stream table's Delta version read (None: no table)
 
 
 class Catalog:
@@ -106,6 +107,7 @@ class DeltaSourceReader:
         self._frames: dict = {}
         self._static_tables: dict = {}
         self._chosen: dict[StreamWindowKey, list[FileInfo]] = {}
+        self._versions: dict[URIRef, int] = {}  # each stream table's version its files were chosen from
         self.closures = DeltaClosureStore(spark, catalog.warehouse)
 
     def static_version(self, source: alg.StaticGraph) -> str:
@@ -173,7 +175,8 @@ class DeltaSourceReader:
             path = self.catalog.warehouse.stream(str(source.iri))
             chosen: list[FileInfo] = []
             if delta.exists(path):
-                _, files = delta.SNAPSHOTS.snapshot(path)
+                version, files = delta.SNAPSHOTS.snapshot(path)
+                self._versions[source.iri] = version
                 bounds = self.bounds[key]
                 if isinstance(source.window, LogicalWindow):
                     chosen = select_window_files(files, bounds)
@@ -191,6 +194,7 @@ class DeltaSourceReader:
         bounds = self.bounds[_key(source)]
         scan = self.scans.setdefault(source.iri, Scan())
         chosen = self.window_files(source)
+        scan.version = self._versions.get(source.iri)
         scan.files += len(chosen)
         scan.rows += sum(f.records or 0 for f in chosen)
         scan.file_uris.extend(f.uri for f in chosen)

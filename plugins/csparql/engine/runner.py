@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +53,8 @@ class Evaluation:
     scans: dict[URIRef, Scan] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)  # milliseconds per phase (``Phases``)
     panes: PaneUse | None = None  # how the window was combined from panes (None: recomputed)
+    output_table: Path | None = None  # the Delta table the results went to (the output stream of REGISTER STREAM)
+    output_version: int | None = None  # the version of the commit that wrote them
 
 
 class Phases:
@@ -258,7 +261,9 @@ class Engine:
         if write:
             with phases("record"):
                 self._append_runs([run])
-        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use)
+        output = self._result_table(plan, name) if write else None
+        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use,
+                          output, run.result_version)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
                version: str | None = None, panes: str = AUTO) -> Iterator[Evaluation]:
@@ -323,13 +328,8 @@ class Engine:
 
     # writing
 
-    def _result_table(self, plan: alg.QueryPlan, name: str):
-        """The table the query's results go to (None for a form that has none yet: not a registered stream)."""
-        registration = plan.registration
-        if registration is not None and registration.kind == "STREAM":
-            return self.warehouse.stream(str(output_stream_iri(registration.name)))
-        kind = {alg.SelectResult: "bindings", alg.AskResult: "answers"}.get(type(plan.form), "triples")
-        return self.warehouse.results(name, kind)
+    def _result_table(self, plan: alg.QueryPlan, name: str) -> Path:
+        return result_table(self.warehouse, plan, name)
 
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
                version: str | None, run: RunRecord, clock: float) -> int:
@@ -396,6 +396,16 @@ class Engine:
 
         run.result_version = delta.write_on_version(path, table_schema, build, "writing the window's results",
                                                     partition_by)
+
+
+def result_table(warehouse: Warehouse, plan: alg.QueryPlan, name: str) -> Path:
+    """The table the results of ``plan`` evaluated as ``name`` go to: the output stream of a ``REGISTER
+    STREAM`` query, else the query's result table of its form (bindings, answers or triples)."""
+    registration = plan.registration
+    if registration is not None and registration.kind == "STREAM":
+        return warehouse.stream(str(output_stream_iri(registration.name)))
+    kind = {alg.SelectResult: "bindings", alg.AskResult: "answers"}.get(type(plan.form), "triples")
+    return warehouse.results(name, kind)
 
 
 def recorded_runs(warehouse: Warehouse, run_ids: set[str], runs_table=None) -> set[str]:

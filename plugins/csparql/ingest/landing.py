@@ -59,11 +59,12 @@ class LandingSummary:
     rejected: int = 0  # files refused as a whole
     recovered: list[str] = field(default_factory=list)  # files an interrupted run had landed but not moved
     already_landed: list[str] = field(default_factory=list)  # files whose content an earlier commit landed
+    landed_files: list[str] = field(default_factory=list)  # files this pass landed (now in done/)
 
     def to_dict(self) -> dict:
         """The summary as the ingestion task returns it (its XCom)."""
         return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered,
-                "already_landed": self.already_landed}
+                "already_landed": self.already_landed, "landed_files": self.landed_files}
 
 
 def waiting_files(folder: Path) -> list[Path]:
@@ -154,6 +155,7 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
             if not report.rejected:
                 rejects.unlink(missing_ok=True)  # written even when empty
             _move(path, done)
+            summary.landed_files.append(path.name)
             log.info("%s: %d triple(s) landed, %d line(s) refused", path.name, report.landed, report.rejected)
         (folder / INTENT).unlink()
     return summary

@@ -1,7 +1,7 @@
 """DAGs built from the registry: one per registered query, one ingestion DAG per stream the queries read.
 
 A query's DAG is one task, ``evaluate_window``, which waits for its window on the triggerer and then evaluates
-it (``EvaluateWindowOperator``); its timetable is the query's schedule (``timetable``).
+it (``CsparqlEvaluateWindowOperator``); its timetable is the query's schedule (``timetable``).
 Each registry file ``<name>.rq`` has a loader ``<name>.py`` beside it (written by ``csparql register``) that
 calls ``registered_query_dag(__file__)``: Airflow records an import error per DAG file and marks every DAG of
 a failing file stale, so one file per query is what keeps one broken query from stopping the others. The
@@ -15,15 +15,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import DAG, Asset
+from airflow.sdk import DAG
 
 from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingested_streams
 from csparql.deploy.registry import RegistrationError
 from csparql.deploy.settings import Settings
-from csparql.orchestration.operators import EvaluateWindowOperator, IngestLandedFilesOperator
-from csparql.orchestration.revisions import REVISIONS
+from csparql.orchestration.operators import CsparqlEvaluateWindowOperator, CsparqlIngestOperator
 from csparql.orchestration.timetable import WindowTimetable
-from csparql.storage.warehouse import OUTPUT_STREAM_PREFIX
 
 START_DATE = pendulum.datetime(2000, 1, 1, tz="UTC")
 """The earliest instant any schedule or backfill may reach. Scheduled runs start at the latest window when a
@@ -43,11 +41,6 @@ def task_defaults(settings: Settings) -> dict:
     return {"retries": settings.retries, "retry_delay": RETRY_DELAY}
 
 
-def stream_asset(registered_as: str) -> Asset:
-    """The Airflow Asset of the stream ``REGISTER STREAM registered_as`` produces."""
-    return Asset(name=f"csparql_stream_{registered_as}", uri=f"csparql://streams/{registered_as}")
-
-
 def registered_query_dag(loader: str | Path, settings: Settings | None = None) -> DAG:
     """The DAG of the registry file beside ``loader`` (same stem, ``.rq``); raises ``RegistrationError``
     (shown by Airflow as the loader's import error) when the query cannot be deployed."""
@@ -59,10 +52,10 @@ def registered_query_dag(loader: str | Path, settings: Settings | None = None) -
     return query_dag(deployment_of(query, settings), settings)
 
 
-def query_dag(deployment: Deployment, settings: Settings) -> DAG:
-    """The DAG that evaluates one registered query window by window."""
+def query_dag(deployment: Deployment, settings: Settings, conn_id: str | None = None) -> DAG:
+    """The DAG that evaluates one registered query window by window (Spark through the Airflow connection
+    ``conn_id`` when given, else where ``settings`` say)."""
     kind = (deployment.plan.registration.kind.lower() if deployment.plan.registration else "one-shot")
-    producer_assets = [stream_asset(s.iri.removeprefix(OUTPUT_STREAM_PREFIX)) for s in deployment.inputs if s.producer]
     with DAG(
         dag_id=deployment.dag_id,
         description=deployment.description,
@@ -74,10 +67,8 @@ def query_dag(deployment: Deployment, settings: Settings) -> DAG:
         doc_md=f"**{deployment.description}**\n\nRegistry file `{deployment.path}`\n\n```sparql\n{deployment.text}\n```",
         default_args=task_defaults(settings),
     ) as dag:
-        EvaluateWindowOperator(
-            task_id="evaluate_window", deployment=deployment, settings=settings, inlets=producer_assets,
-            pool=settings.pool,
-            outlets=[*([stream_asset(deployment.registered_as)] if deployment.output_stream else []), REVISIONS],
+        CsparqlEvaluateWindowOperator(
+            task_id="evaluate_window", query=deployment, settings=settings, conn_id=conn_id, pool=settings.pool,
             doc_md="Waits, deferred on the triggerer (no task process), until the window's streams have landed: "
                    "watermarks past the window's end plus the allowed lateness, producers' windows written; "
                    "then evaluates the window on Spark and replaces its results.",
@@ -85,8 +76,9 @@ def query_dag(deployment: Deployment, settings: Settings) -> DAG:
     return dag
 
 
-def stream_ingestion_dags(settings: Settings | None = None) -> dict[str, DAG]:
-    """One ingestion DAG per stream the registered queries read, keyed by DAG id."""
+def stream_ingestion_dags(settings: Settings | None = None, conn_id: str | None = None) -> dict[str, DAG]:
+    """One ingestion DAG per stream the registered queries read, keyed by DAG id (Spark through the Airflow
+    connection ``conn_id`` when given)."""
     settings = settings or Settings.from_environment()
     dags: dict[str, DAG] = {}
     for stream in ingested_streams(settings):
@@ -105,7 +97,7 @@ def stream_ingestion_dags(settings: Settings | None = None) -> dict[str, DAG]:
                    f"`<{stream}>`, moves them to `done/` (or `rejected/` with the reason) and advances the "
                    "stream's watermark.",
         ) as dag:
-            IngestLandedFilesOperator(task_id="ingest_landed_files", stream=stream, landing=folder,
-                                      settings=settings, pool=settings.pool, outlets=[REVISIONS])
+            CsparqlIngestOperator(task_id="ingest_landed_files", stream=stream, landing=folder, settings=settings,
+                                  conn_id=conn_id, pool=settings.pool)
         dags[dag_id] = dag
     return dags

@@ -1,12 +1,19 @@
-"""The task of a query's DAG — wait for the window, then evaluate it — and of a stream's ingestion DAG.
+"""The public operators: evaluate a registered query's window, ingest a stream's landing folder.
 
-Operators hold the ``Deployment`` built when the DAG file is parsed (the task runner parses it again, so
-nothing here is serialized but the trigger's arguments). Errors users can act on fail the task with one plain
-message.
+``CsparqlEvaluateWindowOperator`` and ``CsparqlIngestOperator`` take plain arguments — a query file or
+registered name, a stream IRI, an Airflow connection id for Spark, a warehouse folder — and build what they
+need themselves, so a user's own DAG can use them; the DAGs built from the registry (``dags``) use the same
+operators. Errors users can act on fail the task with one plain message; a query that cannot be deployed
+fails the DAG file with one (the file, line, column and caret).
+
+Every task has its tables as Assets (``assets``): outlets the tables it writes, inlets the streams it reads,
+and reports the same tables, with their Delta versions, to OpenLineage (``lineage``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 import time
 from datetime import timedelta
@@ -17,13 +24,17 @@ from airflow.sdk import Asset, BaseOperator, get_current_context
 from airflow.sdk.exceptions import TaskDeferralTimeout
 from airflow.triggers.base import StartTriggerArgs
 
-from csparql.deploy.plan import Deployment
+from csparql.deploy.plan import Deployment, deployment_of_query
 from csparql.deploy.settings import Settings
-from csparql.orchestration.revisions import announce
+from csparql.orchestration.assets import result_asset, stream_asset
+from csparql.orchestration.connections import connect_url, settings_for_connection
+from csparql.orchestration.revisions import REVISIONS, announce
 from csparql.storage.revisions import table_version
-from csparql.storage.warehouse import project_root
+from csparql.storage.warehouse import Warehouse, project_root
 from csparql.storage.watermarks import latest_run
 from csparql.windows import format_instant, parse_instant
+
+__all__ = ["CsparqlEvaluateWindowOperator", "CsparqlIngestOperator", "connect_url"]
 
 EVALUATE_WINDOW_JOB = project_root() / "spark_jobs" / "evaluate_window.py"
 LOG4J = project_root() / "plugins" / "csparql" / "spark" / "log4j2.properties"
@@ -35,8 +46,47 @@ it has one (scheduled runs and backfills), else the moment it was triggered (man
 Rendered by the triggerer when the task starts there, and by the worker when it evaluates."""
 
 
-class EvaluateWindowOperator(BaseOperator):
-    """One run of a query: waits until every input of the run's window has landed (``WindowRequirements``),
+def operator_settings(settings: Settings | None, warehouse: str | os.PathLike | None,
+                      registry: str | os.PathLike | None = None) -> Settings:
+    """The deployment settings of an operator: ``settings`` (else the environment's) with the warehouse and
+    registry folders given, if any (the landing folders follow the warehouse unless set on their own)."""
+    settings = settings or Settings.from_environment()
+    changes = {}
+    if warehouse is not None:
+        changes["warehouse"] = Warehouse(warehouse)
+        if settings.landing == settings.warehouse.root / "landing":
+            changes["landing"] = changes["warehouse"].root / "landing"
+    if registry is not None:
+        changes["registry"] = Path(registry).resolve()
+    return dataclasses.replace(settings, **changes) if changes else settings
+
+
+def with_revisions(outlets) -> list:
+    """``outlets`` with the revisions alias (``revisions.REVISIONS``), through which a task that commits to a
+    stream announces the windows it made stale."""
+    outlets = list(outlets)
+    return outlets if REVISIONS in outlets else [*outlets, REVISIONS]
+
+
+def evaluation_assets(deployment: Deployment) -> tuple[list[Asset], list[Asset]]:
+    """The inlets (the streams the query reads) and outlets (its output stream, else its result table, and the
+    revisions alias) of a query's evaluation task."""
+    inlets = [stream_asset(stream.iri) for stream in deployment.inputs]
+    written = stream_asset(deployment.output_stream) if deployment.output_stream else result_asset(deployment.name)
+    return inlets, [written, REVISIONS]
+
+
+class CsparqlEvaluateWindowOperator(BaseOperator):
+    """Evaluates one window of a C-SPARQL query per run.
+
+    ``query`` is a query file (``.rq``) or the name of a registered query; ``conn_id`` an Airflow connection of
+    type ``spark_connect`` (a Spark Connect server) or ``spark`` (spark-submit to a cluster), else Spark runs
+    where the settings say (``CSPARQL_SPARK``; a local Spark inside the task by default); ``warehouse`` the
+    warehouse folder, else the settings'; ``name`` what a query file's results are named (its file's stem by
+    default). ``settings`` (``csparql.deploy.settings.Settings``) and a ``query``
+    that is already a ``Deployment`` are how the registry's DAGs pass what they have built.
+
+    One run of a query: waits until every input of the run's window has landed (``WindowRequirements``),
     then evaluates the window and writes its results, replacing any earlier copy (so retries and re-runs never
     duplicate).
 
@@ -55,10 +105,19 @@ class EvaluateWindowOperator(BaseOperator):
     start_from_trigger = True
     ui_color = "#fdf0e0"
 
-    def __init__(self, *, deployment: Deployment, settings: Settings, **kwargs) -> None:
+    def __init__(self, *, query: str | os.PathLike | Deployment, conn_id: str | None = None,
+                 warehouse: str | os.PathLike | None = None, name: str | None = None,
+                 settings: Settings | None = None, **kwargs) -> None:
+        settings = operator_settings(settings, warehouse)
+        deployment = query if isinstance(query, Deployment) else deployment_of_query(query, settings, name)
+        inlets, outlets = evaluation_assets(deployment)
+        kwargs["inlets"] = kwargs.get("inlets") or inlets
+        kwargs["outlets"] = with_revisions(kwargs.get("outlets") or outlets)
         super().__init__(**kwargs)
         self.deployment = deployment
         self.settings = settings
+        self.conn_id = conn_id
+        self.lineage = None
         self.window_instant = EVALUATION_INSTANT
         self.start_trigger_args = StartTriggerArgs(
             trigger_cls="csparql.orchestration.triggers.WindowCompleteTrigger",
@@ -113,27 +172,24 @@ class EvaluateWindowOperator(BaseOperator):
 
     def _evaluate(self, context, complete: bool, missing: list[str]) -> dict:
         at = parse_instant(self.window_instant)
-        if self.settings.spark == "standalone":
-            outcome = self._submit(at, complete)
+        settings = settings_for_connection(self.settings, self.conn_id)
+        if settings.spark == "standalone":
+            outcome = self._submit(settings, at, complete)
         else:
-            outcome = self._evaluate_here(at, complete)
-        if self.deployment.output_stream:
-            for outlet in (o for o in self.outlets if isinstance(o, Asset)):
+            outcome = self._evaluate_here(settings, at, complete)
+        if self.deployment.output_stream and stream_asset(self.deployment.output_stream) in self.outlets:
+            for outlet in [stream_asset(self.deployment.output_stream)]:
                 context["outlet_events"][outlet].extra = {
                     "stream": self.deployment.output_stream, "window_end": format_instant(outcome["window_end"])
                 }
         return {**outcome, "missing": missing}
 
-    def _evaluate_here(self, at: int, complete: bool | None) -> dict:
+    def _evaluate_here(self, settings: Settings, at: int, complete: bool | None) -> dict:
         from csparql.engine.runner import Engine, EvaluationFailed
+        from csparql.orchestration.lineage import evaluation_lineage
         from csparql.spark.session import spark_session
 
-        master = None
-        if self.settings.spark == "connect":
-            from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
-
-            master = SparkConnectHook(conn_id=self.settings.connection_id).get_connection_url()
-        engine = Engine(self.settings.warehouse, spark_session(master))
+        engine = Engine(self.settings.warehouse, spark_session(connect_url(settings) if settings.spark == "connect" else None))
         output = self.settings.warehouse.stream(self.deployment.output_stream) if self.deployment.output_stream else None
         output_before = table_version(output) if output is not None else None
         started = time.time_ns() // 1000
@@ -143,6 +199,7 @@ class EvaluateWindowOperator(BaseOperator):
         except EvaluationFailed as error:
             raise AirflowException(str(error)) from None
         self._check_staleness(evaluation.window.end, started, output_before)
+        self.lineage = evaluation_lineage(self.settings.warehouse, self.deployment.plan, evaluation)
         window = evaluation.window
         self.log.info("window (%s, %s]: %d row(s) written in %d ms",
                       format_instant(window.start) if window.start is not None else "-", format_instant(window.end),
@@ -162,7 +219,7 @@ class EvaluateWindowOperator(BaseOperator):
         if stale:
             announce(get_current_context(), stale, self.log)
 
-    def _submit(self, at: int, complete: bool | None) -> dict:
+    def _submit(self, settings: Settings, at: int, complete: bool | None) -> dict:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         arguments = ["--query", str(self.deployment.path), "--name", self.deployment.name, "--at", str(at),
@@ -172,7 +229,7 @@ class EvaluateWindowOperator(BaseOperator):
         python = sys.executable
         binary = Path(python).with_name("spark-submit")
         hook = SparkSubmitHook(
-            conn_id=self.settings.connection_id,
+            conn_id=settings.connection_id,
             application_args=arguments,
             name=f"csparql-{self.deployment.name}",
             spark_binary=str(binary) if binary.exists() else "spark-submit",
@@ -192,12 +249,19 @@ class EvaluateWindowOperator(BaseOperator):
         window = self.deployment.schedule.evaluation_at(at) if self.deployment.schedule else None
         end = window.end if window else at
         run = latest_run(self.settings.warehouse, self.deployment.name, end)
+        self.lineage = submitted_lineage(self.settings.warehouse, self.deployment, at, run)
         return {"window_end": end, "window_start": window.start if window else None,
                 "rows_written": run.get("rows_written") if run else None,
                 "run_id": run.get("run_id") if run else None, "complete": complete}
 
 
-class IngestLandedFilesOperator(BaseOperator):
+    def get_openlineage_facets_on_complete(self, task_instance):
+        """The stream windows and static graphs this run read and the table it wrote, with their Delta
+        versions (``lineage``)."""
+        return self.lineage or _no_lineage()
+
+
+class CsparqlIngestOperator(BaseOperator):
     """Lands every file waiting in a stream's landing folder, each in its own commit and exactly once, even
     after a run that stopped between a commit and moving its file (``csparql.ingest.landing``): a file that
     lands moves to ``done/``, a file refused as a whole moves to ``rejected/`` with a ``.reason`` beside it;
@@ -206,26 +270,41 @@ class IngestLandedFilesOperator(BaseOperator):
     watermark. Starts Spark only when there is something to land: with ``CSPARQL_SPARK=connect`` a session of
     the Spark Connect server (which must see the landing folder and the warehouse at the same paths, as on one
     machine or on a volume every Spark container mounts), else a local Spark inside the task (a standalone
-    cluster takes only spark-submitted jobs)."""
+    cluster takes only spark-submitted jobs).
+
+    ``stream`` is the stream's IRI; ``landing`` its landing folder, else the settings' (``CSPARQL_LANDING``,
+    one folder per stream); ``conn_id`` and ``warehouse`` as for ``CsparqlEvaluateWindowOperator``."""
 
     ui_color = "#e9f7ec"
 
-    def __init__(self, *, stream: str, landing: Path, settings: Settings, **kwargs) -> None:
+    def __init__(self, *, stream: str, landing: str | os.PathLike | None = None, conn_id: str | None = None,
+                 warehouse: str | os.PathLike | None = None, settings: Settings | None = None, **kwargs) -> None:
+        settings = operator_settings(settings, warehouse)
+        kwargs["outlets"] = with_revisions(kwargs.get("outlets") or [stream_asset(stream)])
         super().__init__(**kwargs)
-        self.stream = stream
-        self.landing = Path(landing)
+        self.stream = str(stream)
+        self.landing = Path(landing) if landing is not None else settings.landing_folder(self.stream)
         self.settings = settings
+        self.conn_id = conn_id
+        self.lineage = None
 
     def execute(self, context):
         from csparql.ingest.landing import land_waiting_files
+        from csparql.orchestration.lineage import ingest_lineage
         from csparql.spark.session import spark_session
 
-        def start_spark():
-            return spark_session(connect_url(self.settings) if self.settings.spark == "connect" else None)
+        settings = settings_for_connection(self.settings, self.conn_id)
 
-        before = table_version(self.settings.warehouse.stream(self.stream))
+        def start_spark():
+            return spark_session(connect_url(settings) if settings.spark == "connect" else None)
+
+        table = self.settings.warehouse.stream(self.stream)
+        before = table_version(table)
         summary = land_waiting_files(start_spark, self.settings.warehouse, self.stream, self.landing,
                                      max_future_skew=self.settings.max_future_skew)
+        self.lineage = ingest_lineage(self.settings.warehouse, self.stream,
+                                      [self.landing / "done" / name for name in summary.landed_files],
+                                      table_version(table))
         if not summary.files:
             self.log.info("nothing waiting in %s", self.landing)
             return summary.to_dict()
@@ -234,9 +313,27 @@ class IngestLandedFilesOperator(BaseOperator):
         stale = detect_after_commits(self.settings, self.stream, before)
         return {**summary.to_dict(), "stale_windows": len(stale), "revised_by": announce(context, stale, self.log)}
 
+    def get_openlineage_facets_on_complete(self, task_instance):
+        """The files this run landed and the stream table it wrote, with its version (``lineage``)."""
+        return self.lineage or _no_lineage()
 
-def connect_url(settings: Settings) -> str:
-    """The client URL of the Spark Connect server the Airflow connection ``settings.connection_id`` names."""
-    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
-    return SparkConnectHook(conn_id=settings.connection_id).get_connection_url()
+def submitted_lineage(warehouse: Warehouse, deployment: Deployment, at: int, run: dict | None):
+    """The lineage of a window evaluated by spark-submit, from the run it recorded: the streams at their
+    versions now (the application's reads are not reported back), the result table at the run's commit."""
+    from csparql.engine.runner import Evaluation, result_table
+    from csparql.orchestration.lineage import evaluation_lineage
+    from csparql.schedule import evaluation_at
+
+    window = evaluation_at(deployment.plan, at)
+    version = run.get("result_version") if run else None
+    evaluation = Evaluation(deployment.name, window, None, 0, 0, run.get("run_id") if run else "",
+                            output_table=result_table(warehouse, deployment.plan, deployment.name),
+                            output_version=version)
+    return evaluation_lineage(warehouse, deployment.plan, evaluation)
+
+
+def _no_lineage():
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    return OperatorLineage()

@@ -63,10 +63,11 @@ class ReviseStaleWindowsOperator(BaseOperator):
 
     ui_color = "#fff4d6"
 
-    def __init__(self, *, registry_file: Path, settings: Settings, **kwargs) -> None:
+    def __init__(self, *, registry_file: Path, settings: Settings, conn_id: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.registry_file = Path(registry_file)
         self.settings = settings
+        self.conn_id = conn_id
 
     def execute(self, context):
         from csparql.deploy.plan import deployment_of
@@ -78,13 +79,14 @@ class ReviseStaleWindowsOperator(BaseOperator):
             self.log.info("%s: no window to revise", deployment.name)
             return {"revised": []}
         from csparql.engine.runner import Engine, EvaluationFailed
-        from csparql.orchestration.operators import connect_url
+        from csparql.orchestration.connections import connect_url, settings_for_connection
         from csparql.orchestration.triggers import WindowCompleteTrigger
         from csparql.spark.session import spark_session
         from csparql.storage import revisions as rv
 
+        spark = settings_for_connection(self.settings, self.conn_id)
         engine = Engine(self.settings.warehouse,
-                        spark_session(connect_url(self.settings) if self.settings.spark == "connect" else None))
+                        spark_session(connect_url(spark) if spark.spark == "connect" else None))
         output = self.settings.warehouse.stream(deployment.output_stream) if deployment.output_stream else None
         revised, downstream = [], []
         for window in pending:
@@ -116,9 +118,9 @@ class ReviseStaleWindowsOperator(BaseOperator):
         return {"revised": revised}
 
 
-def revision_dags(settings: Settings | None = None) -> dict[str, DAG]:
+def revision_dags(settings: Settings | None = None, conn_id: str | None = None) -> dict[str, DAG]:
     """One revision DAG per registered query with a schedule, keyed by DAG id (built from the registry's facts,
-    without compiling the queries)."""
+    without compiling the queries; Spark through the Airflow connection ``conn_id`` when given)."""
     from csparql.orchestration.dags import START_DATE, task_defaults
 
     settings = settings or Settings.from_environment()
@@ -142,6 +144,6 @@ def revision_dags(settings: Settings | None = None) -> dict[str, DAG]:
                    "run re-evaluates them, replacing their results (one copy, the next revision number).",
         ) as dag:
             ReviseStaleWindowsOperator(task_id="revise_stale_windows", registry_file=path, settings=settings,
-                                       pool=settings.pool, outlets=[REVISIONS])
+                                       conn_id=conn_id, pool=settings.pool, outlets=[REVISIONS])
         dags[dag_id] = dag
     return dags

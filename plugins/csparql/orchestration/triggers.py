@@ -19,7 +19,7 @@ class WindowCompleteTrigger(BaseTrigger):
 
     ``wait`` is the query's ``WindowWait.to_dict()``; ``window_instant`` the run's instant (ISO 8601). When the
     task starts on the triggerer (``start_from_trigger``) the triggerer renders ``window_instant`` from the
-    run — it is a template field of the task too (``EvaluateWindowOperator``) — before ``run``. The wait's
+    run — it is a template field of the task too (``CsparqlEvaluateWindowOperator``) — before ``run``. The wait's
     timeout is Airflow's (the task instance's trigger timeout), not the trigger's."""
 
     def __init__(self, warehouse: str, wait: dict, window_instant: str, poll_seconds: float) -> None:

@@ -1,0 +1,55 @@
+"""The DAG factory: every DAG of a registry from one line of a user's dags folder.
+
+    from csparql.orchestration.factory import csparql_dags
+
+    csparql_dags()
+
+creates, in the DAG file that calls it, the DAG of every registered query, one ingestion DAG per stream the
+queries read and one revision DAG per scheduled query (Airflow registers DAGs created while it imports a DAG
+file, so nothing needs to be assigned). The registry and warehouse are the settings' (``CSPARQL_REGISTRY``,
+``CSPARQL_WAREHOUSE``, …) unless given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from airflow.sdk import DAG
+
+from csparql.deploy.plan import deployment_of
+from csparql.deploy.registry import DAG_ID, RegistrationError, registry_files
+from csparql.deploy.settings import Settings
+from csparql.orchestration.dags import query_dag, stream_ingestion_dags
+from csparql.orchestration.operators import operator_settings
+from csparql.orchestration.revisions import revision_dags
+
+log = logging.getLogger(__name__)
+
+
+def csparql_dags(registry: str | os.PathLike | None = None, warehouse: str | os.PathLike | None = None, *,
+                 conn_id: str | None = None, queries: bool = True, settings: Settings | None = None) -> dict[str, DAG]:
+    """Every DAG of the registry, keyed by DAG id: each registered query's (unless ``queries`` is False, as
+    when the registry's own loaders build them, one DAG file per query), the ingestion DAGs and the revision
+    DAGs. ``conn_id``: the Airflow connection Spark runs through (see ``connections``), read when each task
+    runs. A registry file that cannot be deployed is left out, with one logged line naming the file and the
+    problem; the other queries' DAGs are built all the same."""
+    settings = operator_settings(settings, warehouse, registry)
+    dags: dict[str, DAG] = {}
+    if queries:
+        for path in registry_files(settings):
+            if not DAG_ID.fullmatch(path.stem):
+                log.error("%s: '%s' cannot name a registered query (letters, digits and '_'): no DAG for it",
+                          path, path.stem)
+                continue
+            try:
+                deployment = deployment_of(path, settings)
+            except RegistrationError as error:
+                log.error("no DAG for %s: %s", Path(error.path).name, " ".join(error.message.split()))
+                continue
+            dag = query_dag(deployment, settings, conn_id=conn_id)
+            dags[dag.dag_id] = dag
+    dags.update(stream_ingestion_dags(settings, conn_id=conn_id))
+    dags.update(revision_dags(settings, conn_id=conn_id))
+    return dags
