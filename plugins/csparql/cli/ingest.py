@@ -61,7 +61,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", metavar="FORMAT", help=f"input format, instead of the file extension: {FORMATS_HELP}")
     parser.add_argument("--rejects", metavar="PATH", help="write every reject to this file (default: <file>.rejects.tsv next to each input)")
     parser.add_argument("--warehouse", metavar="DIR", help="the warehouse folder (default: $CSPARQL_WAREHOUSE, else ./delta_tables)")
-    parser.add_argument("--master", metavar="URL", help="Spark master: local[*], spark://host:7077 or sc://host:15002 (default: $CSPARQL_SPARK_MASTER, else local[*])")
+    parser.add_argument("--master", metavar="URL", help="Spark master: local[*], spark://host:7077 or sc://host:15002 (default: $CSPARQL_SPARK_MASTER, else $SPARK_REMOTE, else local[*])")
 
 
 def _plural(count: int, word: str) -> str:
