@@ -1,0 +1,112 @@
+"""What a first run meets on the command line: ``--version``; ``register --warehouse`` honoured and the paused
+DAG said; ``streams`` printing each stream's landing folder; ``samples`` writing the files the README ingests;
+``results`` and ``replay`` in CSV and TSV as one table a CSV reader loads whole; ``run.sh`` saying what it runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+from importlib.metadata import version
+
+import pytest
+
+from csparql.cli import main
+from csparql.deploy.settings import Settings
+from csparql.storage.warehouse import slug
+from support import ROOT, SPEC_QUERIES
+
+CARS_PER_DISTRICT = SPEC_QUERIES / "04-cars-per-district.rq"
+TOLLGATES = "http://streams.org/citytollgates.trdf"
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("CSPARQL_REGISTRY", str(tmp_path / "dags" / "queries"))
+    monkeypatch.setenv("CSPARQL_WAREHOUSE", str(tmp_path / "default-warehouse"))
+    monkeypatch.delenv("CSPARQL_LANDING", raising=False)
+    return tmp_path / "dags" / "queries"
+
+
+def test_version_prints_the_installed_distributions_version(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out == f"csparql {version('csparql')}\n"
+
+
+def test_register_uses_the_warehouse_it_is_given_and_says_the_dag_starts_paused(registry, tmp_path, capsys):
+    warehouse = tmp_path / "given-warehouse"
+    assert main(["register", str(CARS_PER_DISTRICT), "--warehouse", str(warehouse)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("registered CarsEnteringCityCenterPerDistrict: ")
+    assert "starts paused" in out and "`airflow dags unpause CarsEnteringCityCenterPerDistrict`" in out
+    assert (registry / "CarsEnteringCityCenterPerDistrict.rq").exists()
+    assert (warehouse / "_csparql" / "query_facts").is_dir()  # what registering stores went to that warehouse
+    assert not (tmp_path / "default-warehouse").exists()
+    assert main(["unregister", "CarsEnteringCityCenterPerDistrict", "--warehouse", str(warehouse)]) == 0
+
+
+def test_streams_prints_the_landing_folder_of_every_stream_a_registered_query_reads(registry, tmp_path, capsys):
+    warehouse = tmp_path / "warehouse"
+    assert main(["register", str(CARS_PER_DISTRICT), "--warehouse", str(warehouse)]) == 0
+    capsys.readouterr()
+    assert main(["streams", "--warehouse", str(warehouse)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    folder = warehouse.resolve() / "landing" / slug(TOLLGATES)
+    assert lines[0] == "stream\ttable\tlanding folder\twatermark\ttriples"
+    assert lines[1].split("\t") == [f"<{TOLLGATES}>", f"{warehouse.resolve() / 'streams' / slug(TOLLGATES)} "
+                                    "(nothing landed yet)", str(folder), "-", "-"]
+    assert main(["streams", "--landing", TOLLGATES, "--warehouse", str(warehouse)]) == 0
+    assert capsys.readouterr().out == f"{folder}\n"
+    settings = Settings.from_environment({"CSPARQL_WAREHOUSE": str(warehouse)})
+    assert settings.landing_folder(TOLLGATES) == folder  # where the ingestion DAG looks
+
+
+def test_samples_writes_the_files_the_readme_ingests(tmp_path, capsys):
+    assert main(["samples", str(tmp_path / "samples"), "--hours", "1"]) == 0
+    out = capsys.readouterr().out
+    stream, graph = tmp_path / "samples" / "citytollgates.tnq", tmp_path / "samples" / "city.ttl"
+    assert stream.stat().st_size > 0 and graph.stat().st_size > 0
+    assert f"{stream}\tcsparql ingest --stream {TOLLGATES} {stream}\n" in out
+    assert f"{graph}\tcsparql load-static {graph}\n" in out
+    (tmp_path / "file").write_text("")
+    assert main(["samples", str(tmp_path / "file")]) == 2
+    assert capsys.readouterr().err == f"csparql samples: {tmp_path / 'file'} is a file, not a folder\n"
+
+
+def test_run_sh_says_it_runs_the_stack_on_spark_connect():
+    comment = "".join(line for line in (ROOT / "run.sh").read_text(encoding="utf-8").splitlines(keepends=True)
+                      if line.startswith("# "))
+    assert "local Spark" not in comment and "Spark Connect server" in comment
+
+
+@pytest.fixture(scope="module")
+def hour_of_tollgates(spark, tmp_path_factory):
+    """A warehouse with an hour of the sample citytollgates stream and the city graph."""
+    root = tmp_path_factory.mktemp("formats")
+    warehouse = root / "warehouse"
+    assert main(["samples", str(root / "samples"), "--hours", "1"]) == 0
+    assert main(["ingest", "--warehouse", str(warehouse), "--stream", TOLLGATES,
+                 str(root / "samples" / "citytollgates.tnq")]) == 0
+    assert main(["load-static", "--warehouse", str(warehouse), str(root / "samples" / "city.ttl")]) == 0
+    return warehouse
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_replay_and_results_print_one_table_with_the_window_as_columns(hour_of_tollgates, fmt, capsys):
+    warehouse = str(hour_of_tollgates)
+    capsys.readouterr()
+    assert main(["replay", str(CARS_PER_DISTRICT), "--from", "2010-03-22T08:50:00Z", "--to", "2010-03-22T09:00:00Z",
+                 "--warehouse", warehouse, "--format", fmt]) == 0
+    replayed = capsys.readouterr().out
+    assert main(["results", "CarsEnteringCityCenterPerDistrict", "--warehouse", warehouse, "--format", fmt]) == 0
+    stored = capsys.readouterr().out
+    for text in (replayed, stored):
+        assert not any(line.startswith("#") for line in text.splitlines())
+        rows = list(csv.reader(io.StringIO(text), delimiter="," if fmt == "csv" else "\t"))
+        assert rows[0] == ["window_start", "window_end", "district", "passages"]  # one header
+        assert {(row[0], row[1]) for row in rows[1:]} == {
+            ("2010-03-22T08:20:00Z", "2010-03-22T08:50:00Z"), ("2010-03-22T08:25:00Z", "2010-03-22T08:55:00Z"),
+            ("2010-03-22T08:30:00Z", "2010-03-22T09:00:00Z")}
+        assert all(len(row) == 4 for row in rows)
+    assert sorted(replayed.splitlines()[1:]) == sorted(stored.splitlines()[1:])
