@@ -83,12 +83,13 @@ def test_run_sh_says_it_runs_the_stack_on_spark_connect():
 @pytest.fixture(scope="module")
 def hour_of_tollgates(spark, tmp_path_factory):
     """A warehouse with an hour of the sample citytollgates stream and the city graph."""
+    from csparql.samples import write_samples
+
     root = tmp_path_factory.mktemp("formats")
     warehouse = root / "warehouse"
-    assert main(["samples", str(root / "samples"), "--hours", "1"]) == 0
-    assert main(["ingest", "--warehouse", str(warehouse), "--stream", TOLLGATES,
-                 str(root / "samples" / "citytollgates.tnq")]) == 0
-    assert main(["load-static", "--warehouse", str(warehouse), str(root / "samples" / "city.ttl")]) == 0
+    samples = write_samples(root / "samples", hours=1)
+    assert main(["ingest", "--warehouse", str(warehouse), "--stream", TOLLGATES, str(samples.streams[TOLLGATES])]) == 0
+    assert main(["load-static", "--warehouse", str(warehouse), str(samples.graphs[None])]) == 0
     return warehouse
 
 
