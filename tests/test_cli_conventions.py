@@ -93,21 +93,51 @@ def hour_of_tollgates(spark, tmp_path_factory):
     return warehouse
 
 
-@pytest.mark.parametrize("fmt", ["csv", "tsv"])
-def test_replay_and_results_print_one_table_with_the_window_as_columns(hour_of_tollgates, fmt, capsys):
+def read_table(text: str, fmt: str) -> list[list[str]]:
+    """The output as a CSV reader reads it (no comment lines: a reader would take them for rows)."""
+    assert not any(line.startswith("#") for line in text.splitlines())
+    return list(csv.reader(io.StringIO(text), delimiter="," if fmt == "csv" else "\t"))
+
+
+def test_replay_and_results_print_one_table_with_the_window_as_columns(hour_of_tollgates, capsys):
     warehouse = str(hour_of_tollgates)
+    windows = {("2010-03-22T08:20:00Z", "2010-03-22T08:50:00Z"), ("2010-03-22T08:25:00Z", "2010-03-22T08:55:00Z"),
+               ("2010-03-22T08:30:00Z", "2010-03-22T09:00:00Z")}
+    header = ["window_start", "window_end", "district", "passages"]
     capsys.readouterr()
     assert main(["replay", str(CARS_PER_DISTRICT), "--from", "2010-03-22T08:50:00Z", "--to", "2010-03-22T09:00:00Z",
-                 "--warehouse", warehouse, "--format", fmt]) == 0
-    replayed = capsys.readouterr().out
-    assert main(["results", "CarsEnteringCityCenterPerDistrict", "--warehouse", warehouse, "--format", fmt]) == 0
-    stored = capsys.readouterr().out
-    for text in (replayed, stored):
-        assert not any(line.startswith("#") for line in text.splitlines())
-        rows = list(csv.reader(io.StringIO(text), delimiter="," if fmt == "csv" else "\t"))
-        assert rows[0] == ["window_start", "window_end", "district", "passages"]  # one header
-        assert {(row[0], row[1]) for row in rows[1:]} == {
-            ("2010-03-22T08:20:00Z", "2010-03-22T08:50:00Z"), ("2010-03-22T08:25:00Z", "2010-03-22T08:55:00Z"),
-            ("2010-03-22T08:30:00Z", "2010-03-22T09:00:00Z")}
-        assert all(len(row) == 4 for row in rows)
-    assert sorted(replayed.splitlines()[1:]) == sorted(stored.splitlines()[1:])
+                 "--warehouse", warehouse, "--format", "csv"]) == 0
+    replayed = read_table(capsys.readouterr().out, "csv")
+    assert replayed[0] == header  # one header for every window
+    assert {(row[0], row[1]) for row in replayed[1:]} == windows and all(len(row) == 4 for row in replayed)
+    for fmt in ("csv", "tsv"):
+        assert main(["results", "CarsEnteringCityCenterPerDistrict", "--warehouse", warehouse, "--format", fmt]) == 0
+        stored = read_table(capsys.readouterr().out, fmt)
+        assert stored[0] == header
+        assert {(row[0], row[1]) for row in stored[1:]} == windows and all(len(row) == 4 for row in stored)
+        if fmt == "csv":
+            assert sorted(map(tuple, stored[1:])) == sorted(map(tuple, replayed[1:]))
+    assert main(["replay", str(CARS_PER_DISTRICT), "--from", "2010-03-22T09:00:00Z", "--to", "2010-03-22T09:00:00Z",
+                 "--warehouse", warehouse, "--format", "tsv"]) == 0
+    one = read_table(capsys.readouterr().out, "tsv")
+    assert one[0] == header and {(row[0], row[1]) for row in one[1:]} == {("2010-03-22T08:30:00Z", "2010-03-22T09:00:00Z")}
+
+
+def test_a_table_of_windows_holds_graphs_and_refuses_a_window_with_other_columns():
+    from rdflib import Literal, URIRef, Variable
+
+    from csparql.engine.evaluate import QueryResult
+    from csparql.engine.formats import ColumnsDiffer, WindowedTable
+
+    graph = WindowedTable("tsv")
+    triple = (URIRef("http://ex/s"), URIRef("http://ex/p"), Literal("a\tb"))
+    text = graph.rows(None, "2010-03-22T09:00:00Z", QueryResult("construct", triples=[triple]))
+    assert text == ('window_start\twindow_end\tsubject\tpredicate\tobject\n'
+                    '\t2010-03-22T09:00:00Z\t<http://ex/s>\t<http://ex/p>\t"a\\tb"\n')
+    table = WindowedTable("csv")
+    first = QueryResult("select", (Variable("x"),), rows=[(Literal('say "hi", twice'),)])
+    assert table.rows("2010-03-22T08:00:00Z", "2010-03-22T09:00:00Z", first) == (
+        'window_start,window_end,x\r\n2010-03-22T08:00:00Z,2010-03-22T09:00:00Z,"say ""hi"", twice"\r\n')
+    with pytest.raises(ColumnsDiffer, match="the window ending 2010-03-22T10:00:00Z has the columns y, not the "
+                       "earlier windows' x"):
+        table.rows("2010-03-22T09:00:00Z", "2010-03-22T10:00:00Z", QueryResult("select", (Variable("y"),), rows=[]))
