@@ -106,8 +106,8 @@ def test_the_server_runs_only_requests_that_carry_its_token(starting_server):
 
 
 def test_an_exported_spark_remote_is_the_master_of_the_spark_commands(city_hour, starting_server, tmp_path):
-    # Spark Connect's standard variable, exported as a Connect user does: `csparql ingest` and `csparql run`
-    # (new processes, as from a shell) become clients of that server instead of failing as internal errors.
+    # Spark Connect's standard variable, exported as a Connect user does: `csparql ingest`, `load-static` and
+    # `run` (new processes, as from a shell) become clients of that server instead of failing as internal errors.
     import subprocess
     import sys
 
@@ -124,7 +124,10 @@ def test_an_exported_spark_remote_is_the_master_of_the_spark_commands(city_hour,
                             capture_output=True, text=True, timeout=300)
     assert ingest.returncode == 0, ingest.stderr
     assert f"landed in <{TOLLGATES}>" in ingest.stdout and "internal error" not in ingest.stderr
-    query = EXAMPLES / "02-cars-per-tollgate.rq"
+    load = subprocess.run([*csparql, "load-static", str(samples.graphs[None])], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert load.returncode == 0, load.stderr
+    query = QUERIES["cars_per_district"]
     run = subprocess.run([*csparql, "run", str(query), "--at", "2010-03-22T09:00:00Z", "--name", "tollgates"],
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
