@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the main job on the embedded default: Airflow with local Spark and the example queries (Ctrl-C stops it).
+# Run the main job, the embedded stack: Airflow and one Spark Connect server that every evaluation and ingest
+# runs on, with the example queries (`csparql stack`; Ctrl-C stops it).
 # Sets up .venv (with pinned dependencies) on first use.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")" && pwd)"

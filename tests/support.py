@@ -14,6 +14,9 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 FIXTURES = TESTS / "fixtures"
 SPEC_QUERIES = ROOT / "examples" / "queries"
+REFUSED_SPEC_QUERIES = SPEC_QUERIES / "refused"
+"""The specification's queries that must be refused, kept apart so that ``csparql check examples/queries/*.rq``
+checks the valid ones."""
 LANGUAGE_FIXTURES = FIXTURES / "language"
 REQUIRE_TOOLS = "CSPARQL_TESTS_REQUIRE_TOOLS"
 """Set to 1 by ``.ci/run``, which installs every system tool the suite uses: a missing one then fails the test."""
@@ -56,8 +59,9 @@ def read_blocks(path: Path, metadata_keys: tuple[str, ...] = ()) -> list[Block]:
 
 
 def spec_query_files() -> list[Path]:
-    """The example queries of the specification, each with an ``# expect:`` header."""
-    return sorted(SPEC_QUERIES.glob("*.rq"))
+    """The example queries of the specification, each with an ``# expect:`` header: the valid ones and the
+    refused ones (``examples/queries/refused/``), by file name."""
+    return sorted([*SPEC_QUERIES.glob("*.rq"), *REFUSED_SPEC_QUERIES.glob("*.rq")], key=lambda path: path.name)
 
 
 def expected_outcome(path: Path) -> str:

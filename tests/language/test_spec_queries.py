@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from csparql.cli import main
-from support import ROOT, expected_outcome, spec_query_files
+from support import REFUSED_SPEC_QUERIES, ROOT, SPEC_QUERIES, expected_outcome, spec_query_files
 
 SPEC_FILES = spec_query_files()
 
@@ -42,6 +42,15 @@ def test_register_stream_on_select_names_the_rule_the_line_and_the_remedy(capsys
 def test_check_of_the_whole_folder_exits_1_and_counts(capsys):
     assert main(["check", "--quiet", *map(str, SPEC_FILES)]) == 1
     assert "16 of 17 valid" in capsys.readouterr().err
+
+
+def test_the_refused_examples_are_kept_apart_so_that_checking_the_examples_folder_exits_0(capsys):
+    # The README's first command, `csparql check examples/queries/*.rq`, must not trip on the queries the
+    # specification prints as errors: those live in examples/queries/refused/, the valid ones beside it.
+    assert {expected_outcome(p) for p in SPEC_QUERIES.glob("*.rq")} == {"ok"}
+    assert {expected_outcome(p) for p in REFUSED_SPEC_QUERIES.glob("*.rq")} == {"error"}
+    assert main(["check", "--quiet", *map(str, sorted(SPEC_QUERIES.glob("*.rq")))]) == 0
+    assert "16 of 16 valid" in capsys.readouterr().err
 
 
 def test_the_console_script_reads_standard_input():

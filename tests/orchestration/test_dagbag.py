@@ -26,7 +26,8 @@ from csparql.windows import to_micros
 pytestmark = pytest.mark.airflow
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((REPOSITORY / "examples" / "queries").glob("*.rq"))
+EXAMPLES = sorted([*(REPOSITORY / "examples" / "queries").glob("*.rq"),
+                   *(REPOSITORY / "examples" / "queries" / "refused").glob("*.rq")], key=lambda path: path.name)
 CITY_TOLLGATES = "http://streams.org/citytollgates.trdf"  # the stream of 04-cars-per-district
 CONSUMER = """REGISTER QUERY EnteringCarsPerDistrict AS
 PREFIX t: <http://linkedurbandata.org/traffic#>

@@ -168,3 +168,28 @@ def test_the_progress_says_once_what_changed_in_the_runs_table(settings):
     assert progress.changes() == []
     append({**run_row("r", second, "succeeded"), "started_at": second + 60_000_000})  # the retry, a minute later
     assert progress.changes() == ["window evaluations written: 3 (median 0.0 s each)", "backfills done: 2 of 2"]
+
+
+def test_the_stack_tells_how_to_reach_its_airflow_from_another_shell(settings, tmp_path):
+    # `airflow backfill create` in a new shell talks to ~/airflow unless it is given the stack's AIRFLOW_HOME
+    # and settings: the stack writes them to env.sh and prints the line that sources it.
+    import subprocess
+    import sys
+
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", spark="local")
+    embedded.stack = AirflowStack(home=embedded.home, dags=tmp_path / "dags",
+                                  settings_environment=embedded.environment(), port=18642)
+    lines = embedded.banner(["ex04_cars_per_district"])
+    env_file = embedded.home / "env.sh"
+    assert f"export AIRFLOW_HOME={embedded.home}; source {env_file}" in "\n".join(lines)
+    assert any("starts paused" in line and "airflow dags unpause" in line for line in lines)
+    assert any("ex04_cars_per_district" in line for line in lines)
+    clean = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # a new shell: nothing of the stack's environment
+    shown = subprocess.run(
+        ["bash", "-c", f"source {env_file} && airflow config get-value database sql_alchemy_conn && "
+                       "airflow config get-value core plugins_folder && echo $CSPARQL_WAREHOUSE"],
+        env=clean, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == [f"sqlite:///{embedded.home / 'airflow.db'}",
+                                    str(Path(sys.modules["csparql"].__file__).parents[1]),
+                                    str(settings.warehouse.root)]

@@ -103,3 +103,43 @@ def test_the_server_runs_only_requests_that_carry_its_token(starting_server):
                 intruder.range(1).count()
         finally:
             close_session(intruder)
+
+
+def test_an_exported_spark_remote_is_the_master_of_the_spark_commands(city_hour, starting_server, tmp_path):
+    # Spark Connect's standard variable, exported as a Connect user does: `csparql ingest`, `load-static` and
+    # `run` (new processes, as from a shell) become clients of that server instead of failing as internal errors.
+    import subprocess
+    import sys
+
+    from orchestration.spark_cluster import spark_environment
+
+    _, _, samples = city_hour
+    url = starting_server.wait_until_answering()
+    env = spark_environment(tmp_path)
+    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE", "PYSPARK_GATEWAY_PORT", "CSPARQL_SPARK_MASTER"):
+        env.pop(key, None)
+    env.update(SPARK_REMOTE=url, CSPARQL_WAREHOUSE=str(tmp_path / "warehouse"))
+    csparql = [sys.executable, "-m", "csparql.cli"]
+    ingest = subprocess.run([*csparql, "ingest", "--stream", TOLLGATES, str(samples.streams[TOLLGATES])], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert ingest.returncode == 0, ingest.stderr
+    assert f"landed in <{TOLLGATES}>" in ingest.stdout and "internal error" not in ingest.stderr
+    load = subprocess.run([*csparql, "load-static", str(samples.graphs[None])], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert load.returncode == 0, load.stderr
+    query = QUERIES["cars_per_district"]
+    run = subprocess.run([*csparql, "run", str(query), "--at", "2010-03-22T09:00:00Z", "--name", "tollgates"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "written to the results of tollgates" in run.stderr and len(run.stdout.splitlines()) > 1
+
+
+def test_spark_remote_is_the_master_unless_one_is_chosen(monkeypatch):
+    from csparql.spark.session import configured_master
+
+    monkeypatch.delenv("CSPARQL_SPARK_MASTER", raising=False)
+    monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:15002")
+    assert configured_master() == "sc://localhost:15002"
+    assert configured_master("local[2]") == "local[2]"
+    monkeypatch.setenv("CSPARQL_SPARK_MASTER", "spark://127.0.0.1:7077")
+    assert configured_master() == "spark://127.0.0.1:7077"

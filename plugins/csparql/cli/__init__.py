@@ -17,12 +17,25 @@ EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 COMMAND_MODULES = ("language", "ingest", "engine", "orchestration", "srbench", "maintenance")
 
 
+def installed_version() -> str:
+    """The version of the installed ``csparql`` distribution (its metadata), or a note that it is not installed
+    (the package run from a source folder on ``PYTHONPATH``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("csparql")
+    except PackageNotFoundError:
+        return "(not installed: run from its source folder)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="csparql",
         description="C-SPARQL continuous queries as micro-batches on Spark over Delta tables.",
     )
     parser.add_argument("--debug", action="store_true", help="show a traceback for internal errors")
+    parser.add_argument("--version", action="version", version=f"csparql {installed_version()}",
+                        help="print the installed csparql's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         try:

@@ -21,7 +21,7 @@ FORMATS = ("json", "tsv", "csv")
 def _common(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     parser.add_argument("--warehouse", metavar="DIR", help="warehouse folder (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
     if spark:
-        parser.add_argument("--master", metavar="URL", help="Spark master: local[*] (default), spark://host:7077 or sc://host:15002")
+        parser.add_argument("--master", metavar="URL", help="Spark master: local[*], spark://host:7077 or sc://host:15002 (default: $CSPARQL_SPARK_MASTER, else $SPARK_REMOTE, else local[*])")
 
 
 def register(commands) -> None:
@@ -51,7 +51,10 @@ def register(commands) -> None:
     replay.add_argument("query", metavar="QUERY", help="query file ('-' for standard input)")
     replay.add_argument("--from", dest="start", required=True, metavar="T1", help="first evaluation instant")
     replay.add_argument("--to", dest="end", required=True, metavar="T2", help="last evaluation instant")
-    replay.add_argument("--format", choices=FORMATS, default=None, help="json: one JSON object per line per window")
+    replay.add_argument("--format", choices=FORMATS, default=None,
+                        help="json: one JSON object per line per window; csv or tsv: one table of every window's "
+                        "results, with window_start and window_end columns (default: a line per window saying how "
+                        "many results it wrote)")
     replay.add_argument("--name", help="result table name for a query without REGISTER (default: the file name); "
                         "refused as for run")
     _panes_option(replay)
@@ -65,7 +68,9 @@ def register(commands) -> None:
         description="Read the results a query's evaluations stored, window by window.",
     )
     results.add_argument("name", metavar="NAME", help="the query's name")
-    results.add_argument("--format", choices=FORMATS, default=None, help="json: one JSON object per line per window")
+    results.add_argument("--format", choices=FORMATS, default="tsv",
+                         help="tsv (default) or csv: one table of every window's results, with window_start and "
+                         "window_end columns; json: one JSON object per line per window")
     results.add_argument("--from", dest="start", metavar="T1", help="only windows ending at or after T1")
     results.add_argument("--to", dest="end", metavar="T2", help="only windows ending at or before T2")
     results.add_argument("--revision", type=int, metavar="N", help="each window as its revision N wrote it (0: its "
@@ -97,7 +102,7 @@ def register(commands) -> None:
         "last windows of every example query, and print their results.",
     )
     demo.add_argument("--warehouse", metavar="DIR", help="the demo warehouse, recreated on each run (default: delta_tables/demo)")
-    demo.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    demo.add_argument("--master", metavar="URL", help="Spark master (default: $CSPARQL_SPARK_MASTER, else $SPARK_REMOTE, else local[*])")
     demo.set_defaults(run=run_demo)
 
 
@@ -114,6 +119,13 @@ def _instant(text: str, option: str) -> int | None:
     except ValueError as error:
         print(f"csparql: {option}: {error}", file=sys.stderr)
         return None
+
+
+def _instant_text(instant: int | None) -> str | None:
+    """An instant as ISO 8601 (None stays None: a window without a start)."""
+    from csparql.windows import format_instant
+
+    return None if instant is None else format_instant(instant)
 
 
 def _panes_option(parser: argparse.ArgumentParser) -> None:
@@ -241,7 +253,7 @@ def run_replay(args: argparse.Namespace) -> int:
         return 1
     from tqdm import tqdm
 
-    from csparql.engine.formats import render
+    from csparql.engine.formats import ColumnsDiffer, WindowedTable
     from csparql.schedule import scheduled_evaluations
     from csparql.windows import format_instant
 
@@ -254,17 +266,18 @@ def run_replay(args: argparse.Namespace) -> int:
     evaluations = engine.replay(plan, start, end, name, version=version, panes=args.panes or panes or AUTO)
     progress = tqdm(evaluations, total=len(windows), desc=name, unit="window", file=sys.stderr,
                     disable=not sys.stderr.isatty())
+    table = WindowedTable(args.format) if args.format in ("csv", "tsv") else None
     try:
         for evaluation in progress:
             window = evaluation.window
             if args.format == "json":
                 print(_window_json(evaluation), flush=True)
-            elif args.format:
-                print(f"# window ending {format_instant(window.end)}")
-                sys.stdout.write(render(evaluation.result, args.format))
+            elif table is not None:
+                sys.stdout.write(table.rows(_instant_text(window.start), format_instant(window.end), evaluation.result))
+                sys.stdout.flush()
             else:
                 print(f"{format_instant(window.end)}\t{len(evaluation.result)} result(s)\t{evaluation.duration_ms} ms", flush=True)
-    except _engine_errors() as error:
+    except (*_engine_errors(), ColumnsDiffer) as error:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
     print(f"{name}: {len(windows)} window(s) evaluated", file=sys.stderr)
@@ -272,7 +285,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_results(args: argparse.Namespace) -> int:
-    from csparql.engine.formats import render
+    from csparql.engine.formats import ColumnsDiffer, WindowedTable
     from csparql.engine.stored import StoredResults
     from csparql.storage.warehouse import InvalidName, Warehouse
     from csparql.windows import format_instant
@@ -290,6 +303,7 @@ def run_results(args: argparse.Namespace) -> int:
     if args.revision is not None and args.revision < 0:
         print(f"csparql: --revision {args.revision}: a revision is 0 (the first evaluation) or more", file=sys.stderr)
         return 1
+    table = None if args.format == "json" else WindowedTable(args.format)
     for window_start, window_end, result in stored.windows(start, end, revision=args.revision):
         count += 1
         if args.format == "json":
@@ -299,8 +313,11 @@ def run_results(args: argparse.Namespace) -> int:
             print(json.dumps({"window_start": format_instant(window_start) if window_start is not None else None,
                               "window_end": format_instant(window_end), "results": body}, ensure_ascii=False))
         else:
-            print(f"# window ending {format_instant(window_end)}")
-            sys.stdout.write(render(result, args.format or "tsv"))
+            try:
+                sys.stdout.write(table.rows(_instant_text(window_start), format_instant(window_end), result))
+            except ColumnsDiffer as error:
+                print(f"csparql: {args.name}: {error}", file=sys.stderr)
+                return 1
     if count == 0:
         shown = f" with a revision {args.revision}" if args.revision is not None else ""
         print(f"{args.name}: no stored windows{shown} in that range", file=sys.stderr)

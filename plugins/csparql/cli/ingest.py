@@ -9,6 +9,7 @@ format, a bad option), reported before anything is read or written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -62,6 +63,28 @@ def register(commands) -> None:
     _common(load)
     load.set_defaults(run=run_load_static)
 
+    streams = commands.add_parser(
+        "streams",
+        help="list the streams: table, landing folder and watermark of each",
+        description="List every stream of the warehouse and every stream a registered query reads: its IRI, its "
+        "Delta table, the landing folder its ingestion DAG lands files from (none for a stream a registered "
+        "query produces), its watermark and its triples. --landing IRI prints only that stream's landing folder.",
+    )
+    streams.add_argument("--landing", metavar="IRI", help="print only the landing folder of the stream IRI")
+    streams.add_argument("--warehouse", metavar="DIR", help="the warehouse folder (default: $CSPARQL_WAREHOUSE, else ./delta_tables)")
+    streams.set_defaults(run=run_streams)
+
+    samples = commands.add_parser(
+        "samples",
+        help="write the sample streams and static graphs of the examples",
+        description="Write the sample data the example queries read (the data `csparql demo` and `csparql stack` "
+        "use): one timestamped N-Quads file per stream and one Turtle file per static graph, in DIR, starting "
+        "2010-03-22T08:00:00Z; the same files every time. Prints each file with the command that loads it.",
+    )
+    samples.add_argument("folder", metavar="DIR", help="the folder to write them into (created if missing)")
+    samples.add_argument("--hours", type=int, default=3, help="hours of stream data (default 3)")
+    samples.set_defaults(run=run_samples)
+
 
 def _again_option(parser: argparse.ArgumentParser, target: str) -> None:
     parser.add_argument(
@@ -75,7 +98,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", metavar="FORMAT", help=f"input format, instead of the file extension: {FORMATS_HELP}")
     parser.add_argument("--rejects", metavar="PATH", help="write every reject to this file (default: <file>.rejects.tsv next to each input)")
     parser.add_argument("--warehouse", metavar="DIR", help="the warehouse folder (default: $CSPARQL_WAREHOUSE, else ./delta_tables)")
-    parser.add_argument("--master", metavar="URL", help="Spark master: local[*], spark://host:7077 or sc://host:15002 (default: $CSPARQL_SPARK_MASTER, else local[*])")
+    parser.add_argument("--master", metavar="URL", help="Spark master: local[*], spark://host:7077 or sc://host:15002 (default: $CSPARQL_SPARK_MASTER, else $SPARK_REMOTE, else local[*])")
 
 
 def _plural(count: int, word: str) -> str:
@@ -220,3 +243,66 @@ def run_load_static(args: argparse.Namespace) -> int:
         return _report("load-static", report, where)
 
     return _run("load-static", args, work)
+
+
+def run_streams(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from csparql.deploy.monitoring import stream_statistics
+    from csparql.deploy.plan import ingested_streams
+    from csparql.deploy.settings import Settings
+    from csparql.storage.warehouse import Warehouse
+    from csparql.windows import format_instant
+
+    try:
+        settings = Settings.from_environment()
+    except ValueError as error:
+        print(f"csparql streams: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.warehouse:
+        warehouse = Warehouse.locate(args.warehouse)
+        landing = settings.landing if os.environ.get("CSPARQL_LANDING") else warehouse.root / "landing"
+        settings = dataclasses.replace(settings, warehouse=warehouse, landing=landing.resolve())
+    if args.landing:
+        print(settings.landing_folder(args.landing))
+        return EXIT_OK
+    tables = {stream.iri: stream for stream in stream_statistics(settings.warehouse)}
+    read = set(ingested_streams(settings))
+    if not tables and not read:
+        print(f"no streams in {settings.warehouse.root} and none read by the queries of {settings.registry}",
+              file=sys.stderr)
+        return EXIT_OK
+    print("stream\ttable\tlanding folder\twatermark\ttriples")
+    for iri in sorted(tables.keys() | read):
+        stream = tables.get(iri)
+        produced = stream is not None and stream.produced_by
+        landing = f"(produced by {stream.produced_by})" if produced else str(settings.landing_folder(iri))
+        table = stream.folder if stream is not None else f"{settings.warehouse.stream(iri)} (nothing landed yet)"
+        mark = format_instant(stream.watermark) if stream is not None and stream.watermark is not None else "-"
+        triples = "-" if stream is None or stream.size.triples is None else str(stream.size.triples)
+        print(f"<{iri}>\t{table}\t{landing}\t{mark}\t{triples}")
+    return EXIT_OK
+
+
+def run_samples(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from csparql.samples import write_samples
+
+    if args.hours < 1:
+        print(f"csparql samples: --hours {args.hours}: give 1 or more", file=sys.stderr)
+        return EXIT_USAGE
+    folder = Path(args.folder)
+    if folder.exists() and not folder.is_dir():
+        print(f"csparql samples: {folder} is a file, not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        files = write_samples(folder, hours=args.hours)
+    except OSError as error:
+        print(f"csparql samples: cannot write into {folder}: {error.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    for iri, path in sorted(files.streams.items()):
+        print(f"{path}\tcsparql ingest --stream {iri} {path}")
+    for iri, path in sorted(files.graphs.items(), key=lambda item: item[0] or ""):
+        print(f"{path}\tcsparql load-static {path}" + (f" --graph {iri}" if iri else ""))
+    return EXIT_OK

@@ -32,11 +32,14 @@ def register(commands) -> None:
     reg.add_argument("--as", dest="name", metavar="NAME", help="the registration name (DAG id and result tables)")
     reg.add_argument("--replace", action="store_true", help="replace a different query registered under NAME")
     reg.add_argument("--sync", action="store_true", help="bring the loaders in line with the registry's .rq files")
+    _warehouse_option(reg, "the warehouse whose tables the query's result names are checked against and where its "
+                      "versions are kept; Airflow's tasks evaluate into the warehouse of their own environment")
     add_dialect_option(reg)
     reg.set_defaults(run=run_register)
 
     unreg = commands.add_parser("unregister", help="remove a query from the registry (its results stay)")
     unreg.add_argument("name", metavar="NAME")
+    _warehouse_option(unreg, "the warehouse whose version history records the removal")
     unreg.set_defaults(run=run_unregister)
 
     mark = commands.add_parser(
@@ -79,14 +82,25 @@ def register(commands) -> None:
     stack.add_argument("--home", metavar="DIR", help="AIRFLOW_HOME (default: .airflow/ in the repository)")
     stack.add_argument("--windows", type=int, default=3, help="sample windows backfilled per query (default 3)")
     stack.add_argument("--examples", nargs="*", metavar="NN", help="only these example numbers (default: all)")
+    _warehouse_option(stack, "the warehouse the stack's tasks read and write")
     stack.set_defaults(run=run_stack)
 
 
-def _settings():
+def _warehouse_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--warehouse", metavar="DIR", help=f"{what} (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
+
+
+def _settings(warehouse: str | None = None):
+    """The deployment settings of the environment, with ``--warehouse`` (when given) as the warehouse (and its
+    ``landing/`` as the landing folder unless ``CSPARQL_LANDING`` says otherwise); None after saying what is
+    wrong with a setting."""
     from csparql.deploy.settings import Settings
 
+    environment = dict(os.environ)
+    if warehouse:
+        environment["CSPARQL_WAREHOUSE"] = str(Path(warehouse).resolve())
     try:
-        return Settings.from_environment()
+        return Settings.from_environment(environment)
     except ValueError as error:
         print(f"csparql: {error}", file=sys.stderr)
         return None
@@ -96,7 +110,7 @@ def run_register(args: argparse.Namespace) -> int:
     from csparql.deploy.registration import register
     from csparql.deploy.registry import RegistrationError, sync_loaders
 
-    settings = _settings()
+    settings = _settings(args.warehouse)
     if settings is None:
         return EXIT_REFUSED
     if args.sync:
@@ -118,6 +132,9 @@ def run_register(args: argparse.Namespace) -> int:
         print(f"csparql: refused: {error}", file=sys.stderr)
         return EXIT_REFUSED
     print(f"registered {target.stem}: {target} (DAG '{target.stem}', loader {target.with_suffix('.py').name})")
+    print(f"its DAG starts paused, as every new DAG does on the embedded stack (Airflow's default; docker-compose "
+          f"sets AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=False): unpause it with the toggle on its page or with "
+          f"`airflow dags unpause {target.stem}`")
     return EXIT_OK
 
 
@@ -144,7 +161,7 @@ def run_unregister(args: argparse.Namespace) -> int:
     from csparql.deploy.registration import unregister
     from csparql.deploy.registry import RegistrationError
 
-    settings = _settings()
+    settings = _settings(args.warehouse)
     if settings is None:
         return EXIT_REFUSED
     try:
@@ -207,7 +224,7 @@ def run_stack(args: argparse.Namespace) -> int:
     from csparql.stack.airflow_stack import StackError
     from csparql.stack.embedded import EmbeddedStack
 
-    settings = _settings()
+    settings = _settings(args.warehouse)
     if settings is None:
         return EXIT_REFUSED
     spark = args.spark or os.environ.get("CSPARQL_SPARK") or "connect"

@@ -33,7 +33,7 @@ def register(commands) -> None:
     generate.add_argument("--start", default="2005-08-28T00:00:00Z", help="instant of the first hour (default 2005-08-28T00:00:00Z)")
     generate.add_argument("--load", action="store_true", help="also land the files in the warehouse")
     generate.add_argument("--warehouse", metavar="DIR", help="the warehouse folder (default: $CSPARQL_WAREHOUSE, else ./delta_tables)")
-    generate.add_argument("--master", metavar="URL", help="Spark master for --load (default: $CSPARQL_SPARK_MASTER, else local[*])")
+    generate.add_argument("--master", metavar="URL", help="Spark master for --load (default: $CSPARQL_SPARK_MASTER, else $SPARK_REMOTE, else local[*])")
     generate.set_defaults(run=run_generate)
 
 

@@ -102,3 +102,56 @@ def render(result: QueryResult, fmt: str) -> str:
 
 
 
+
+
+WINDOW_COLUMNS = ("window_start", "window_end")
+
+
+class ColumnsDiffer(ValueError):
+    """A window's results have other columns than the earlier windows' of the same table."""
+
+
+GRAPH_COLUMNS = ("subject", "predicate", "object")
+
+
+class WindowedTable:
+    """The results of many windows of one query as one CSV or TSV table that a CSV reader loads whole: one
+    header, ``window_start`` and ``window_end`` (ISO 8601, empty for a window without a start) then the
+    result's columns (a SELECT's variables, ``_askResult`` for ASK, ``subject``, ``predicate`` and ``object``
+    for a graph), and a row per solution, triple or answer. Cells are written as ``to_csv`` (lexical forms)
+    or ``to_tsv`` (Turtle terms) write them. ``rows`` returns each window's text, the header before the
+    first; a window whose columns differ from the first window's raises ``ColumnsDiffer`` saying which."""
+
+    def __init__(self, fmt: str) -> None:
+        if fmt not in ("csv", "tsv"):
+            raise ValueError(f"a table of windows is written as csv or tsv, not {fmt}")
+        self.fmt = fmt
+        self.columns: list[str] | None = None
+
+    def _cell(self, term) -> str:
+        if term is None:
+            return ""
+        if self.fmt == "tsv":
+            return tsv_term(term)
+        return f"_:{term}" if isinstance(term, BNode) else str(term)
+
+    def rows(self, window_start: str | None, window_end: str, result: QueryResult) -> str:
+        if result.form == "ask":
+            columns, body = ["_askResult"], [["true" if result.boolean else "false"]]
+        elif result.form in ("construct", "describe"):
+            columns, body = list(GRAPH_COLUMNS), [[self._cell(t) for t in triple] for triple in result.triples]
+        else:
+            columns, body = [str(v) for v in result.vars], [[self._cell(t) for t in row] for row in result.rows]
+        lines = []
+        if self.columns is None:
+            self.columns = columns
+            lines.append([*WINDOW_COLUMNS, *columns])
+        elif columns != self.columns:
+            raise ColumnsDiffer(f"the window ending {window_end} has the columns {', '.join(columns) or '(none)'}, not "
+                             f"the earlier windows' {', '.join(self.columns) or '(none)'}: read them with --format json")
+        lines += [[window_start or "", window_end, *row] for row in body]
+        if self.fmt == "tsv":  # TSV terms are escaped N-Triples: no tab or line break inside a cell
+            return "".join("\t".join(line) + "\n" for line in lines)
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\r\n").writerows(lines)
+        return buffer.getvalue()

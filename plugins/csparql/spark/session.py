@@ -3,7 +3,8 @@
 ``spark_session(master)`` returns the process's session, creating it on first use:
 
 - ``local[*]`` (the default), a standalone cluster ``spark://host:7077``, or a Spark Connect server
-  ``sc://host:15002``; the master comes from the argument, else ``CSPARQL_SPARK_MASTER``, else ``local[*]``;
+  ``sc://host:15002``; the master comes from the argument, else ``CSPARQL_SPARK_MASTER``, else
+  ``SPARK_REMOTE`` (Spark Connect's own variable), else ``local[*]``;
 - Python workers run the interpreter of this process; times are UTC; Parquet timestamps are written as
   microseconds (Delta's type), and Spark leaves no ``.crc`` or ``_SUCCESS`` files in table folders.
 
@@ -47,9 +48,15 @@ RESULT_SETTINGS = {
 _UTC_JVM = "-Duser.timezone=UTC"
 
 
+SPARK_REMOTE = "SPARK_REMOTE"
+"""Spark Connect's standard variable: the server a PySpark client connects to."""
+
+
 def configured_master(master: str | None = None) -> str:
-    """The Spark master to use: the argument, else ``CSPARQL_SPARK_MASTER``, else ``local[*]``."""
-    return master or os.environ.get("CSPARQL_SPARK_MASTER") or DEFAULT_MASTER
+    """The Spark master to use: the argument, else ``CSPARQL_SPARK_MASTER``, else ``SPARK_REMOTE``, else
+    ``local[*]``."""
+    return (master or os.environ.get("CSPARQL_SPARK_MASTER") or os.environ.get(SPARK_REMOTE)
+            or DEFAULT_MASTER)
 
 
 def _quiet_python_loggers() -> None:
@@ -130,6 +137,8 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
             log.info("Spark: a session of the Spark Connect server %s", without_secrets(master))
             return configure(SparkSession.builder.remote(master), master, app_name).getOrCreate()
         log.info("Spark: a session of its own in this process, master %s", master)
+        # A master chosen over an exported SPARK_REMOTE: PySpark refuses a session given both.
+        os.environ.pop(SPARK_REMOTE, None)
         session = configure(SparkSession.builder.master(master), master, app_name).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         return session

@@ -133,6 +133,26 @@ class AirflowStack:
         env.update(self.extra_environment)
         return env
 
+    def shell_environment(self) -> str:
+        """A shell script of ``export`` lines that gives another shell this installation's ``airflow`` command:
+        ``AIRFLOW_HOME``, every ``AIRFLOW__*`` setting the components run with, the csparql settings, and the
+        virtual environment's ``bin`` first on ``PATH``. Connections (which carry secrets) are left out."""
+        import shlex
+
+        env = self.environment()
+        keys = sorted(k for k in env if k == "AIRFLOW_HOME" or k.startswith(("AIRFLOW__", "CSPARQL_")))
+        lines = ["# The environment of the csparql stack's Airflow: `source` this file, then run `airflow ...`."]
+        lines += [f"export {key}={shlex.quote(env[key])}" for key in keys]
+        lines.append(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:\"$PATH\"")
+        return "\n".join(lines) + "\n"
+
+    def write_shell_environment(self) -> Path:
+        """Write ``shell_environment`` to ``home/env.sh`` and return its path."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        path = self.home / "env.sh"
+        path.write_text(self.shell_environment(), encoding="utf-8")
+        return path
+
     # set-up
 
     def run_airflow(self, *arguments: str, timeout: float = 300) -> str:

@@ -326,17 +326,33 @@ class EmbeddedStack:
         self.wait_for_api_server(stopping)
         if stopping.is_set():
             return
-        self.say("")
-        self.say(f"Airflow is up: {stack.url}   login: {stack.username} / {stack.password}")
-        self.say(f"  the C-SPARQL pages: {stack.url}/plugin/csparql (Browse → C-SPARQL; every DAG has a Query tab)")
-        self.say(f"  {len(names)} query DAGs; meanwhile the sample streams land through their ingestion DAGs and "
-                 f"each query replays its last {self.windows} sample window(s): progress below, "
-                 f"first results within a few minutes")
-        self.say("  query results with SQL:  .venv/bin/csparql sql \"SELECT query, window_end, rows_written "
-                 "FROM runs ORDER BY started_at DESC LIMIT 20\"")
-        self.say("Ctrl-C stops the stack.")
-        self.say("")
+        for line in self.banner(names):
+            self.say(line)
         self.supervise(stopping, names, files, first_start)
+
+    def banner(self, names: list[str]) -> list[str]:
+        """What the terminal shows once Airflow answers: the address and login, how to reach the stack's
+        Airflow from another shell (it writes ``home/env.sh``: ``AIRFLOW_HOME`` and the stack's settings), that
+        queries registered meanwhile start paused, and where the results are."""
+        stack = self.stack
+        env_file = stack.write_shell_environment()
+        example = names[0] if names else "NAME"
+        return [
+            "",
+            f"Airflow is up: {stack.url}   login: {stack.username} / {stack.password}",
+            f"  the C-SPARQL pages: {stack.url}/plugin/csparql (Browse → C-SPARQL; every DAG has a Query tab)",
+            f"  {len(names)} query DAGs; meanwhile the sample streams land through their ingestion DAGs and "
+            f"each query replays its last {self.windows} sample window(s): progress below, "
+            "first results within a few minutes",
+            f"  this stack's airflow command in another shell:  export AIRFLOW_HOME={stack.home}; source {env_file}",
+            "  a query registered now (csparql register) starts paused: unpause it on its page or with "
+            "`airflow dags unpause NAME`",
+            "  query results with SQL:  .venv/bin/csparql sql \"SELECT query, window_end, rows_written "
+            "FROM runs ORDER BY started_at DESC LIMIT 20\"",
+            f"  (the examples' results are named after their DAGs, e.g. {example.lower()}, in {self.settings.warehouse.root})",
+            "Ctrl-C stops the stack.",
+            "",
+        ]
 
     def wait_for_api_server(self, stopping: threading.Event) -> None:
         """Wait until the api-server answers (a component that exits meanwhile stops the stack: it failed to
