@@ -18,15 +18,15 @@ from airflow.sdk.exceptions import TaskDeferralTimeout
 from airflow.triggers.base import StartTriggerArgs
 
 from csparql.deploy.plan import Deployment
+from csparql.jobs import LOG4J_CONFIGURATION, job_path
 from csparql.deploy.settings import Settings
 from csparql.orchestration.revisions import announce
 from csparql.storage.revisions import table_version
-from csparql.storage.warehouse import project_root
 from csparql.storage.watermarks import latest_run
 from csparql.windows import format_instant, parse_instant
 
-EVALUATE_WINDOW_JOB = project_root() / "spark_jobs" / "evaluate_window.py"
-LOG4J = project_root() / "plugins" / "csparql" / "spark" / "log4j2.properties"
+EVALUATE_WINDOW_JOB = job_path()
+LOG4J = LOG4J_CONFIGURATION
 
 
 EVALUATION_INSTANT = "{{ (dag_run.data_interval_end or dag_run.run_after).isoformat() }}"

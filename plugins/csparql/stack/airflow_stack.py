@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csparql.deploy.settings import Settings
-from csparql.storage.warehouse import project_root
 from csparql.windows import parse_instant
 
 COMPONENTS = {
@@ -100,7 +99,8 @@ class AirflowStack:
         env.update({
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
-            "AIRFLOW__CORE__PLUGINS_FOLDER": str(project_root() / "plugins"),
+            # The plugin comes through its entry point; a plugins folder is Airflow's own setting.
+            "AIRFLOW__CORE__PLUGINS_FOLDER": env.get("AIRFLOW__CORE__PLUGINS_FOLDER") or str(self.home / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "csparql.stack.sqlite_settings.CONNECT_ARGS",
