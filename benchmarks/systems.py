@@ -35,9 +35,9 @@ from benchmarks.measure import JvmHeap
 from benchmarks.workloads import Answer, WindowFiles, Workload, answer_of_rows, answer_of_triples, export_dataset
 from csparql.frontend import compile_query
 from csparql.optimizer.panes import ALWAYS, OFF
-from csparql.storage.warehouse import project_root
+from csparql.jobs import job_path
 
-EVALUATE_WINDOW = project_root() / "spark_jobs" / "evaluate_window.py"
+EVALUATE_WINDOW = job_path()
 RESULT_PREFIX = "CSPARQL_RESULT "
 
 

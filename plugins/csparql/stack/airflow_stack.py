@@ -33,6 +33,8 @@ COMPONENTS = {
     "triggerer": ["triggerer", "--skip-serve-logs"],
 }
 
+ISOLATED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TZ")
+"""What an isolated stack's components inherit of this process's environment (``AirflowStack.isolated``)."""
 
 DAGRUNS_PER_LOOP = 512
 """Running DAG runs the scheduler examines per loop (Airflow's default is 20). It examines the runs that are
@@ -74,6 +76,12 @@ class AirflowStack:
     extra_environment: dict[str, str] = field(default_factory=dict)
     other_users: dict[str, tuple[str, str]] = field(default_factory=dict)
     """More logins besides the admin: user name → (SimpleAuthManager role, password), e.g. a viewer."""
+    python: Path = field(default_factory=lambda: Path(sys.executable))
+    """The interpreter of the environment Airflow is installed in: its ``airflow`` runs every component."""
+    isolated: bool = False
+    """Whether the components get only the system's basic variables (``ISOLATED_VARIABLES``) instead of this
+    process's environment (no ``PYTHONPATH``, ``CSPARQL_*`` or ``AIRFLOW__*`` of the caller), and run in
+    ``home`` rather than the caller's working directory: Airflow as a user of the installed package runs it."""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     restarts: list[tuple[str, int]] = field(default_factory=list)
     _token: str | None = None
@@ -85,16 +93,23 @@ class AirflowStack:
 
     @property
     def airflow(self) -> str:
-        return str(Path(sys.executable).with_name("airflow"))
+        return str(self.python.with_name("airflow"))
+
+    @property
+    def working_directory(self) -> Path | None:
+        return self.home if self.isolated else None
 
     def environment(self) -> dict[str, str]:
         """The environment every component and ``airflow`` command runs with."""
         from csparql.spark.connect_server import CLIENT_MODE_VARIABLES
 
-        env = dict(os.environ)
+        if self.isolated:
+            env = {key: value for key, value in os.environ.items() if key in ISOLATED_VARIABLES}
+        else:
+            env = dict(os.environ)
         for key in CLIENT_MODE_VARIABLES:  # left by a Connect session of this process: not for Airflow's
             env.pop(key, None)
-        bin_folder = str(Path(sys.executable).parent)
+        bin_folder = str(self.python.parent)
         env.update(self.settings_environment)
         env.update({
             "AIRFLOW_HOME": str(self.home),
@@ -125,8 +140,8 @@ class AirflowStack:
             "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "PATH": bin_folder + os.pathsep + env.get("PATH", ""),
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYSPARK_PYTHON": str(self.python),
+            "PYSPARK_DRIVER_PYTHON": str(self.python),
             "NO_PROXY": "127.0.0.1,localhost",
             "no_proxy": "127.0.0.1,localhost",
         })
@@ -139,7 +154,7 @@ class AirflowStack:
         """Run one ``airflow`` command to completion; ``StackError`` with its output when it fails."""
         try:
             done = subprocess.run([self.airflow, *arguments], env=self.environment(), capture_output=True,
-                                  text=True, timeout=timeout)
+                                  text=True, timeout=timeout, cwd=self.working_directory)
         except subprocess.TimeoutExpired:
             raise StackError(f"`airflow {' '.join(arguments)}` did not finish within {timeout:.0f} s") from None
         if done.returncode != 0:
@@ -154,7 +169,8 @@ class AirflowStack:
         self.run_airflow("db", "migrate")
         with sqlite3.connect(self.home / "airflow.db") as database:  # readers no longer block the writer
             database.execute("PRAGMA journal_mode=WAL")
-        pool = Settings.from_environment(self.environment()).pool
+        environment = self.environment()
+        pool = environment.get("AIRFLOW__CSPARQL__POOL") or Settings.from_environment(environment).pool
         self.run_airflow("pools", "set", pool, str(self.pool_slots), "Spark evaluations and ingests (csparql)")
 
     # processes
@@ -170,6 +186,7 @@ class AirflowStack:
         with open(logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
                 [self.airflow, *COMPONENTS[name]], env=self.environment(), stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.working_directory,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
         # Airflow's components overwrite their command line and environment (setproctitle): record their
