@@ -153,10 +153,10 @@ def test_the_package_is_imported_from_the_fresh_environment_not_the_checkout(wor
 def test_airflow_lists_the_provider_its_configuration_section_and_the_plugin(world):
     stack = world["stack"]
     assert "csparql" in stack.run_airflow("providers", "list")
-    section = stack.run_airflow("config", "list", "--section", "csparql")
+    section = stack.run_airflow("config", "list", "--section", "csparql", "--show-values", "--include-descriptions")
     assert f"warehouse = {world['warehouse'].root}" in section
     home = stack.home.resolve()
-    assert f"revision_horizon = 1d" in section and f"registry = {home}/csparql/queries" in section, section
+    assert "revision_horizon = 1d" in section and f"registry = {home}/csparql/queries" in section, section
     assert "# The warehouse folder" in section  # each option with its description
     assert "csparql" in stack.run_airflow("plugins")
 
