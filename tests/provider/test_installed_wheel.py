@@ -37,8 +37,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 AIRFLOW_PORTS = range(18700, 18800)
 CONNECT_PORTS = range(15700, 15800)
 CONNECTION_ID = "csparql_spark"
-USER_DAG = "from csparql.orchestration.factory import csparql_dags; globals().update(csparql_dags())\n"
-"""The user's one-line DAG file: every registered query's DAG and every stream's ingestion DAG."""
+USER_DAG = "from csparql.orchestration.factory import csparql_dags; globals().update(csparql_dags())  # Airflow DAGs\n"
+"""The user's one-line DAG file: every registered query's DAG and every stream's ingestion DAG. Airflow's
+DAG processor only parses files that mention both "airflow" and "dag" (its safe mode): hence the comment."""
 
 EX = "http://example.org/provider/"
 STREAM = f"{EX}gates"
@@ -63,10 +64,12 @@ from csparql.spark.connect_server import ConnectServer
 server = ConnectServer(Path(sys.argv[1]), port=int(sys.argv[2]), master="local[1]", memory="1g",
                        token=os.environ["PROVIDER_TEST_TOKEN"])
 server.start()
+stop = {signal.SIGTERM, signal.SIGINT}
+signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # (after the start: the server must not inherit it) for sigwait
 try:
     server.wait_until_answering(300)
     print("answering", flush=True)
-    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    signal.sigwait(stop)
 finally:
     server.stop()
 """

@@ -313,6 +313,8 @@ class EmbeddedStack:
                              "Airflow would not see its queries (set CSPARQL_REGISTRY or AIRFLOW__CORE__DAGS_FOLDER)")
         self.check_ports()
         self.started = time.monotonic()
+        self.say(f"settings: defaults under {self.settings.defaults}; the warehouse {self.settings.warehouse.root}, "
+                 f"the registry {self.settings.registry} (`csparql settings` shows every one and where it comes from)")
         if self.spark == "connect":
             self.start_connect_server()
         names = self.register_examples()
