@@ -204,6 +204,6 @@ def test_a_query_registered_through_the_page_is_evaluated_on_landed_data_as_pyox
 
     stream = [(URIRef(f"{EX}{gate}"), URIRef(f"{EX}registers"), URIRef(f"{EX}{car}"), ts) for gate, car, ts in TRIPLES]
     for end in ends:
-        expected = reference.evaluate(reference.Case(QUERY_NAME, QUERY, {STREAM: stream}, {}, end))
+        expected = reference.evaluate(reference.Case(QUERY_NAME, QUERY, {URIRef(STREAM): stream}, {}, end))
         assert Counter(tuple(map(str, row)) for row in stored[end].rows) == Counter(
             tuple(map(str, row)) for row in expected.rows), format_instant(end)
