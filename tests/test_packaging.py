@@ -168,3 +168,26 @@ def test_airflow_components_read_the_csparql_section_with_defaults_under_airflow
     done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120,
                           cwd=tmp_path)
     assert done.returncode != 0 and "AIRFLOW__CSPARQL__WAIT_TIMEOUT='soon'" in done.stderr
+
+
+class AirflowConfiguration:
+    """What ``Settings.from_airflow`` reads of Airflow's configuration object: ``get(section, key, fallback)``.
+    Stands for a section Airflow filled from airflow.cfg, which the real-configuration test above covers."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+
+    def get(self, section: str, key: str, fallback=None):
+        return self.values.get(key, fallback) if section == SECTION else fallback
+
+
+def test_a_default_airflow_wrote_into_airflow_cfg_leaves_the_option_to_its_variable(tmp_path):
+    # Airflow writes every provider default into a new airflow.cfg, with {AIRFLOW_HOME} expanded but links not
+    # resolved: such a value is still the default, so CSPARQL_WAREHOUSE (docker-compose, the stack) decides.
+    (tmp_path / "real").mkdir()
+    (tmp_path / "home").symlink_to(tmp_path / "real")
+    conf = AirflowConfiguration({"warehouse": f"{tmp_path / 'home'}/csparql/warehouse", "spark": "local"})
+    settings = Settings.from_airflow(conf, {"AIRFLOW_HOME": str(tmp_path / "home"),
+                                            "CSPARQL_WAREHOUSE": str(tmp_path / "w"), "CSPARQL_SPARK": "connect"})
+    assert settings.warehouse.root == tmp_path / "w" and settings.spark == "connect"
+    assert dict(settings.origins)["warehouse"] == "CSPARQL_WAREHOUSE"

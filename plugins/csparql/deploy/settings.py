@@ -175,7 +175,7 @@ class Settings:
                 text = conf.get(SECTION, option.key, fallback=None)
             except Exception:  # noqa: BLE001 - a configuration Airflow cannot read counts as not set
                 text = None
-            if text is not None and text != default:
+            if text is not None and not _same_value(option, text, default):
                 origin = option.airflow_variable if env.get(option.airflow_variable) else f"airflow.cfg [{SECTION}]"
                 values[option.key] = (text, origin)
             elif env.get(option.variable):
@@ -254,6 +254,16 @@ class Settings:
         for key, value in values.items():
             lines.append(f"{key:<{width}}  {value}  ({origins.get(key, 'default')})")
         return lines
+
+
+def _same_value(option: SettingOption, text: str, default: str) -> bool:
+    """Whether ``text`` is ``default`` (folders compared as the paths they name: Airflow expands
+    ``{AIRFLOW_HOME}`` without resolving links)."""
+    if text == default:
+        return True
+    if option.airflow_default.startswith("{AIRFLOW_HOME}") and text and default:
+        return Path(os.path.expanduser(text)).resolve() == Path(default).resolve()
+    return False
 
 
 def duration_setting(variable: str, default: int, environ: Mapping[str, str] | None = None) -> int:
