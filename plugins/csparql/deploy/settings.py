@@ -15,7 +15,7 @@ in its configuration object (``Settings.from_airflow``). Each option is document
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
