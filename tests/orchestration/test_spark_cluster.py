@@ -1,5 +1,5 @@
 """One window of a registered query evaluated on a real Spark standalone cluster (master and worker started on
-127.0.0.1) through spark-submit of ``spark_jobs/evaluate_window.py``, against the same window evaluated in
+127.0.0.1) through spark-submit of the packaged job ``csparql/jobs/evaluate_window.py``, against the same window evaluated in
 this process; and the job's plain failures: a bad query file, a failed evaluation."""
 
 from __future__ import annotations
