@@ -2,8 +2,10 @@
 # driver, the executors and the Spark Connect server share one Python, one Java and one pyspark.
 #
 # Python 3.11 (pyproject.toml: requires-python >=3.11) on Debian bookworm, which ships OpenJDK 17 (Spark 4
-# needs Java 17; newer Debian releases no longer package it). The project installs as scripts/bootstrap.sh
-# does, with the pins of constraints.txt.
+# needs Java 17; newer Debian releases no longer package it). csparql is installed as its users install it: a
+# wheel built from this repository, with the pins of constraints.txt. Nothing is read from the checkout at run
+# time, and nothing is put on PYTHONPATH: Airflow finds the provider and the plugin through the wheel's entry
+# points.
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONUNBUFFERED=1 \
@@ -36,15 +38,13 @@ RUN mkdir -p plugins/csparql \
  && pip install -c constraints.txt . ${DATABASE_DRIVERS} \
  && pip uninstall -y csparql \
  && rm -rf plugins build
-COPY plugins/ plugins/
-RUN pip install -c constraints.txt . \
+COPY plugins/csparql/ plugins/csparql/
+RUN pip wheel --no-deps --wheel-dir /opt/csparql/dist . \
+ && pip install -c constraints.txt /opt/csparql/dist/csparql-*.whl \
  && cd / && rm -rf /opt/csparql/src
 
-# Airflow's home with the repository's dags/, plugins/ and spark_jobs/ (docker-compose.yaml mounts the working
-# copies over them).
+# Airflow's home with the DAG files of the deployment (docker-compose.yaml mounts the working copy over it).
 WORKDIR /opt/airflow
 COPY --chown=airflow:0 dags/ /opt/airflow/dags/
-COPY --chown=airflow:0 plugins/ /opt/airflow/plugins/
-COPY --chown=airflow:0 spark_jobs/ /opt/airflow/spark_jobs/
 
 USER airflow

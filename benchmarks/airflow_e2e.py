@@ -5,7 +5,7 @@ A real embedded stack (``csparql.stack.airflow_stack.AirflowStack``: api-server,
 triggerer on loopback, SQLite, LocalExecutor) runs the per-district count (04) as
 ``[RANGE 1m STEP p] COMPUTED EVERY p`` for decreasing periods p, in two Spark modes:
 
-- ``submit``: one ``spark-submit`` of ``spark_jobs/evaluate_window.py`` per run (the standalone mode's code
+- ``submit``: one ``spark-submit`` of the packaged job ``csparql/jobs/evaluate_window.py`` per run (the standalone mode's code
   path, SparkSubmitHook, with the master ``local[2]``: a new driver JVM per window);
 - ``connect``: every run a client of one Spark Connect server (``local[2]``) started here with the product's
   launcher (``csparql.spark.connect_server.ConnectServer``, as ``csparql stack`` starts it).

@@ -9,7 +9,7 @@ result as a canonical multiset, to check that all systems computed the same thin
 | ``csparql_warm`` | ``Engine.evaluate(plan, at, write=False, panes="off")`` on the run's one SparkSession: Delta log, file pruning, optimizer, compiler, Spark, results collected (the window recomputed from its whole range: the reference of the pane path) |
 | ``csparql_panes`` | the pane path (issue 18) in a live schedule's steady state: with a fresh pane store, ``Engine.evaluate(..., panes="always")`` of the consecutive windows of the last ``windows`` STEPs up to ``at``, each timed; the figure is the median window after the first (which computes all its panes), each of those computing one new pane |
 | ``csparql_panes_replay`` | ``Engine.replay(..., panes="always")`` over the same windows with a fresh pane store (their missing panes in one Spark job, then each window combined); the figure is the total ÷ the windows |
-| ``csparql_cold`` | one ``spark-submit`` of ``spark_jobs/evaluate_window.py`` (a new JVM and SparkSession), which also writes the window's results and run |
+| ``csparql_cold`` | one ``spark-submit`` of the packaged job ``csparql/jobs/evaluate_window.py`` (a new JVM and SparkSession), which also writes the window's results and run |
 | ``spark_hand`` | a hand-written DataFrame plan over the same Parquet files, results collected through Arrow |
 | ``duckdb`` | a hand-written SQL query over the same Parquet files (one connection per run, as cold as it gets for DuckDB) |
 | ``pyoxigraph`` | a new in-memory store, ``bulk_load`` of the exported window + static graph, the SPARQL 1.1 query, results materialised |
@@ -35,9 +35,9 @@ from benchmarks.measure import JvmHeap
 from benchmarks.workloads import Answer, WindowFiles, Workload, answer_of_rows, answer_of_triples, export_dataset
 from csparql.frontend import compile_query
 from csparql.optimizer.panes import ALWAYS, OFF
-from csparql.storage.warehouse import project_root
+from csparql.jobs import job_path
 
-EVALUATE_WINDOW = project_root() / "spark_jobs" / "evaluate_window.py"
+EVALUATE_WINDOW = job_path()
 RESULT_PREFIX = "CSPARQL_RESULT "
 
 

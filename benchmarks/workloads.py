@@ -31,10 +31,10 @@ from rdflib import Literal, URIRef
 
 from benchmarks import data
 from csparql.storage.vocabulary import XSD_STRING
-from csparql.storage.warehouse import project_root
+from csparql.examples import examples_folder
 from csparql.windows import format_instant
 
-EXAMPLES = project_root() / "examples" / "queries"
+EXAMPLES = examples_folder("queries")
 REGISTERS = data.T + "registers"
 PLACED_IN = data.C + "placedIn"
 CONTAINS = data.C + "contains"

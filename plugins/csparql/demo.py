@@ -3,7 +3,7 @@
 It writes the sample streams and static graphs (``csparql.samples``), ingests the streams and loads the
 graphs into a demo warehouse through the same code as ``csparql ingest`` and ``load-static``, then replays
 the last windows of every example query and prints their results. The demo warehouse is recreated on each
-run (``delta_tables/demo`` by default), so the demo can be run again and again; explore it afterwards with
+run (``delta_tables/demo`` in the working directory by default), so the demo can be run again and again; explore it afterwards with
 ``CSPARQL_WAREHOUSE=delta_tables/demo csparql sql --tables``.
 """
 
@@ -13,10 +13,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from csparql.examples import examples_folder
 from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "queries"
+EXAMPLES = examples_folder("queries")
 WINDOWS_PER_QUERY = 3
 ROWS_SHOWN = 8
 

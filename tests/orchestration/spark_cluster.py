@@ -1,4 +1,4 @@
-"""A real Spark standalone cluster on 127.0.0.1 for tests, and spark-submit of ``spark_jobs/evaluate_window.py``.
+"""A real Spark standalone cluster on 127.0.0.1 for tests, and spark-submit of the packaged ``csparql/jobs/evaluate_window.py``.
 
 ``standalone_cluster(tmp)`` starts one master and one worker (1 core, 1 GB) on free ports with the pyspark
 wheel's ``spark-class`` (the wheel ships no ``sbin/start-*.sh``), waits until the master lists the worker
@@ -26,11 +26,11 @@ from pathlib import Path
 import pyspark
 
 from csparql.spark.session import LOG4J_CONFIGURATION
-from csparql.storage.warehouse import project_root
+from csparql.jobs import job_path
 
 VENV_BIN = Path(sys.executable).parent
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
-EVALUATE_WINDOW = project_root() / "spark_jobs" / "evaluate_window.py"
+EVALUATE_WINDOW = job_path()
 RESULT_PREFIX = "CSPARQL_RESULT "
 HOST = "127.0.0.1"
 DRIVER_JAVA_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{LOG4J_CONFIGURATION}"

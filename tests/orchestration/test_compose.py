@@ -21,7 +21,6 @@ import pytest
 import yaml
 
 from csparql.deploy.settings import SPARK_MODES, Settings
-from csparql.storage.warehouse import project_root
 from support import tool_missing
 
 pytestmark = pytest.mark.airflow
@@ -389,11 +388,10 @@ def test_the_warehouse_volume_is_mounted_at_csparql_warehouse(name):
 
 
 @pytest.mark.parametrize("name", airflow_services())
-def test_dags_and_plugins_are_mounted_where_airflow_looks_for_them(name):
-    for folder, key in (("dags", "AIRFLOW__CORE__DAGS_FOLDER"), ("plugins", "AIRFLOW__CORE__PLUGINS_FOLDER")):
-        expected = variable(name, key)
-        assert bind_target(name, folder) == expected, (
-            f"'{name}' mounts ./{folder} at {bind_target(name, folder)}, but {key}={expected}")
+def test_dags_are_mounted_where_airflow_looks_for_them(name):
+    expected = variable(name, "AIRFLOW__CORE__DAGS_FOLDER")
+    assert bind_target(name, "dags") == expected, (
+        f"'{name}' mounts ./dags at {bind_target(name, 'dags')}, but AIRFLOW__CORE__DAGS_FOLDER={expected}")
 
 
 def test_the_registry_is_inside_the_dags_folder():
@@ -412,29 +410,13 @@ def test_the_api_server_can_write_the_registry_and_mounts_everything_the_others_
     assert set(mounts(SCHEDULER)) <= set(mounts(API_SERVER)), "the api-server must mount what every Airflow service does"
 
 
-def test_csparql_is_imported_from_the_mounted_plugins_and_finds_its_spark_jobs():
-    # csparql's project root is the folder holding plugins/ (spark_jobs/ is beside it) ...
-    assert project_root() == REPOSITORY
-    for name in airflow_services():
-        plugins = variable(name, "AIRFLOW__CORE__PLUGINS_FOLDER")
-        path = environment(name).get("PYTHONPATH", "").split(":")
-        assert path[0] == plugins, (
-            f"'{name}' must put {plugins} first on PYTHONPATH: otherwise the copy of csparql installed in the image "
-            f"wins over the mounted one, and its project root is inside site-packages (found PYTHONPATH={path})")
-    # ... so in the container it is the plugins folder's parent, where the scheduler's spark-submit finds the job.
-    root = PurePosixPath(variable(SCHEDULER, "AIRFLOW__CORE__PLUGINS_FOLDER")).parent
-    assert bind_target(SCHEDULER, "spark_jobs") == str(root / "spark_jobs"), (
-        f"'{SCHEDULER}' must mount ./spark_jobs at {root / 'spark_jobs'} (csparql's project root in the container)")
-
-
-@pytest.mark.parametrize("name", SPARK_SERVICES)
-def test_the_spark_python_workers_import_the_csparql_the_tasks_import(name):
-    # With CSPARQL_SPARK=connect an ingest's parsers (mapInArrow over csparql functions) run in the executors.
-    plugins = variable(SCHEDULER, "AIRFLOW__CORE__PLUGINS_FOLDER")
-    assert bind_target(name, "plugins") == plugins, (
-        f"'{name}' must mount ./plugins at {plugins}, as the Airflow services do, found {bind_target(name, 'plugins')}")
-    path = environment(name).get("PYTHONPATH", "").split(":")
-    assert path[0] == plugins, f"'{name}' must put {plugins} first on PYTHONPATH (found PYTHONPATH={path})"
+@pytest.mark.parametrize("name", (*airflow_services(), *SPARK_SERVICES))
+def test_csparql_is_the_installed_wheel_with_nothing_from_the_checkout_on_the_path(name):
+    # Airflow finds the provider and the plugin through the wheel's entry points, the scheduler's spark-submit
+    # its job inside the package, and the Spark Python workers import the same installed csparql as the tasks.
+    assert "PYTHONPATH" not in environment(name), f"'{name}' must not set PYTHONPATH: csparql is the image's wheel"
+    for folder in ("plugins", "spark_jobs"):
+        assert bind_target(name, folder) is None, f"'{name}' must not mount ./{folder}: csparql is the image's wheel"
 
 
 # Airflow's own settings
@@ -532,7 +514,7 @@ def test_the_init_creates_the_pool_the_tasks_run_in():
 
 def test_the_dockerfile_installs_the_project_with_its_pinned_constraints():
     copied = " ".join(a for k, a in dockerfile_instructions() if k in ("COPY", "ADD"))
-    for needed in ("pyproject.toml", "constraints.txt", "plugins/"):
+    for needed in ("pyproject.toml", "constraints.txt", "plugins/csparql/"):
         assert needed in copied, f"the Dockerfile does not copy {needed} into the image"
     installs = [shlex.split(step) for step in dockerfile_runs().split("&&") if re.search(r"\bpip install\b", step)]
     assert any("." in step for step in installs), "the Dockerfile does not install the project (`pip install ... .`)"

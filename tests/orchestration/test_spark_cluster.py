@@ -1,5 +1,5 @@
 """One window of a registered query evaluated on a real Spark standalone cluster (master and worker started on
-127.0.0.1) through spark-submit of ``spark_jobs/evaluate_window.py``, against the same window evaluated in
+127.0.0.1) through spark-submit of the packaged job ``csparql/jobs/evaluate_window.py``, against the same window evaluated in
 this process; and the job's plain failures: a bad query file, a failed evaluation."""
 
 from __future__ import annotations
@@ -24,19 +24,21 @@ from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
-from csparql.storage.warehouse import Warehouse, project_root
+from csparql.examples import examples_folder
+from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import advance_watermark
 from csparql.windows import format_instant
 from orchestration.spark_cluster import EVALUATE_WINDOW, standalone_cluster, submit_evaluation
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]
 
-EXAMPLE = project_root() / "examples" / "queries" / "04-cars-per-district.rq"
+EXAMPLE = examples_folder("queries") / "04-cars-per-district.rq"
+REPOSITORY = Path(__file__).resolve().parents[2]
 STREAM = "http://streams.org/citytollgates.trdf"
 
 
 def load_job():
-    """spark_jobs/evaluate_window.py as a module (spark_jobs is a folder of scripts, not a package)."""
+    """The packaged job (csparql/jobs/evaluate_window.py) loaded from its file, as spark-submit runs it."""
     spec = importlib.util.spec_from_file_location("evaluate_window", EVALUATE_WINDOW)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -136,7 +138,7 @@ def test_a_dag_run_evaluates_its_window_on_the_cluster(spark, city_hour, cluster
     env.update({
         "AIRFLOW_HOME": str(tmp_path / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(project_root() / "plugins"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPOSITORY / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": f"spark://{host}:{port}?deploy-mode=client",
         "CSPARQL_SPARK": "standalone",

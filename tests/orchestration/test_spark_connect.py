@@ -17,12 +17,13 @@ from csparql.engine.stored import StoredResults
 from csparql.frontend import compile_query
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
-from csparql.storage.warehouse import Warehouse, project_root
+from csparql.examples import examples_folder
+from csparql.storage.warehouse import Warehouse
 from orchestration.spark_connect import evaluate_over_connect, test_server
 
 pytestmark = pytest.mark.spark
 
-EXAMPLES = project_root() / "examples" / "queries"
+EXAMPLES = examples_folder("queries")
 TOLLGATES = "http://streams.org/citytollgates.trdf"
 CAMERAS = "http://streams.org/citycameras.trdf"
 QUERIES = {

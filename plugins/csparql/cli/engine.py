@@ -347,9 +347,8 @@ def run_sql(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     from csparql.demo import run_demo as demo
-    from csparql.storage.warehouse import project_root
 
-    root = Path(args.warehouse) if args.warehouse else project_root() / "delta_tables" / "demo"
+    root = Path(args.warehouse) if args.warehouse else Path.cwd() / "delta_tables" / "demo"
     return demo(root.resolve(), master=args.master)
 
 

@@ -1,4 +1,4 @@
-"""``csparql register``, ``unregister``, ``watermark`` and ``stack``: queries as Airflow DAGs.
+"""``csparql register``, ``unregister``, ``watermark``, ``settings`` and ``stack``: queries as Airflow DAGs.
 
 ``register`` checks a query and puts it in the registry (``$CSPARQL_REGISTRY``, default ``dags/queries/``)
 with its DAG loader; Airflow's DAG processor picks it up within seconds. ``stack`` runs the embedded Airflow
@@ -63,6 +63,16 @@ def register(commands) -> None:
                       help="give STREAM its first watermark even though nothing was ingested into it yet")
     mark.set_defaults(run=run_watermark)
 
+    shown = commands.add_parser(
+        "settings",
+        help="show the deployment settings this command line uses, and where each comes from",
+        description="Print each setting (the options of Airflow's [csparql] section) as the command line reads "
+        "it: its CSPARQL_* environment variable, else its default, with folder defaults under the working "
+        "directory. Airflow's components read the [csparql] section instead (AIRFLOW__CSPARQL__*, airflow.cfg), "
+        "with folder defaults under AIRFLOW_HOME: `airflow config list --section csparql`.",
+    )
+    shown.set_defaults(run=run_settings)
+
     stack = commands.add_parser(
         "stack",
         help="run the embedded Airflow and Spark with the example queries (Ctrl-C stops it)",
@@ -79,7 +89,7 @@ def register(commands) -> None:
                        "default unless CSPARQL_SPARK=local) or a local Spark inside each task (local)")
     stack.add_argument("--connect-port", type=int, default=None, metavar="PORT",
                        help="the Spark Connect server's port on 127.0.0.1 (default 15002)")
-    stack.add_argument("--home", metavar="DIR", help="AIRFLOW_HOME (default: .airflow/ in the repository)")
+    stack.add_argument("--home", metavar="DIR", help="AIRFLOW_HOME (default: .airflow/ in the working directory)")
     stack.add_argument("--windows", type=int, default=3, help="sample windows backfilled per query (default 3)")
     stack.add_argument("--examples", nargs="*", metavar="NN", help="only these example numbers (default: all)")
     _warehouse_option(stack, "the warehouse the stack's tasks read and write")
@@ -104,6 +114,15 @@ def _settings(warehouse: str | None = None):
     except ValueError as error:
         print(f"csparql: {error}", file=sys.stderr)
         return None
+
+
+def run_settings(args: argparse.Namespace) -> int:
+    settings = _settings()
+    if settings is None:
+        return EXIT_REFUSED
+    for line in settings.describe():
+        print(line)
+    return EXIT_OK
 
 
 def run_register(args: argparse.Namespace) -> int:

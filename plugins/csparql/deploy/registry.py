@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import sys
+from importlib import resources
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,7 +175,7 @@ def code_version() -> str:
     """Names the code that compiles: a digest of csparql's sources (path, size and modification time of each
     ``.py`` and ``.lark`` file), of rdflib's and Python's versions and of ``FACTS_FORMAT``. The compile cache
     keeps facts per code version: another compiler may read the same text differently."""
-    package = Path(__file__).resolve().parents[1]  # the csparql package
+    package = Path(str(resources.files("csparql")))
     digest = hashlib.sha256(f"{FACTS_FORMAT} {sys.version_info[:2]} rdflib {rdflib.__version__}\n".encode())
     for source in sorted(package.rglob("*")):
         if source.suffix in (".py", ".lark"):

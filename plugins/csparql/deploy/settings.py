@@ -1,27 +1,133 @@
-"""The deployment-wide settings, read from the environment, so that the embedded stack, docker-compose and
-the tests configure the same code the same way (each variable is documented in docs/orchestration.md)."""
+"""The deployment-wide settings: one table of options (``OPTIONS``), read in two places.
+
+- Airflow's components (scheduler, DAG processor, triggerer, api-server, task runners) read the ``[csparql]``
+  section of Airflow's configuration (``AIRFLOW__CSPARQL__<OPTION>`` or ``airflow.cfg``), which the provider
+  info declares with these defaults and descriptions (``airflow config list --section csparql``): folder
+  defaults live under ``AIRFLOW_HOME``. An option the section leaves at its default may still be given by its
+  ``CSPARQL_*`` environment variable (the embedded stack and docker-compose set those).
+- The command line reads the ``CSPARQL_*`` environment variables; its folder defaults live under the working
+  directory.
+
+No default depends on where the package is installed. This module imports no Airflow: the Airflow side hands
+in its configuration object (``Settings.from_airflow``). Each option is documented in docs/orchestration.md.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from csparql.storage.warehouse import Warehouse, project_root, slug
+from csparql.storage.warehouse import Warehouse, slug
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, check_future_skew
-from csparql.windows import parse_duration
+from csparql.windows import format_duration, parse_duration
+
+SECTION = "csparql"
+"""The section of Airflow's configuration that holds the options."""
 
 SPARK_MODES = ("local", "standalone", "connect")
 """Where evaluations run: Spark inside the Airflow task (local), a standalone cluster through spark-submit
-(the Airflow connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_default``), or a Spark Connect server (the
-connection ``$CSPARQL_SPARK_CONN_ID``, default ``spark_connect_default``)."""
+(the Airflow connection ``spark_conn_id``, default ``spark_default``), or a Spark Connect server (the
+connection ``spark_conn_id``, default ``spark_connect_default``)."""
 
 MAX_FUTURE_SKEW_VARIABLE = "CSPARQL_MAX_FUTURE_SKEW"
+
+AIRFLOW_HOME_DEFAULTS = "AIRFLOW_HOME"
+WORKING_DIRECTORY_DEFAULTS = "the working directory"
+
+
+@dataclass(frozen=True)
+class SettingOption:
+    """One option: its key in the ``[csparql]`` section, its environment variable for the command line, its
+    default for Airflow's components and for the command line, its type and what it means."""
+
+    key: str
+    variable: str
+    airflow_default: str
+    cli_default: str
+    type: str
+    description: str
+
+    @property
+    def airflow_variable(self) -> str:
+        """The variable Airflow's own configuration reads for this option."""
+        return f"AIRFLOW__{SECTION.upper()}__{self.key.upper()}"
+
+
+def _duration_default(micros: int) -> str:
+    return format_duration(micros)
+
+
+OPTIONS: tuple[SettingOption, ...] = (
+    SettingOption("warehouse", "CSPARQL_WAREHOUSE", "{AIRFLOW_HOME}/csparql/warehouse", "delta_tables", "string",
+                  "The warehouse folder: every stream, static graph, result and csparql's own tables (Delta). "
+                  "Every Airflow component and every Spark executor must see it at this path."),
+    SettingOption("registry", "CSPARQL_REGISTRY", "{AIRFLOW_HOME}/csparql/queries", "dags/queries", "string",
+                  "The registry folder: one .rq file per registered query (the C-SPARQL pages and "
+                  "`csparql register` write it; the DAG factory reads it)."),
+    SettingOption("landing", "CSPARQL_LANDING", "", "", "string",
+                  "Where files are dropped to be ingested, one folder per stream; empty: <warehouse>/landing."),
+    SettingOption("spark", "CSPARQL_SPARK", "local", "local", "string",
+                  "Where evaluations and ingests run: local (a Spark inside each task), standalone "
+                  "(spark-submit through the `spark` connection) or connect (a Spark Connect server through "
+                  "the `spark_connect` connection)."),
+    SettingOption("spark_conn_id", "CSPARQL_SPARK_CONN_ID", "", "", "string",
+                  "The Airflow connection that names the Spark to use (connection type `spark` for standalone, "
+                  "`spark_connect` for connect); empty: spark_default or spark_connect_default."),
+    SettingOption("pool", "CSPARQL_POOL", "csparql_spark", "csparql_spark", "string",
+                  "The Airflow pool that caps concurrent Spark work (evaluations and ingests run in it)."),
+    SettingOption("allowed_lateness", "CSPARQL_ALLOWED_LATENESS", "1m", "1m", "string",
+                  "How far behind the wall clock a stream's watermark may be for a window to count as complete "
+                  "(a C-SPARQL duration)."),
+    SettingOption("wait_timeout", "CSPARQL_WAIT_TIMEOUT", "10m", "10m", "string",
+                  "How long a run waits on the triggerer for its window's inputs before it evaluates anyway "
+                  "(recorded as incomplete)."),
+    SettingOption("poll_interval", "CSPARQL_POLL_INTERVAL", "10s", "10s", "string",
+                  "How often the wait reads the watermarks (at least 1s)."),
+    SettingOption("max_future_skew", MAX_FUTURE_SKEW_VARIABLE, _duration_default(MAX_FUTURE_SKEW),
+                  _duration_default(MAX_FUTURE_SKEW), "string",
+                  "Triples timestamped more than this ahead of the clock are rejected at ingest."),
+    SettingOption("revision_horizon", "CSPARQL_REVISION_HORIZON", "1d", "1d", "string",
+                  "A window made stale by late triples is re-evaluated when its end is at most this long "
+                  "before they landed; older ones are only recorded stale."),
+)
+"""Every option of the ``[csparql]`` section, in the order ``airflow config list`` shows them."""
+
+OPTION_BY_KEY = {option.key: option for option in OPTIONS}
+
+
+def airflow_config_section() -> dict:
+    """The ``config`` entry of the provider info: the ``[csparql]`` section with each option's description,
+    type and default, as Airflow's ``config.yml`` describes its own sections."""
+    return {
+        SECTION: {
+            "description": "csparql: C-SPARQL continuous queries on Spark over Delta tables. Folder defaults "
+                           "live under AIRFLOW_HOME; each option may also be set with AIRFLOW__CSPARQL__<OPTION>.",
+            "options": {
+                option.key: {
+                    "description": option.description,
+                    "version_added": "0.1.0",
+                    "type": option.type,
+                    "example": None,
+                    "default": option.airflow_default,
+                }
+                for option in OPTIONS
+            },
+        }
+    }
+
+
+def airflow_home(environ: Mapping[str, str] | None = None) -> Path:
+    """``$AIRFLOW_HOME``, else ``~/airflow``: where Airflow itself puts its home."""
+    env = os.environ if environ is None else environ
+    return Path(os.path.expanduser(env.get("AIRFLOW_HOME") or "~/airflow")).resolve()
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Deployment-wide settings, read from the environment (each documented in docs/orchestration.md)."""
+    """Deployment-wide settings (``OPTIONS``): from Airflow's ``[csparql]`` section inside Airflow
+    (``from_airflow``), from ``CSPARQL_*`` variables on the command line (``from_environment``)."""
 
     registry: Path
     warehouse: Warehouse
@@ -35,49 +141,95 @@ class Settings:
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
     retries: int = 2
+    defaults: str = WORKING_DIRECTORY_DEFAULTS
+    """Where the folder defaults live: ``AIRFLOW_HOME_DEFAULTS`` or ``WORKING_DIRECTORY_DEFAULTS``."""
+    origins: tuple[tuple[str, str], ...] = ()
+    """Per option key, what gave its value: a variable's name, ``airflow.cfg [csparql]`` or ``default``."""
 
-    ENVIRONMENT = {
-        "registry": "CSPARQL_REGISTRY",
-        "warehouse": "CSPARQL_WAREHOUSE",
-        "landing": "CSPARQL_LANDING",
-        "spark": "CSPARQL_SPARK",
-        "spark_conn_id": "CSPARQL_SPARK_CONN_ID",
-        "pool": "CSPARQL_POOL",
-        "allowed_lateness": "CSPARQL_ALLOWED_LATENESS",
-        "wait_timeout": "CSPARQL_WAIT_TIMEOUT",
-        "poll_interval": "CSPARQL_POLL_INTERVAL",
-        "max_future_skew": MAX_FUTURE_SKEW_VARIABLE,
-        "revision_horizon": "CSPARQL_REVISION_HORIZON",
-    }
+    ENVIRONMENT = {option.key: option.variable for option in OPTIONS}
 
     @classmethod
-    def from_environment(cls, environ: dict[str, str] | None = None) -> Settings:
-        """The settings the environment gives, with defaults for what it does not; ``ValueError`` naming the
-        variable for a value that cannot be used."""
+    def from_environment(cls, environ: Mapping[str, str] | None = None, base: Path | None = None) -> Settings:
+        """The command line's settings: each ``CSPARQL_*`` variable of ``environ`` (the process's by default),
+        the defaults for the others, folders under ``base`` (the working directory by default); ``ValueError``
+        naming the variable for a value that cannot be used."""
         env = os.environ if environ is None else environ
-        names = cls.ENVIRONMENT
-        warehouse = Warehouse(env[names["warehouse"]]) if env.get(names["warehouse"]) else Warehouse.locate()
-        registry = Path(env.get(names["registry"]) or project_root() / "dags" / "queries").resolve()
-        landing = Path(env.get(names["landing"]) or warehouse.root / "landing").resolve()
-        spark = env.get(names["spark"]) or "local"
-        if spark not in SPARK_MODES:
-            raise ValueError(f"{names['spark']}={spark!r}: use one of {', '.join(SPARK_MODES)}")
+        values = {}
+        for option in OPTIONS:
+            text = env.get(option.variable)
+            values[option.key] = (text, option.variable) if text else (option.cli_default, "default")
+        return cls._from_values(values, (base or Path.cwd()), WORKING_DIRECTORY_DEFAULTS)
 
-        def duration(key: str, default: int) -> int:
-            return duration_setting(names[key], default, env)
+    @classmethod
+    def from_airflow(cls, conf, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings of an Airflow component: the ``[csparql]`` section of ``conf`` (Airflow's
+        configuration, ``airflow.configuration.conf``: ``AIRFLOW__CSPARQL__*`` and ``airflow.cfg``); an option
+        it leaves at its default (or does not know, when the provider's defaults are not loaded) comes from its
+        ``CSPARQL_*`` variable if set, else the default under ``AIRFLOW_HOME``."""
+        env = os.environ if environ is None else environ
+        home = airflow_home(env)
+        values = {}
+        for option in OPTIONS:
+            default = option.airflow_default.replace("{AIRFLOW_HOME}", str(home))
+            try:
+                text = conf.get(SECTION, option.key, fallback=None)
+            except Exception:  # noqa: BLE001 - a configuration Airflow cannot read counts as not set
+                text = None
+            if text is not None and not _same_value(option, text, default):
+                origin = option.airflow_variable if env.get(option.airflow_variable) else f"airflow.cfg [{SECTION}]"
+                values[option.key] = (text, origin)
+            elif env.get(option.variable):
+                values[option.key] = (env[option.variable], option.variable)
+            else:
+                values[option.key] = (default, "default")
+        return cls._from_values(values, home, AIRFLOW_HOME_DEFAULTS)
+
+    @classmethod
+    def _from_values(cls, values: dict[str, tuple[str, str]], base: Path, defaults: str) -> Settings:
+        def where(key: str) -> str:
+            text, origin = values[key]
+            name = OPTION_BY_KEY[key].variable if origin == "default" else origin
+            return f"{name}={text!r}"
+
+        def folder(key: str) -> Path:
+            return (base / os.path.expanduser(values[key][0])).resolve()
+
+        warehouse = Warehouse(folder("warehouse"))
+        landing = folder("landing") if values["landing"][0] else warehouse.root / "landing"
+        spark = values["spark"][0]
+        if spark not in SPARK_MODES:
+            raise ValueError(f"{where('spark')}: use one of {', '.join(SPARK_MODES)}")
+
+        def duration(key: str) -> int:
+            text = values[key][0]
+            try:
+                value = parse_duration(text)
+            except ValueError as error:
+                raise ValueError(f"{where(key)}: {error}") from None
+            if value < 0:
+                raise ValueError(f"{where(key)}: must not be negative")
+            return value
+
+        def skew(key: str) -> int:
+            try:
+                return check_future_skew(duration(key))
+            except ValueError as error:
+                raise ValueError(f"{where(key)}: {error}") from None
 
         return cls(
-            registry=registry,
+            registry=folder("registry"),
             warehouse=warehouse,
             landing=landing,
             spark=spark,
-            spark_conn_id=env.get(names["spark_conn_id"]) or None,
-            pool=env.get(names["pool"]) or "csparql_spark",
-            allowed_lateness=duration("allowed_lateness", cls.allowed_lateness),
-            wait_timeout=duration("wait_timeout", cls.wait_timeout),
-            poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
-            max_future_skew=max_future_skew_setting(env),
-            revision_horizon=duration("revision_horizon", cls.revision_horizon),
+            spark_conn_id=values["spark_conn_id"][0] or None,
+            pool=values["pool"][0] or "csparql_spark",
+            allowed_lateness=duration("allowed_lateness"),
+            wait_timeout=duration("wait_timeout"),
+            poll_interval=max(duration("poll_interval"), 1_000_000),
+            max_future_skew=skew("max_future_skew"),
+            revision_horizon=duration("revision_horizon"),
+            defaults=defaults,
+            origins=tuple((key, origin) for key, (_, origin) in values.items()),
         )
 
     def landing_folder(self, stream: str) -> Path:
@@ -91,8 +243,36 @@ class Settings:
             return None
         return self.spark_conn_id or ("spark_default" if self.spark == "standalone" else "spark_connect_default")
 
+    def describe(self) -> list[str]:
+        """One line per option: its key, its value and what gave it; first, where the defaults live."""
+        origins = dict(self.origins)
+        values = {
+            "warehouse": str(self.warehouse.root), "registry": str(self.registry), "landing": str(self.landing),
+            "spark": self.spark, "spark_conn_id": self.spark_conn_id or "", "pool": self.pool,
+            "allowed_lateness": format_duration(self.allowed_lateness),
+            "wait_timeout": format_duration(self.wait_timeout),
+            "poll_interval": format_duration(self.poll_interval),
+            "max_future_skew": format_duration(self.max_future_skew),
+            "revision_horizon": format_duration(self.revision_horizon),
+        }
+        lines = [f"defaults under {self.defaults}"]
+        width = max(len(key) for key in values)
+        for key, value in values.items():
+            lines.append(f"{key:<{width}}  {value}  ({origins.get(key, 'default')})")
+        return lines
 
-def duration_setting(variable: str, default: int, environ: dict[str, str] | None = None) -> int:
+
+def _same_value(option: SettingOption, text: str, default: str) -> bool:
+    """Whether ``text`` is ``default`` (folders compared as the paths they name: Airflow expands
+    ``{AIRFLOW_HOME}`` without resolving links)."""
+    if text == default:
+        return True
+    if option.airflow_default.startswith("{AIRFLOW_HOME}") and text and default:
+        return Path(os.path.expanduser(text)).resolve() == Path(default).resolve()
+    return False
+
+
+def duration_setting(variable: str, default: int, environ: Mapping[str, str] | None = None) -> int:
     """The duration (µs) the environment variable ``variable`` gives, ``default`` when it is unset or empty;
     ``ValueError`` naming the variable for a value that is not a duration or is negative."""
     env = os.environ if environ is None else environ
@@ -108,7 +288,7 @@ def duration_setting(variable: str, default: int, environ: dict[str, str] | None
     return value
 
 
-def max_future_skew_setting(environ: dict[str, str] | None = None) -> int:
+def max_future_skew_setting(environ: Mapping[str, str] | None = None) -> int:
     """``$CSPARQL_MAX_FUTURE_SKEW`` in µs, else ``MAX_FUTURE_SKEW``; ``ValueError`` naming the variable, also
     for a skew longer than 100 years (``csparql.storage.watermarks.check_future_skew``)."""
     skew = duration_setting(MAX_FUTURE_SKEW_VARIABLE, MAX_FUTURE_SKEW, environ)

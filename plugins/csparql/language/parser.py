@@ -14,6 +14,7 @@ import os
 import re
 import sys
 import tempfile
+from importlib import resources
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path as FilePath
@@ -37,8 +38,8 @@ from csparql.language.errors import (
 from csparql.terms import RDF_NIL, RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
 from csparql.windows import MAX_COUNT, canonical_unit, unit_micros
 
-GRAMMAR_FILE = FilePath(__file__).with_name("grammar.lark")
-RSPQL_GRAMMAR_FILE = FilePath(__file__).with_name("rspql.lark")
+GRAMMAR_FILE = FilePath(str(resources.files("csparql") / "language" / "grammar.lark"))
+RSPQL_GRAMMAR_FILE = FilePath(str(resources.files("csparql") / "language" / "rspql.lark"))
 """The RSP-QL additions: the RSP-QL parser is built from ``GRAMMAR_FILE`` followed by this file."""
 DIALECTS = ("csparql", "rspql")
 """The query languages csparql reads: C-SPARQL and RSP-QL (``csparql.language.dialect`` tells them apart)."""

@@ -4,5 +4,5 @@ through Airflow connections (``connections``), the Assets of tables (``assets``)
 (``lineage``) and the DAG factory ``csparql_dags()`` (``factory``).
 
 Thin by design: what to run is decided by ``csparql.deploy`` (pure), how to run it by ``csparql.engine``.
-Only Airflow processes import this package; the plugin (``plugins/csparql_plugin.py``) registers the timetable.
+Only Airflow processes import this package; the plugin (``csparql.plugin``) registers the timetable.
 """

@@ -19,6 +19,7 @@ from airflow.sdk import DAG
 
 from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingested_streams
 from csparql.deploy.registry import RegistrationError
+from csparql.orchestration.config import deployment_settings
 from csparql.deploy.settings import Settings
 from csparql.orchestration.operators import CsparqlEvaluateWindowOperator, CsparqlIngestOperator
 from csparql.orchestration.timetable import WindowTimetable
@@ -46,7 +47,7 @@ def registered_query_dag(loader: str | Path, settings: Settings | None = None) -
     (shown by Airflow as the loader's import error) when the query cannot be deployed."""
     loader = Path(loader).resolve()
     query = loader.with_suffix(".rq")
-    settings = dataclasses.replace(settings or Settings.from_environment(), registry=loader.parent)
+    settings = dataclasses.replace(settings or deployment_settings(), registry=loader.parent)
     if not query.exists():
         raise RegistrationError(query, "the query file is gone: run `csparql register --sync` to remove its loader")
     return query_dag(deployment_of(query, settings), settings)
@@ -79,7 +80,7 @@ def query_dag(deployment: Deployment, settings: Settings, conn_id: str | None = 
 def stream_ingestion_dags(settings: Settings | None = None, conn_id: str | None = None) -> dict[str, DAG]:
     """One ingestion DAG per stream the registered queries read, keyed by DAG id (Spark through the Airflow
     connection ``conn_id`` when given)."""
-    settings = settings or Settings.from_environment()
+    settings = settings or deployment_settings()
     dags: dict[str, DAG] = {}
     for stream in ingested_streams(settings):
         folder = settings.landing_folder(stream)

@@ -25,19 +25,21 @@ from airflow.sdk.exceptions import TaskDeferralTimeout
 from airflow.triggers.base import StartTriggerArgs
 
 from csparql.deploy.plan import Deployment, deployment_of_query
+from csparql.jobs import LOG4J_CONFIGURATION, job_path
 from csparql.deploy.settings import Settings
+from csparql.orchestration.config import deployment_settings
 from csparql.orchestration.assets import result_asset, stream_asset
 from csparql.orchestration.connections import connect_url, settings_for_connection
 from csparql.orchestration.revisions import REVISIONS, announce
 from csparql.storage.revisions import table_version
-from csparql.storage.warehouse import Warehouse, project_root
+from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run
 from csparql.windows import format_instant, parse_instant
 
 __all__ = ["CsparqlEvaluateWindowOperator", "CsparqlIngestOperator", "connect_url"]
 
-EVALUATE_WINDOW_JOB = project_root() / "spark_jobs" / "evaluate_window.py"
-LOG4J = project_root() / "plugins" / "csparql" / "spark" / "log4j2.properties"
+EVALUATE_WINDOW_JOB = job_path()
+LOG4J = LOG4J_CONFIGURATION
 
 
 EVALUATION_INSTANT = "{{ (dag_run.data_interval_end or dag_run.run_after).isoformat() }}"
@@ -50,7 +52,7 @@ def operator_settings(settings: Settings | None, warehouse: str | os.PathLike | 
                       registry: str | os.PathLike | None = None) -> Settings:
     """The deployment settings of an operator: ``settings`` (else the environment's) with the warehouse and
     registry folders given, if any (the landing folders follow the warehouse unless set on their own)."""
-    settings = settings or Settings.from_environment()
+    settings = settings or deployment_settings()
     changes = {}
     if warehouse is not None:
         changes["warehouse"] = Warehouse(warehouse)

@@ -20,6 +20,7 @@ from airflow.exceptions import AirflowException
 from airflow.sdk import DAG, Asset, AssetAlias, BaseOperator
 
 from csparql.deploy.registry import DAG_ID, registry_facts, registry_name
+from csparql.orchestration.config import deployment_settings
 from csparql.deploy.settings import Settings
 from csparql.storage.revisions import PENDING, StaleWindow
 from csparql.windows import format_instant
@@ -123,7 +124,7 @@ def revision_dags(settings: Settings | None = None, conn_id: str | None = None) 
     without compiling the queries; Spark through the Airflow connection ``conn_id`` when given)."""
     from csparql.orchestration.dags import START_DATE, task_defaults
 
-    settings = settings or Settings.from_environment()
+    settings = settings or deployment_settings()
     dags: dict[str, DAG] = {}
     for path, facts in registry_facts(settings):
         if facts is None or facts.schedule is None or not DAG_ID.fullmatch(path.stem):

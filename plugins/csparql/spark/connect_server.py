@@ -10,8 +10,8 @@ stops the launcher, the JVM and its Python workers.
 What the server is told, since a Connect client can only set ``spark.sql.*`` settings of its session: every
 other setting the engine's results and table layout depend on, as a local session gets them
 (``csparql.spark.session.session_settings``: the driver's UTC zone, the raw local file system, no
-``_SUCCESS`` files, quiet log4j), and the Python its workers run: this interpreter, with the project's
-``plugins/`` first on ``PYTHONPATH``, so that the ingest's parsers (``mapInArrow`` over ``csparql.engine``
+``_SUCCESS`` files, quiet log4j), and the Python its workers run: this interpreter, with the folder
+holding this csparql package first on ``PYTHONPATH``, so that the ingest's parsers (``mapInArrow`` over ``csparql.engine``
 functions) import the same csparql as the client. Its files are read and written by path, so clients must
 share its file system (they do: it runs on this machine).
 
@@ -33,12 +33,12 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 
 import pyspark
 
 from csparql.spark.session import session_settings
-from csparql.storage.warehouse import project_root
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 HOST = "127.0.0.1"
@@ -48,6 +48,13 @@ SESSION_TIMEOUT = "10m"
 """How long the server keeps a session nobody uses. Airflow tasks end without releasing theirs, so each would
 otherwise hold its analyzer and caches for Spark's default of an hour."""
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
+
+
+def package_folder() -> Path:
+    """The folder the running csparql package was imported from (``site-packages`` of an installed wheel),
+    which the server's Python workers put first on their path."""
+    return Path(str(resources.files("csparql"))).parent
+
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 CLIENT_MODE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
 """What pyspark sets in a process's environment once it opens a Connect session: it makes every later
@@ -99,7 +106,7 @@ def server_command(port: int, master: str = DEFAULT_MASTER, memory: str | None =
 def server_environment(work: Path, token: str | None) -> dict[str, str]:
     """The server's environment: the wheel as SPARK_HOME with an empty configuration folder (no
     spark-defaults.conf from elsewhere), everything on 127.0.0.1, UTC, this interpreter for Python workers with
-    the project's ``plugins/`` first on their path, and the token."""
+    the folder of this csparql package first on their path, and the token."""
     conf = work / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -109,7 +116,7 @@ def server_environment(work: Path, token: str | None) -> dict[str, str]:
     # The launcher sizes a Connect server's heap by SPARK_DAEMON_MEMORY (as a Thrift server's) before
     # --driver-memory.
     env.pop("SPARK_DAEMON_MEMORY", None)
-    path = [str(project_root() / "plugins"), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    path = [str(package_folder()), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env.update({
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_CONF_DIR": str(conf),

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -29,7 +30,7 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER = "local[*]"
 _LOCK = threading.Lock()
 log = logging.getLogger(__name__)
-_LOG4J = Path(__file__).with_name("log4j2.properties")
+_LOG4J = Path(str(resources.files("csparql") / "spark" / "log4j2.properties"))
 LOG4J_CONFIGURATION = _LOG4J
 """The log4j2 configuration that keeps Spark to warnings and errors (for ``-Dlog4j2.configurationFile``)."""
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rdflib import Graph
 
+from csparql.examples import examples_folder
 from csparql.srbench.generator import DEFAULT_START, SRBenchData, Size, generate
 from csparql.srbench.vocabulary import DBPEDIA_GRAPH, GEONAMES_GRAPH, OBSERVATIONS, ONTOLOGY, SENSORS
 from csparql.storage.vocabulary import RDFS, XSD_DATETIME
@@ -24,7 +25,7 @@ from csparql.windows import from_micros
 
 FILES = {SENSORS: "sensors.nt", GEONAMES_GRAPH: "geonames.nt", DBPEDIA_GRAPH: "dbpedia.nt", ONTOLOGY: "ontology.ttl"}
 STREAM_FILE = "observations.nq"
-QUERIES = Path(__file__).resolve().parents[3] / "examples" / "srbench"
+QUERIES = examples_folder("srbench")
 
 
 @dataclass

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csparql.deploy.settings import Settings
-from csparql.storage.warehouse import project_root
 from csparql.windows import parse_instant
 
 COMPONENTS = {
@@ -34,6 +33,8 @@ COMPONENTS = {
     "triggerer": ["triggerer", "--skip-serve-logs"],
 }
 
+ISOLATED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TZ")
+"""What an isolated stack's components inherit of this process's environment (``AirflowStack.isolated``)."""
 
 DAGRUNS_PER_LOOP = 512
 """Running DAG runs the scheduler examines per loop (Airflow's default is 20). It examines the runs that are
@@ -75,6 +76,12 @@ class AirflowStack:
     extra_environment: dict[str, str] = field(default_factory=dict)
     other_users: dict[str, tuple[str, str]] = field(default_factory=dict)
     """More logins besides the admin: user name → (SimpleAuthManager role, password), e.g. a viewer."""
+    python: Path = field(default_factory=lambda: Path(sys.executable))
+    """The interpreter of the environment Airflow is installed in: its ``airflow`` runs every component."""
+    isolated: bool = False
+    """Whether the components get only the system's basic variables (``ISOLATED_VARIABLES``) instead of this
+    process's environment (no ``PYTHONPATH``, ``CSPARQL_*`` or ``AIRFLOW__*`` of the caller), and run in
+    ``home`` rather than the caller's working directory: Airflow as a user of the installed package runs it."""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     restarts: list[tuple[str, int]] = field(default_factory=list)
     _token: str | None = None
@@ -86,21 +93,29 @@ class AirflowStack:
 
     @property
     def airflow(self) -> str:
-        return str(Path(sys.executable).with_name("airflow"))
+        return str(self.python.with_name("airflow"))
+
+    @property
+    def working_directory(self) -> Path | None:
+        return self.home if self.isolated else None
 
     def environment(self) -> dict[str, str]:
         """The environment every component and ``airflow`` command runs with."""
         from csparql.spark.connect_server import CLIENT_MODE_VARIABLES
 
-        env = dict(os.environ)
+        if self.isolated:
+            env = {key: value for key, value in os.environ.items() if key in ISOLATED_VARIABLES}
+        else:
+            env = dict(os.environ)
         for key in CLIENT_MODE_VARIABLES:  # left by a Connect session of this process: not for Airflow's
             env.pop(key, None)
-        bin_folder = str(Path(sys.executable).parent)
+        bin_folder = str(self.python.parent)
         env.update(self.settings_environment)
         env.update({
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
-            "AIRFLOW__CORE__PLUGINS_FOLDER": str(project_root() / "plugins"),
+            # The plugin comes through its entry point; a plugins folder is Airflow's own setting.
+            "AIRFLOW__CORE__PLUGINS_FOLDER": env.get("AIRFLOW__CORE__PLUGINS_FOLDER") or str(self.home / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "csparql.stack.sqlite_settings.CONNECT_ARGS",
@@ -125,8 +140,8 @@ class AirflowStack:
             "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "PATH": bin_folder + os.pathsep + env.get("PATH", ""),
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYSPARK_PYTHON": str(self.python),
+            "PYSPARK_DRIVER_PYTHON": str(self.python),
             "NO_PROXY": "127.0.0.1,localhost",
             "no_proxy": "127.0.0.1,localhost",
         })
@@ -159,7 +174,7 @@ class AirflowStack:
         """Run one ``airflow`` command to completion; ``StackError`` with its output when it fails."""
         try:
             done = subprocess.run([self.airflow, *arguments], env=self.environment(), capture_output=True,
-                                  text=True, timeout=timeout)
+                                  text=True, timeout=timeout, cwd=self.working_directory)
         except subprocess.TimeoutExpired:
             raise StackError(f"`airflow {' '.join(arguments)}` did not finish within {timeout:.0f} s") from None
         if done.returncode != 0:
@@ -174,7 +189,8 @@ class AirflowStack:
         self.run_airflow("db", "migrate")
         with sqlite3.connect(self.home / "airflow.db") as database:  # readers no longer block the writer
             database.execute("PRAGMA journal_mode=WAL")
-        pool = Settings.from_environment(self.environment()).pool
+        environment = self.environment()
+        pool = environment.get("AIRFLOW__CSPARQL__POOL") or Settings.from_environment(environment).pool
         self.run_airflow("pools", "set", pool, str(self.pool_slots), "Spark evaluations and ingests (csparql)")
 
     # processes
@@ -190,6 +206,7 @@ class AirflowStack:
         with open(logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
                 [self.airflow, *COMPONENTS[name]], env=self.environment(), stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.working_directory,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
         # Airflow's components overwrite their command line and environment (setproctitle): record their

@@ -37,17 +37,17 @@ from csparql.deploy.plan import deployment_of, ingest_dag_id, ingested_streams
 from csparql.deploy.registration import register
 from csparql.deploy.registry import RegistrationError
 from csparql.deploy.settings import Settings
+from csparql.examples import examples_folder
 from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.samples import SampleFiles
 from csparql.stack.airflow_stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.spark.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
                                          connect_mode_left_alone, port_in_use)
-from csparql.storage.warehouse import project_root
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import format_instant, to_micros
 
-EXAMPLES = project_root() / "examples" / "queries"
+EXAMPLES = examples_folder("queries")
 STACK_DEFAULTS = {"CSPARQL_WAIT_TIMEOUT": "1d"}
 SPARK_MODES = ("connect", "local")
 CONNECTION_ID = "spark_connect_default"
@@ -175,7 +175,7 @@ class EmbeddedStack:
             raise StackError(f"the embedded stack runs Spark as one of {', '.join(SPARK_MODES)}, not {spark!r}")
         self.settings = settings
         self.port = port
-        self.home = (home or project_root() / ".airflow").resolve()
+        self.home = (home or Path.cwd() / ".airflow").resolve()
         self.windows = windows
         self.examples = examples
         self.out = out
@@ -307,12 +307,14 @@ class EmbeddedStack:
                  f"{self.server.memory}; log in {self.server.log}) …")
 
     def run(self, stopping: threading.Event) -> None:
-        dags = Path(os.environ.get("AIRFLOW__CORE__DAGS_FOLDER") or project_root() / "dags").resolve()
+        dags = Path(os.environ.get("AIRFLOW__CORE__DAGS_FOLDER") or Path.cwd() / "dags").resolve()
         if dags not in self.settings.registry.parents:
             raise StackError(f"the registry {self.settings.registry} is not inside the DAGs folder {dags}: "
                              "Airflow would not see its queries (set CSPARQL_REGISTRY or AIRFLOW__CORE__DAGS_FOLDER)")
         self.check_ports()
         self.started = time.monotonic()
+        self.say(f"settings: defaults under {self.settings.defaults}; the warehouse {self.settings.warehouse.root}, "
+                 f"the registry {self.settings.registry} (`csparql settings` shows every one and where it comes from)")
         if self.spark == "connect":
             self.start_connect_server()
         names = self.register_examples()

@@ -1,7 +1,7 @@
 """The warehouse: where each table lives under one root folder.
 
-``Warehouse.locate()`` finds the root: the ``--warehouse`` argument, else ``CSPARQL_WAREHOUSE``, else the
-project's ``delta_tables/`` folder. Under it::
+``Warehouse.locate()`` finds the root: the ``--warehouse`` argument, else ``CSPARQL_WAREHOUSE``, else
+``delta_tables/`` in the working directory (never a folder of the installed package). Under it::
 
     streams/<slug>/            one Delta table per stream IRI (output streams of REGISTER STREAM too)
     static/default/            the default static graph
@@ -52,11 +52,6 @@ warehouse's own tables (SQL shows runs, statistics and stale_windows; the others
 later hides no query's results), its other internal folders, and SQL's catalog and schema names."""
 SYSTEM_PREFIXES = ("stream_", "static_")
 """The SQL names of stream and static-graph tables start with these."""
-
-
-def project_root() -> Path:
-    """The repository root when csparql runs from a checkout (plugins/csparql/… two levels up)."""
-    return Path(__file__).resolve().parents[3]
 
 
 def slug(iri: str) -> str:
@@ -167,13 +162,13 @@ class Warehouse:
 
     @classmethod
     def locate(cls, root: str | os.PathLike | None = None) -> Warehouse:
-        """The warehouse at ``root``, else at ``$CSPARQL_WAREHOUSE``, else the project's ``delta_tables/``."""
+        """The warehouse at ``root``, else at ``$CSPARQL_WAREHOUSE``, else ``delta_tables/`` in the working
+        directory."""
         if root:
             return cls(root)
         if os.environ.get(ENVIRONMENT_VARIABLE):
             return cls(os.environ[ENVIRONMENT_VARIABLE])
-        checkout = project_root() / "delta_tables"
-        return cls(checkout if checkout.parent.joinpath("pyproject.toml").exists() else Path.cwd() / "delta_tables")
+        return cls(Path.cwd() / "delta_tables")
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.root)!r})"

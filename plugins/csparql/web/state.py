@@ -10,10 +10,16 @@ from csparql.deploy.settings import Settings
 
 
 def current_settings(request: Request) -> Settings:
-    """The settings the app was created with, else the environment's (read on first use)."""
+    """The settings the app was created with, else the ``[csparql]`` section of Airflow's configuration
+    (``Settings.from_airflow``, read on first use)."""
     state = request.app.state
     if state.csparql_settings is None:
-        state.csparql_settings = state.csparql_given_settings or Settings.from_environment()
+        if state.csparql_given_settings is None:
+            from airflow.configuration import conf
+
+            state.csparql_settings = Settings.from_airflow(conf)
+        else:
+            state.csparql_settings = state.csparql_given_settings
     return state.csparql_settings
 
 

@@ -1,0 +1,170 @@
+"""Evaluate one window of a registered query: the application ``spark-submit`` runs for a standalone cluster.
+
+    spark-submit --master spark://host:7077 --deploy-mode client "$(python -c "from csparql.jobs import job_path; print(job_path())")" \\
+        --query dags/queries/cars.rq --name cars --at 1269252600000000 --warehouse /data/delta_tables \\
+        [--complete true|false]
+
+It compiles the registry file, evaluates the window that closes at or before ``--at`` (µs since the epoch, or
+an ISO 8601 instant with a zone) with ``Engine.evaluate``, which replaces that window's results in the
+``--name`` result tables and appends a row to the runs table (``--complete`` is recorded there), and prints
+one line ``CSPARQL_RESULT {json}`` on standard output. The SparkSession is the one spark-submit configures,
+with the project's settings added (``csparql.spark.session.submitted_session``).
+
+Exit status: 0 on success; 2 when the arguments or the query are unusable (nothing is evaluated, no Spark is
+started); 1 when the evaluation failed (the runs table records the failure). Failures print one plain
+message on standard error, naming the query file, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+RESULT_PREFIX = "CSPARQL_RESULT "
+USAGE_ERROR, EVALUATION_FAILED = 2, 1
+
+
+class JobError(Exception):
+    """A problem reported to the user as one message; ``status`` is the exit status."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evaluate_window.py",
+        description="Evaluate one window of a registered C-SPARQL query and write its results.",
+    )
+    parser.add_argument("--query", required=True, metavar="FILE", help="the registry .rq file")
+    parser.add_argument("--name", required=True, metavar="NAME", help="the result tables' name")
+    parser.add_argument("--at", required=True, metavar="MICROS",
+                        help="evaluation instant: µs since the epoch (or ISO 8601 with a zone)")
+    parser.add_argument("--warehouse", required=True, metavar="DIR", help="the warehouse folder")
+    parser.add_argument("--complete", choices=("true", "false"),
+                        help="whether every input of the window had landed (recorded in the runs table)")
+    return parser
+
+
+def _instant(text: str) -> int:
+    from csparql.windows import parse_instant
+
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        return parse_instant(text)
+    except ValueError as error:
+        message = f"--at {text!r} is not an instant: give microseconds since the epoch ({error})"
+        raise JobError(message, USAGE_ERROR) from None
+
+
+def _compile(path: Path):
+    """(plan, version of the text, its pane mode: ``csparql.optimizer.panes.PANE_MODES``) of a registry file."""
+    from csparql.deploy.history import text_version
+    from csparql.deploy.plan import panes_setting_of
+    from csparql.deploy.registry import RegistrationError
+    from csparql.frontend import compile_query
+    from csparql.language.errors import QueryError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise JobError(f"the query file {path} cannot be read: {error}", USAGE_ERROR) from None
+    try:
+        panes = panes_setting_of(path, text) or "auto"
+    except RegistrationError as error:
+        raise JobError(str(error), USAGE_ERROR) from None
+    try:
+        return compile_query(text, str(path)), text_version(text), panes
+    except QueryError as error:
+        # The parser's report (position, source line, caret) follows, indented under the one-line summary.
+        detail = "\n".join(f"    {line}" for line in error.render().splitlines())
+        message = f"the query file {path} is not a valid C-SPARQL query, so nothing was evaluated:\n{detail}"
+        raise JobError(message, USAGE_ERROR) from None
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text[:2000] or type(error).__name__
+
+
+def run(argv: list[str] | None = None) -> dict:
+    """Evaluate the window the arguments name; the CSPARQL_RESULT record, or ``JobError``."""
+    args = _parser().parse_args(argv)
+    from csparql.storage.warehouse import InvalidName, Warehouse, check_query_name
+    from csparql.windows import format_instant
+
+    at = _instant(args.at)
+    try:
+        name = check_query_name(args.name)
+    except InvalidName as error:
+        raise JobError(f"--name: {error}", USAGE_ERROR) from None
+    query = Path(args.query)
+    plan, version, panes = _compile(query)
+    if not Path(args.warehouse).is_dir():
+        message = f"{query}: the warehouse {args.warehouse} is not a folder, so nothing was evaluated"
+        raise JobError(message, USAGE_ERROR)
+    warehouse = Warehouse(args.warehouse)
+    complete = None if args.complete is None else args.complete == "true"
+
+    # Spark only now: a bad query or argument fails fast, without a JVM.
+    from pyspark.sql import SparkSession
+
+    from csparql.engine.runner import Engine, EvaluationFailed
+    from csparql.spark.session import submitted_session
+
+    started_here = SparkSession.getActiveSession() is None
+    try:
+        spark = submitted_session(app_name=f"csparql-{name}")
+        evaluation = Engine(warehouse, spark).evaluate(plan, at, name, complete=complete, version=version,
+                                                       panes=panes)
+    except EvaluationFailed as error:
+        message = f"{query}: {_one_line(error)} (the runs table of {warehouse.root} records it)"
+        raise JobError(message, EVALUATION_FAILED) from None
+    except Exception as error:  # Spark or storage failed around the evaluation: one message, no traceback
+        message = f"{query}: the evaluation as {name} at {format_instant(at)} failed: {type(error).__name__}: "
+        raise JobError(message + _one_line(error), EVALUATION_FAILED) from None
+    finally:
+        if started_here:
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                active.stop()
+    window = evaluation.window
+    if window.start is not None:
+        span = f"({format_instant(window.start)}, {format_instant(window.end)}]"
+    else:
+        span = f"ending {format_instant(window.end)}"
+    return {
+        "query": name,
+        "file": str(query),
+        "at": at,
+        "window_start": window.start,
+        "window_end": window.end,
+        "window": span,
+        "form": evaluation.result.form,
+        "results": len(evaluation.result),
+        "rows_written": evaluation.rows_written,
+        "duration_ms": evaluation.duration_ms,
+        "run_id": evaluation.run_id,
+        "complete": complete,
+        "query_version": version,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        record = run(argv)
+    except SystemExit as exit_:  # argparse: --help, or a usage message already printed
+        return exit_.code if isinstance(exit_.code, int) else USAGE_ERROR
+    except JobError as error:
+        print(f"evaluate_window: {error}", file=sys.stderr, flush=True)
+        return error.status
+    print(RESULT_PREFIX + json.dumps(record, ensure_ascii=False), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
