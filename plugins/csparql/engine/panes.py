@@ -12,15 +12,24 @@ a combination plan. Here they meet storage and Spark:
   triples land in new files, so the panes they reach get a new fingerprint and are computed again; panes they
   do not reach are kept. A pane with no solution is stored too, as a marker row, so it is not computed again.
 - **A window.** An evaluation computes the window's missing panes in one Spark job (pane mode: every solution
-  tagged with its pane), appends their rows and markers in one commit, then combines the window's rows in a
-  second job (``alg.PaneRows`` read from the pane table's files, filtered to the window's panes with their
-  current fingerprints, plus the rows of solutions made of static triples only, which belong to every window).
+  tagged with its pane), appends their rows and markers in one commit, lists the table's files again until
+  they hold the markers of all the window's panes, then combines the window's rows in a second job
+  (``alg.PaneRows`` read from those files, filtered to the window's panes with their current fingerprints,
+  plus the rows of solutions made of static triples only, which belong to every window).
   Rows stored twice (two evaluations computing one pane at once) change nothing: the combination reads the
   rows as a set.
 - **Replays** compute the missing panes of all their windows in one job first (``PaneComputer.ensure``).
+- **A cache.** An evaluation combines exactly the pane files it listed and read the markers of (removed
+  later, they stay on disk for ``vacuum``'s retention). Whatever of a pane table cannot be read is never read
+  as empty: a file that is missing, truncated or corrupt is dropped from the table (``PaneTable.drop``), a table
+  whose log cannot be read is discarded, each with a warning, and the panes they held are computed again;
+  after ``PANE_ATTEMPTS`` setbacks the window is recomputed from its streams (``PanesUnavailable``). The rows
+  of the static solutions have a marker of their own (``STATIC_SOLUTIONS``), so that they too are known
+  present.
 - **Housekeeping.** Pane tables are partitioned by the hour bucket of the pane's end, as streams are; a
-  bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes panes
-  older than its retention (``csparql.storage.maintenance.prune_panes``): a cache, computed again on need.
+  bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes the pane
+  files written more than its retention ago — by the wall clock, whatever the event time of their panes
+  (``csparql.storage.maintenance.prune_panes``) — and deletes them once the retention has passed again.
 - **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.optimizer.panes.AUTO``,
   ``ALWAYS``, ``OFF``) and, in ``AUTO``, whether the partials are keyed and the window's size
   (``pane_min_triples``).

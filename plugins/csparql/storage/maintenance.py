@@ -55,6 +55,8 @@ def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False,
     tables = [(path, _open_for_vacuum(path)) for path in delta_tables(root) if path not in skipped]
     done = []
     for path, table in tables:
+        if table is None:
+            continue
         candidates = _vacuum_table(table, retain_hours, dry_run=True)
         sizes = {name: _size(path / name) for name in candidates}
         files = candidates if dry_run else _vacuum_table(table, retain_hours, dry_run=False)
@@ -118,10 +120,13 @@ def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def _open_for_vacuum(path: Path) -> DeltaTable:
+def _open_for_vacuum(path: Path) -> DeltaTable | None:
+    """The table to vacuum; None when it is gone since it was found (a pane table discarded meanwhile)."""
     try:
         return delta.open_table(path)
-    except DeltaError as error:
+    except (DeltaError, delta.StorageError) as error:
+        if not delta.exists(path):
+            return None
         raise delta.StorageError(f"the Delta log of {path} cannot be read: {_first_line(error)}") from None
 
 
