@@ -72,11 +72,11 @@ def warehouse(tmp_path):
     return warehouse
 
 
-def assert_as_the_oracle(evaluation) -> None:
+def assert_as_the_oracle(evaluation, query: str = QUERY, graphs: dict | None = None) -> None:
     """The window's result equals the independent evaluator's over the same triples."""
     end = evaluation.window.end
-    expected = reference.evaluate(reference.Case(f"window ending {end}", QUERY, {URIRef(STREAM): STREAM_TRIPLES},
-                                                 {None: LABELS}, end))
+    expected = reference.evaluate(reference.Case(f"window ending {end}", query, {URIRef(STREAM): STREAM_TRIPLES},
+                                                 {None: LABELS} if graphs is None else graphs, end))
     problems = compare(from_engine(evaluation.result), expected)
     assert not problems, f"window ending {(end - T0) // MINUTE} min after T0:\n" + "\n".join(problems)
 
@@ -129,6 +129,27 @@ def test_vacuum_between_listing_and_reading_panes_never_loses_rows(vacuum, spark
     assert [(r["status"], r["error"]) for r in runs(warehouse)] == [("succeeded", None)] * 5
     if vacuum == "--retain 0h --force":  # the files the evaluation listed were deleted under it: it says so
         assert any("could not be read" in message for message in pane_warnings(caplog)), pane_warnings(caplog)
+
+
+def test_a_window_whose_panes_keep_disappearing_is_recomputed_from_its_streams(spark, warehouse, monkeypatch,
+                                                                              caplog):
+    """``csparql vacuum --retain 0h --force`` between every listing and reading of the window's panes: after
+    ``PANE_ATTEMPTS`` tries the window is recomputed from its streams, with a warning, and is right."""
+    make_reader = pn.PaneRowsReader.__init__
+    readers = []
+
+    def then_vacuum(reader, *args, **kwargs):
+        make_reader(reader, *args, **kwargs)
+        readers.append(reader)
+        assert main(["vacuum", "--warehouse", str(warehouse.root), "--retain", "0h", "--force"]) == 0
+
+    monkeypatch.setattr(pn.PaneRowsReader, "__init__", then_vacuum)
+    caplog.set_level(logging.WARNING)
+    evaluation = Engine(warehouse, spark).evaluate(compile_query(QUERY), T0 + 10 * MINUTE, NAME, panes=ALWAYS)
+    assert len(readers) == pn.PANE_ATTEMPTS and evaluation.panes is None
+    assert_as_the_oracle(evaluation)
+    assert [r["status"] for r in runs(warehouse)] == ["succeeded"]
+    assert any("recomputed from its streams" in r.getMessage() for r in caplog.records)
 
 
 def test_vacuum_keeps_panes_written_within_the_retention_whatever_their_event_time(spark, warehouse):
@@ -194,6 +215,36 @@ def test_an_unreadable_pane_store_is_recomputed_with_a_warning(damage, spark, wa
     again = engine.evaluate(plan, T0 + 11 * MINUTE, NAME, write=False, panes=ALWAYS)
     assert again.panes.computed == 0 and not pane_warnings(caplog)
     assert_as_the_oracle(again)
+
+
+LABELS_GRAPH = EX + "labels"
+WITH_STATIC_SOLUTIONS = f"""PREFIX : <{EX}>
+SELECT DISTINCT ?x
+FROM STREAM <{STREAM}> [RANGE 5m STEP 1m]
+FROM <{LABELS_GRAPH}>
+WHERE {{ {{ ?x :topic ?t }} UNION {{ ?x :label ?l }} }}
+"""
+
+
+def test_a_deleted_file_of_static_solutions_is_computed_again(spark, warehouse, caplog):
+    """The solutions made of static triples only (here the topics with a label) belong to every window and are
+    stored apart from the panes: their file deleted, they are computed again, not left out."""
+    write_static(warehouse, LABELS_GRAPH, LABELS)
+    engine = Engine(warehouse, spark)
+    plan = compile_query(WITH_STATIC_SOLUTIONS)
+    graphs = {URIRef(LABELS_GRAPH): LABELS}
+    assert_as_the_oracle(engine.evaluate(plan, T0 + 8 * MINUTE, NAME, write=False, panes=ALWAYS),
+                         WITH_STATIC_SOLUTIONS, graphs)
+    table = pane_table(warehouse)
+    (static,) = [f for f in delta.SNAPSHOTS.snapshot(table)[1] if f.partition.get("bucket") is None]
+    os.remove(static.uri)
+    caplog.set_level(logging.WARNING)
+    for minute in (8, 9):
+        evaluation = engine.evaluate(plan, T0 + minute * MINUTE, NAME, write=False, panes=ALWAYS)
+        assert evaluation.panes is not None
+        assert_as_the_oracle(evaluation, WITH_STATIC_SOLUTIONS, graphs)
+        assert any(str(URIRef(f"{EX}t2")) == str(row[0]) for row in evaluation.result.rows)
+    assert pane_warnings(caplog)
 
 
 def test_vacuum_discards_a_pane_table_whose_log_cannot_be_read(spark, warehouse, capsys):

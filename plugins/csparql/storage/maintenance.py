@@ -6,6 +6,11 @@ is logical: the files stay on disk so that a reader that listed them before the 
 and so that older versions stay readable (time travel). ``vacuum`` deletes, in every Delta table of the
 warehouse, the removed files older than the retention, and files no commit ever added (what a write that
 failed midway left behind) older than it.
+
+Stored panes (``_csparql/panes``) are a cache: ``prune_panes`` removes the pane files written more than the
+retention ago — the wall clock, never the event time of the panes, so that a replay of an old stream keeps
+what it just computed —, logically, so an evaluation that listed them still reads them and a later ``vacuum``
+deletes them; and it discards a pane table whose log cannot be read (``discard_table``).
 """
 
 from __future__ import annotations
