@@ -18,8 +18,10 @@ def register(commands) -> None:
         description="In every Delta table of the warehouse (streams, static graphs, results, runs, statistics, "
         "watermarks, closures, panes), delete the files that replacements removed, and files that writes which "
         "failed midway left behind, once older than --retain. Versions older than the retention can then no "
-        "longer be read (time travel). Stored panes (a cache of partial results, _csparql/panes) whose hour "
-        "ended more than --retain ago are removed first; a window that needs them again computes them again.",
+        "longer be read (time travel). Stored panes (a cache of partial results, _csparql/panes) written more "
+        "than --retain ago are removed first, and a pane table whose log cannot be read is discarded; a window "
+        "that needs them again computes them again. Removed panes stay on disk for --retain more, so an "
+        "evaluation that listed them can still read them.",
     )
     vacuum.add_argument("--retain", default="7d", metavar="DURATION",
                         help="keep files removed less than this long ago (default 7d, Delta's default; whole hours)")
@@ -63,14 +65,19 @@ def run_vacuum(args: argparse.Namespace) -> int:
     verb = "would delete" if args.dry_run else "deleted"
     try:
         pruned = prune_panes(warehouse.panes_root, time.time_ns() // 1000 - retain, dry_run=args.dry_run)
-        done = vacuum(warehouse.root, hours, dry_run=args.dry_run)
+        done = vacuum(warehouse.root, hours, dry_run=args.dry_run,
+                      skip=[table.table for table in pruned if table.discarded])
     except StorageError as error:
         print(f"csparql vacuum: {error} (nothing was deleted)", file=sys.stderr)
         return EXIT_REFUSED
     for table in pruned:
-        if table.files:
-            print(f"{table.table.relative_to(warehouse.root)}: {'would remove' if args.dry_run else 'removed'} "
-                  f"{table.files} file(s) of panes older than the retention")
+        where = table.table.relative_to(warehouse.root)
+        if table.discarded:
+            print(f"{where}: {'would discard' if args.dry_run else 'discarded'} the pane table, its log cannot be "
+                  f"read ({table.discarded}); its panes are computed again when needed")
+        elif table.files:
+            print(f"{where}: {'would remove' if args.dry_run else 'removed'} {table.files} file(s) of panes "
+                  "written more than the retention ago")
     for table in done:
         if table.files:
             print(f"{table.table.relative_to(warehouse.root)}: {verb} {len(table.files)} file(s), "

@@ -12,15 +12,24 @@ a combination plan. Here they meet storage and Spark:
   triples land in new files, so the panes they reach get a new fingerprint and are computed again; panes they
   do not reach are kept. A pane with no solution is stored too, as a marker row, so it is not computed again.
 - **A window.** An evaluation computes the window's missing panes in one Spark job (pane mode: every solution
-  tagged with its pane), appends their rows and markers in one commit, then combines the window's rows in a
-  second job (``alg.PaneRows`` read from the pane table's files, filtered to the window's panes with their
-  current fingerprints, plus the rows of solutions made of static triples only, which belong to every window).
+  tagged with its pane), appends their rows and markers in one commit, lists the table's files again until
+  they hold the markers of all the window's panes, then combines the window's rows in a second job
+  (``alg.PaneRows`` read from those files, filtered to the window's panes with their current fingerprints,
+  plus the rows of solutions made of static triples only, which belong to every window).
   Rows stored twice (two evaluations computing one pane at once) change nothing: the combination reads the
   rows as a set.
 - **Replays** compute the missing panes of all their windows in one job first (``PaneComputer.ensure``).
+- **A cache.** An evaluation combines exactly the pane files it listed and read the markers of (removed
+  later, they stay on disk for ``vacuum``'s retention). Whatever of a pane table cannot be read is never read
+  as empty: a file that is missing, truncated or corrupt is dropped from the table (``PaneTable.drop``), a table
+  whose log cannot be read is discarded, each with a warning, and the panes they held are computed again;
+  after ``PANE_ATTEMPTS`` setbacks the window is recomputed from its streams (``PanesUnavailable``). The rows
+  of the static solutions have a marker of their own (``STATIC_SOLUTIONS``), so that they too are known
+  present.
 - **Housekeeping.** Pane tables are partitioned by the hour bucket of the pane's end, as streams are; a
-  bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes panes
-  older than its retention (``csparql.storage.maintenance.prune_panes``): a cache, computed again on need.
+  bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes the pane
+  files written more than its retention ago — by the wall clock, whatever the event time of their panes
+  (``csparql.storage.maintenance.prune_panes``) — and deletes them once the retention has passed again.
 - **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.optimizer.panes.AUTO``,
   ``ALWAYS``, ``OFF``) and, in ``AUTO``, whether the partials are keyed and the window's size
   (``pane_min_triples``).
@@ -36,6 +45,7 @@ import logging
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,20 +56,37 @@ from pyspark.sql.types import BooleanType, StringType, StructField, StructType, 
 
 from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_operator
-from csparql.engine.catalog import Catalog, DeltaSourceReader, select_window_files
+from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan, select_window_files
 from csparql.engine.evaluate import QueryResult, compile_plan
 from csparql.optimizer.panes import PanePlan, PartialPlan, pane_combination_plan, pane_partial_plan
 from csparql.optimizer.statistics import SourceStatistics
 from csparql.spark.terms import NULLABLE_TERM_STRUCT
 from csparql.storage import delta
 from csparql.storage.instants import bucket_of
+from csparql.storage.maintenance import UNREADABLE_LOG, discard_table
 from csparql.storage.tables import OPERATION
 from csparql.windows import WindowBounds
 
 log = logging.getLogger(__name__)
 
-PANE_FORMAT = "1"
-"""What a pane table holds; a change of it is a change of every pane key."""
+PANE_FORMAT = "2"
+"""What a pane table holds; a change of it is a change of every pane key (2: the rows of the static solutions
+have a marker of their own, ``STATIC_SOLUTIONS``)."""
+
+STATIC_SOLUTIONS = "static"
+"""The ``pane_key`` of the marker recording that a pane table holds the rows of the static solutions (the
+solutions made of static triples only, which belong to every window)."""
+
+PANE_ATTEMPTS = 3
+"""How many setbacks — pane files it listed found unreadable, panes it stored found removed — an evaluation
+takes before it stops reading panes (``PanesUnavailable``: the window is recomputed from its streams)."""
+
+UNREADABLE_FILE = (OSError, pa.ArrowException)
+"""What reading a pane file that is missing, truncated or corrupt raises."""
+
+
+class PanesUnavailable(Exception):
+    """A window's panes could not be read back after ``PANE_ATTEMPTS`` setbacks (the message says why)."""
 
 PANE_TERM = pa.struct([pa.field("kind", pa.int8()), pa.field("value", pa.string()),
                        pa.field("datatype", pa.string()), pa.field("language", pa.string())])
@@ -127,6 +154,7 @@ class PaneComputer:
         self._static = DeltaSourceReader(spark, catalog, {})
         self.key = self._key()
         self.path = catalog.warehouse.panes(name) / self.key
+        self.table = PaneTable(self.path, name)
         self._stream_files = {iri: self._files(iri) for iri in self.streams}
 
     # identities
@@ -174,42 +202,71 @@ class PaneComputer:
 
     # computing
 
-    def stored(self, keys: dict[int, str]) -> set[int]:
-        """The panes among ``keys`` whose marker (with their current fingerprint) the table has: read from
-        the files whose panes can be among them."""
-        if not keys:
-            return set()
-        files = pane_files(self.path, WindowBounds(min(keys) - self.pane, max(keys)))
-        present: set[str] = set()
-        for file in files:
-            found = pq.read_table(file.uri, columns=["pane_key", "marker"])
-            present.update(found.filter(found.column("marker")).column("pane_key").to_pylist())
-        return {end for end, key in keys.items() if key in present}
-
     def ensure(self, ends: Iterable[int]) -> tuple[int, dict]:
         """Compute the panes among ``ends`` the table lacks, in one Spark job and one commit; returns how many
         were computed and the scans of the stream reads (IRI → ``Scan``)."""
+        _, computed, scans = self._complete(ends)
+        return computed, scans
+
+    def _complete(self, ends: Iterable[int]) -> tuple[list[delta.FileInfo], int, dict]:
+        """Live files of the pane table, every one of them read, that hold the panes among ``ends`` (with their
+        current fingerprints) and the rows of the static solutions — computing and storing what the table
+        lacks first, in one Spark job and one commit. Returns the files, how many panes were computed and the
+        scans of the stream reads.
+
+        What the table does not give back is computed again: a file that cannot be read is dropped from the
+        table with a warning (``PaneTable.drop``); panes removed meanwhile (``csparql vacuum``) are computed
+        again. After ``PANE_ATTEMPTS`` such setbacks, ``PanesUnavailable``."""
         keys = self.pane_keys(sorted(set(ends)))
-        missing = sorted(set(keys) - self.stored(keys))
-        if not missing:
-            return 0, {}
-        bounds = WindowBounds(missing[0] - self.pane, missing[-1])
+        if not keys:
+            return [], 0, {}
+        bounds = WindowBounds(min(keys) - self.pane, max(keys))
+        computed, scans, setbacks = 0, {}, 0
+        stored: set[str] = set()  # the marker keys this call stored
+        while True:
+            files = self.table.files(bounds)
+            present, unreadable = self.table.markers(files)
+            wanted = {*keys.values(), STATIC_SOLUTIONS}
+            if unreadable or (stored - present) & wanted:
+                setbacks += 1
+                if setbacks > PANE_ATTEMPTS:
+                    raise PanesUnavailable(f"the panes of {self.name} kept being unreadable or removed while they "
+                                           f"were read ({PANE_ATTEMPTS} attempts)")
+            if unreadable:
+                self.table.drop(unreadable)
+                continue
+            missing = [end for end in sorted(keys) if keys[end] not in present]
+            static = STATIC_SOLUTIONS in present
+            if not missing and static:
+                return files, computed, scans
+            chosen = missing or [max(keys)]  # the static solutions are computed along with any pane
+            _add_scans(scans, self._compute({end: keys[end] for end in chosen}, with_static=not static))
+            computed += len(chosen)
+            stored |= {keys[end] for end in chosen} | ({STATIC_SOLUTIONS} if not static else set())
+
+    def _compute(self, keys: dict[int, str], with_static: bool) -> dict:
+        """Compute the panes ``keys`` (end → key) in one Spark job over the stream range they span and store
+        them (and, ``with_static``, the rows of the static solutions); returns the scans of the stream reads."""
+        bounds = WindowBounds(min(keys) - self.pane, max(keys))
         reader = DeltaSourceReader(self.spark, self.catalog,
                                    {(source.iri, source.window): bounds for source in self.plan.dataset.streams})
         reader.prepare(self.partial.plan)
         compiled = compile_plan(self.spark, self.partial.plan, reader, at=bounds.end, statistics=self.statistics,
                                 optimized=True, compact_triples=self.compact_triples, pane=self.pane)
         result = compiled.result()
-        self._store(result, {end: keys[end] for end in missing})
-        return len(missing), dict(reader.scans)
+        self._store(result, keys, with_static)
+        return dict(reader.scans)
 
-    def _store(self, result: QueryResult, keys: dict[int, str]) -> None:
-        """Append the rows of the computed panes (and of static solutions) and one marker per pane."""
+    def _store(self, result: QueryResult, keys: dict[int, str], with_static: bool) -> None:
+        """Append the rows of the computed panes and one marker per pane — and, ``with_static``, the rows of
+        the static solutions and their marker — in one commit."""
         terms = result.terms  # the columns of the partial plan's variables: the stored ones, then PANE_VAR
         width = len(self.partial.vars)
         ends = pc.cast(terms.column(width).combine_chunks().field("value"), pa.int64())
         wanted = pa.array(sorted(keys), pa.int64())
-        keep = pc.or_kleene(pc.is_null(ends), pc.is_in(ends, value_set=wanted))
+        keep = pc.fill_null(pc.is_in(ends, value_set=wanted), False)
+        if with_static:
+            keep = pc.or_(keep, pc.is_null(ends))
         rows = terms.filter(keep)
         row_ends = pc.cast(rows.column(width).combine_chunks().field("value"), pa.int64())
         key_of = pa.array([keys.get(end) for end in row_ends.to_pylist()], pa.string())
@@ -223,34 +280,18 @@ class PaneComputer:
         columns["bucket"] = pa.array([None if end is None else bucket_of(end) for end in row_ends.to_pylist()],
                                      pa.string())
         data = pa.Table.from_pydict(columns, schema=schema)
+        marked = sorted(keys)
         markers = pa.Table.from_pydict({
-            "ts": pa.array(sorted(keys), pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            "pane_key": pa.array([keys[end] for end in sorted(keys)], pa.string()),
-            "marker": pa.array([True] * len(keys), pa.bool_()),
-            **{f"c{i}": pa.nulls(len(keys), PANE_TERM) for i in range(width)},
-            "bucket": pa.array([bucket_of(end) for end in sorted(keys)], pa.string()),
+            "ts": pa.array([*marked, *([None] if with_static else [])], pa.int64()).cast(
+                pa.timestamp("us", tz="UTC")),
+            "pane_key": pa.array([*(keys[end] for end in marked), *([STATIC_SOLUTIONS] if with_static else [])],
+                                 pa.string()),
+            "marker": pa.array([True] * (len(marked) + with_static), pa.bool_()),
+            **{f"c{i}": pa.nulls(len(marked) + with_static, PANE_TERM) for i in range(width)},
+            "bucket": pa.array([*(bucket_of(end) for end in marked), *([None] if with_static else [])], pa.string()),
         }, schema=schema)
-        delta.append(self.path, pa.concat_tables([data, markers]), schema, PANE_PARTITIONS,
-                     metadata={OPERATION: "store-panes"})
-        self._compact({bucket_of(end) for end in keys})
-
-    def _compact(self, buckets: set[str]) -> None:
-        """Compact the hour buckets among ``buckets`` that hold ``COMPACT_FILES`` files or more into one file
-        each. Compaction rewrites what is there (readers of the previous version still see theirs); if it
-        fails (a concurrent commit), the files stay as they are and the next evaluation tries again."""
-        _, files = delta.SNAPSHOTS.snapshot(self.path)
-        counts: dict[str, int] = {}
-        for file in files:
-            bucket = file.partition.get("bucket")
-            if bucket in buckets:
-                counts[bucket] = counts.get(bucket, 0) + 1
-        for bucket, count in sorted(counts.items()):
-            if count >= COMPACT_FILES:
-                try:
-                    delta.open_table(self.path).optimize.compact(partition_filters=[("bucket", "=", bucket)])
-                except Exception as error:  # noqa: BLE001 - an optimization; the data are right either way
-                    log.warning("panes of %s: compacting bucket %s failed (%s); kept as they are", self.name,
-                                bucket, error)
+        self.table.append(pa.concat_tables([data, markers]), schema)
+        self.table.compact({bucket_of(end) for end in keys})
 
     # combining
 
@@ -266,27 +307,154 @@ class PaneComputer:
     def evaluate(self, window_bounds: WindowBounds, at: int, phases=None) -> tuple[QueryResult, PaneUse, dict]:
         """The window's result combined from its panes, computing the missing ones first; with how panes were
         used and the scans of the stream reads. ``phases`` (``csparql.engine.runner.Phases``) times the
-        computation of panes (``panes``) and the combination (``spark``)."""
+        computation of panes (``panes``) and the combination (``spark``).
+
+        The combination reads exactly the files ``_complete`` listed and read, so panes removed after that
+        (``csparql vacuum``) are still read: Delta keeps removed files for the retention. When a file it
+        listed cannot be read any more (deleted under it, damaged), the file is dropped with a warning and the
+        window's panes are listed, computed and combined again; ``PanesUnavailable`` after ``PANE_ATTEMPTS``.
+        A window is never combined from fewer panes than it has."""
         phases = phases or _no_phases
         ends = pane_ends(window_bounds, self.pane)
-        with phases("panes"):
-            computed, scans = self.ensure(ends)
-        keys = self.pane_keys(ends)
-        reader = PaneRowsReader(self.spark, self.catalog, self.path, window_bounds, keys)
-        with phases("spark"):
-            compiled = compile_plan(self.spark, self.combination, reader, at=at, statistics=self.statistics,
-                                    optimized=True, compact_triples=self.compact_triples)
-            result = compiled.result()
-        return result, PaneUse(self.pane, len(ends), computed, self.key), scans
+        computed, scans = 0, {}
+        for _ in range(PANE_ATTEMPTS):
+            with phases("panes"):
+                files, more, read = self._complete(ends)
+            computed += more
+            _add_scans(scans, read)
+            reader = PaneRowsReader(self.spark, self.catalog, files, window_bounds, self.pane_keys(ends))
+            with phases("spark"):
+                try:
+                    compiled = compile_plan(self.spark, self.combination, reader, at=at, statistics=self.statistics,
+                                            optimized=True, compact_triples=self.compact_triples)
+                    result = compiled.result()
+                except Exception:
+                    unreadable = self.table.unreadable(files)
+                    if not unreadable:
+                        raise
+                    self.table.drop(unreadable)
+                    continue
+            return result, PaneUse(self.pane, len(ends), computed, self.key), scans
+        raise PanesUnavailable(f"the pane files of {self.name} kept being unreadable when the window was combined "
+                               f"({PANE_ATTEMPTS} attempts)")
 
 
-def pane_files(path, bounds: WindowBounds) -> list[delta.FileInfo]:
-    """The files of a pane table that can hold a pane ending in ``(bounds.start, bounds.end]`` — by hour
-    bucket, then by the statistics of ``ts`` — and those of static solutions (no bucket, no ``ts``)."""
-    if not delta.exists(path):
-        return []
-    _, files = delta.SNAPSHOTS.snapshot(path)
-    return select_window_files(files, bounds)
+def _add_scans(total: dict, more: dict) -> None:
+    """Add the scans ``more`` (IRI → ``Scan``) to ``total``."""
+    for iri, scan in more.items():
+        if iri not in total:
+            total[iri] = Scan()
+        total[iri].files += scan.files
+        total[iri].rows += scan.rows
+        total[iri].file_uris.extend(scan.file_uris)
+
+
+class PaneTable:
+    """One pane table (``_csparql/panes/<query>/<key>``) read as a cache: what cannot be read — a file missing,
+    truncated or corrupt, a log entry that is not JSON — is dropped with a warning, never read as empty, and
+    the panes it held are computed again."""
+
+    def __init__(self, path: Path, query: str):
+        self.path = path
+        self.query = query
+        self._markers: dict[str, frozenset[str]] = {}  # a file's marker keys by its URI (Delta files never change)
+
+    def files(self, bounds: WindowBounds) -> list[delta.FileInfo]:
+        """The live files that can hold a pane ending in ``(bounds.start, bounds.end]`` — by hour bucket, then by
+        the statistics of ``ts`` — and those of the static solutions (no bucket, no ``ts``); none when there is
+        no table, or when its log cannot be read (the table is then discarded)."""
+        if not delta.exists(self.path):
+            return []
+        try:
+            _, files = delta.SNAPSHOTS.snapshot(self.path)
+        except UNREADABLE_LOG as error:
+            self.discard(error)
+            return []
+        return select_window_files(files, bounds)
+
+    def markers(self, files: list[delta.FileInfo]) -> tuple[set[str], list[tuple[delta.FileInfo, Exception]]]:
+        """The keys of the markers ``files`` hold (panes, ``STATIC_SOLUTIONS``), and the files that could not
+        be read, each with its error."""
+        present: set[str] = set()
+        unreadable = []
+        for file in files:
+            keys = self._markers.get(file.uri)
+            if keys is None:
+                try:
+                    found = pq.read_table(file.uri, columns=["pane_key", "marker"])
+                except UNREADABLE_FILE as error:
+                    unreadable.append((file, error))
+                    continue
+                marked = found.filter(pc.fill_null(found.column("marker"), False))
+                keys = self._markers[file.uri] = frozenset(marked.column("pane_key").to_pylist())
+            present |= keys
+        return present, unreadable
+
+    def unreadable(self, files: list[delta.FileInfo]) -> list[tuple[delta.FileInfo, Exception]]:
+        """The files among ``files`` that cannot be read whole (every row group), each with its error."""
+        found = []
+        for file in files:
+            try:
+                parquet = pq.ParquetFile(file.uri)
+                for group in range(parquet.num_row_groups):
+                    parquet.read_row_group(group)
+            except UNREADABLE_FILE as error:
+                found.append((file, error))
+        return found
+
+    def drop(self, unreadable: list[tuple[delta.FileInfo, Exception]]) -> None:
+        """Remove files that could not be read from the table, with a warning for each: the panes they held are
+        then missing, and computed again."""
+        for file, error in unreadable:
+            self._markers.pop(file.uri, None)
+            log.warning("panes of %s: the pane file %s could not be read (%s); its panes are computed again",
+                        self.query, file.uri, _first_line(error))
+        try:
+            delta.remove_files(self.path, [file.uri for file, _ in unreadable],
+                               metadata={OPERATION: "drop-unreadable-panes"})
+        except UNREADABLE_LOG as error:
+            self.discard(error)
+
+    def discard(self, error: BaseException) -> None:
+        """Discard the whole table, whose log cannot be read, with a warning (``discard_table``)."""
+        log.warning("panes of %s: the pane table %s cannot be read (%s); it is discarded and its panes are "
+                    "computed again", self.query, self.path, _first_line(error))
+        self._markers.clear()
+        discard_table(self.path)
+
+    def append(self, data: pa.Table, schema: pa.Schema) -> None:
+        """Append rows in one commit (to a new table, when the log of this one cannot be read)."""
+        try:
+            delta.append(self.path, data, schema, PANE_PARTITIONS, metadata={OPERATION: "store-panes"})
+        except UNREADABLE_LOG as error:
+            self.discard(error)
+            delta.append(self.path, data, schema, PANE_PARTITIONS, metadata={OPERATION: "store-panes"})
+
+    def compact(self, buckets: set[str]) -> None:
+        """Compact the hour buckets among ``buckets`` that hold ``COMPACT_FILES`` files or more into one file
+        each. Compaction rewrites what is there (readers of the previous version still see theirs); if it
+        fails (a concurrent commit, a file that cannot be read), the files stay as they are and the next
+        evaluation tries again."""
+        try:
+            _, files = delta.SNAPSHOTS.snapshot(self.path)
+        except UNREADABLE_LOG:
+            return  # the next listing discards the table
+        counts: dict[str, int] = {}
+        for file in files:
+            bucket = file.partition.get("bucket")
+            if bucket in buckets:
+                counts[bucket] = counts.get(bucket, 0) + 1
+        for bucket, count in sorted(counts.items()):
+            if count >= COMPACT_FILES:
+                try:
+                    delta.open_table(self.path).optimize.compact(partition_filters=[("bucket", "=", bucket)])
+                except Exception as error:  # noqa: BLE001 - an optimization; the data are right either way
+                    log.warning("panes of %s: compacting bucket %s failed (%s); kept as they are", self.query,
+                                bucket, _first_line(error))
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 @contextmanager
@@ -296,32 +464,28 @@ def _no_phases(name: str):
 
 class PaneRowsReader(DeltaSourceReader):
     """The reader of a combination: static graphs as usual (a HAVING may look at them), and ``pane_rows``,
-    the stored rows of one window's panes with their current fingerprints, and those of static solutions."""
+    the stored rows of one window's panes with their current fingerprints, and those of static solutions,
+    read from the pane files ``files`` (those ``PaneComputer`` listed and found the window's panes in)."""
 
-    def __init__(self, spark: SparkSession, catalog: Catalog, path, window: WindowBounds, keys: dict[int, str]):
+    def __init__(self, spark: SparkSession, catalog: Catalog, files: list[delta.FileInfo], window: WindowBounds,
+                 keys: dict[int, str]):
         super().__init__(spark, catalog, {})
-        self.path = path
+        self.files = files
         self.window = window
         self.keys = keys
-        self._pane_files: list[delta.FileInfo] | None = None
-
-    def pane_files(self) -> list[delta.FileInfo]:
-        if self._pane_files is None:
-            self._pane_files = pane_files(self.path, self.window)
-        return self._pane_files
 
     def window_triples(self, streams) -> int | None:
-        records = [f.records for f in self.pane_files()]
+        records = [f.records for f in self.files]
         return None if any(r is None for r in records) else sum(records)
 
     def pane_rows(self, vars_: tuple) -> DataFrame:
-        files = self.pane_files()
         schema = _spark_schema(len(vars_))
-        if not files:
+        if not self.files:
             return self.spark.createDataFrame([], schema)
-        frame = self.spark.read.schema(schema).parquet(*[f.uri for f in files])
+        frame = self.spark.read.schema(schema).parquet(*[f.uri for f in self.files])
         wanted = F.col("ts").isNull() | F.col("pane_key").isin(sorted(self.keys.values()))
         return frame.where(~F.col("marker") & wanted)
 
 
-__all__ = ["PaneComputer", "PaneRowsReader", "PaneUse", "pane_ends", "pane_table_schema", "PANE_FORMAT"]
+__all__ = ["PaneComputer", "PaneRowsReader", "PaneTable", "PaneUse", "PanesUnavailable", "pane_ends",
+           "pane_table_schema", "PANE_FORMAT"]

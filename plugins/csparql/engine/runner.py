@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from csparql.algebra import operators as alg
 from csparql.engine import results as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
-from csparql.engine.panes import PaneComputer, PaneUse, pane_ends
+from csparql.engine.panes import PaneComputer, PanesUnavailable, PaneUse, pane_ends
 from csparql.optimizer import optimize
 from csparql.optimizer.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
 from csparql.optimizer.panes import pane_min_triples as pane_min_triples_setting
@@ -38,6 +39,8 @@ from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICAT
                                     VARIABLES_PROPERTY)
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -237,15 +240,21 @@ class Engine:
                     # a failed run's; the run that commits results takes its number on the commit's version
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
             computer = self.pane_computer(plan, name, phases, window, panes)
+            if computer is not None:
+                try:
+                    result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end,
+                                                           phases)
+                    run.read(scans)
+                except PanesUnavailable as error:
+                    log.warning("%s: the window ending %s is recomputed from its streams: %s", name,
+                                _iso(window.end), error)
+                    computer = None
             if computer is None:
                 compiled, reader = self.compile(plan, window, phases)
                 scans = reader.scans
                 run.read(scans)
                 with phases("spark"):
                     result = compiled.result()
-            else:
-                result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end, phases)
-                run.read(scans)
             if write:
                 with phases("write"):
                     rows = self._write(plan, name, window, result, version, run, clock)
@@ -272,8 +281,11 @@ class Engine:
         windows = scheduled_evaluations(plan, start, end)
         computer = self.pane_computer(plan, name, window=windows[-1], mode=panes) if windows else None
         if computer is not None:
-            computer.ensure(end for window in windows
-                            for end in pane_ends(computer.window_bounds(window.streams), computer.pane))
+            try:
+                computer.ensure(end for window in windows
+                                for end in pane_ends(computer.window_bounds(window.streams), computer.pane))
+            except PanesUnavailable as error:  # each window tries its own panes again
+                log.warning("%s: the panes of the replay could not be computed ahead: %s", name, error)
         for window in windows:
             yield self.evaluate(plan, window.at, name, write=write, version=version, panes=panes)
 

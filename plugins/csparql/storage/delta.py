@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
-from deltalake.transaction import AddAction
+from deltalake.transaction import AddAction, RemoveAction
 
 from csparql.storage.instants import instant_of, micros_of
 
@@ -57,6 +57,7 @@ class FileInfo:
     min_ts: int | None  # microseconds, truncated to milliseconds as Delta stores them
     max_ts: int | None
     partition: Mapping[str, str | None]
+    written: int | None = None  # when the file was written (its add action's modification time), µs
 
 
 def exists(path: str | os.PathLike) -> bool:
@@ -183,14 +184,23 @@ def live_files(table: DeltaTable, root) -> list[FileInfo]:
     records = action_column(actions, "num_records")
     mins = action_column(actions, "min.ts")
     maxs = action_column(actions, "max.ts")
+    written = action_column(actions, "modification_time")
     partition_columns = [c for c in actions.column_names if c.startswith("partition.")]
     partitions = [
         {c[len("partition."):]: actions.column(c)[i].as_py() for c in partition_columns} for i in range(len(paths))
     ]
     return [
-        FileInfo(file_uri(root, relative), sizes[i], records[i], micros_of(mins[i]), micros_of(maxs[i]), partitions[i])
+        FileInfo(file_uri(root, relative), sizes[i], records[i], micros_of(mins[i]), micros_of(maxs[i]), partitions[i],
+                 _written_micros(written[i]))
         for i, relative in enumerate(paths)
     ]
+
+
+def _written_micros(value) -> int | None:
+    """An add action's modification time (milliseconds since the epoch, or a timestamp) in µs."""
+    if value is None:
+        return None
+    return value * 1000 if isinstance(value, int) else micros_of(value)
 
 
 class TableSnapshots:
@@ -356,6 +366,38 @@ def write_on_version(path, schema: pa.Schema, build: Callable[[DeltaTable], Writ
         except CommitFailedError:
             time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
     raise StorageError(f"{what} at {path} kept conflicting with concurrent writers after {EXCLUSIVE_ATTEMPTS} attempts")
+
+
+def remove_files(path, uris: Iterable[str], metadata: Mapping[str, str] | None = None) -> int:
+    """Remove from the table, in one commit, those of the data files ``uris`` (absolute, as ``FileInfo.uri``)
+    that its latest version still holds; returns how many. Removal is logical, as every Delta removal: a reader
+    that listed the files before can still read them until ``vacuum`` deletes them once the retention has passed.
+    The files need not be readable (a cache drops files it cannot read this way)."""
+    wanted = set(uris)
+    removed = 0
+
+    def attempt(_):
+        nonlocal removed
+        table = open_table(path)
+        actions = add_actions(table)
+        root = Path(path).resolve()
+        now = int(time.time() * 1000)
+        partition_columns = [c for c in actions.column_names if c.startswith("partition.")]
+        removals = []
+        for i, relative in enumerate(action_column(actions, "path")):
+            if file_uri(root, relative) in wanted:
+                partition = {c[len("partition."):]: actions.column(c)[i].as_py() for c in partition_columns}
+                # the log holds the path URL-encoded and the action encodes what it is given
+                removals.append(RemoveAction(unquote(relative), True, now, action_column(actions, "size_bytes")[i],
+                                             partition))
+        removed = len(removals)
+        if removals:
+            table.create_write_transaction(removals, mode="append", schema=table.schema(),
+                                           partition_by=table.metadata().partition_columns or None,
+                                           commit_properties=CommitProperties(custom_metadata=dict(metadata or {})))
+
+    _retrying(attempt, "removing files", path)
+    return removed
 
 
 def file_statistics(file: str, timestamp_column: str | None = "ts") -> str:

@@ -6,18 +6,28 @@ is logical: the files stay on disk so that a reader that listed them before the 
 and so that older versions stay readable (time travel). ``vacuum`` deletes, in every Delta table of the
 warehouse, the removed files older than the retention, and files no commit ever added (what a write that
 failed midway left behind) older than it.
+
+Stored panes (``_csparql/panes``) are a cache: ``prune_panes`` removes the pane files written more than the
+retention ago — the wall clock, never the event time of the panes, so that a replay of an old stream keeps
+what it just computed —, logically, so an evaluation that listed them still reads them and a later ``vacuum``
+deletes them; and it discards a pane table whose log cannot be read (``discard_table``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 from csparql.storage import delta
-from csparql.storage.instants import bucket_of
+from csparql.storage.tables import OPERATION
+
 
 @dataclass(frozen=True)
 class Vacuumed:
@@ -38,16 +48,20 @@ def delta_tables(root: str | os.PathLike) -> list[Path]:
     return sorted(found)
 
 
-def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False) -> list[Vacuumed]:
-    """Vacuum every Delta table under ``root``: delete the files that the latest version does not reference
-    and that were removed (or written) more than ``retain_hours`` ago — or only list them with ``dry_run``.
-    A table that uses features csparql does not read is refused (``StorageError``) before anything is deleted
-    anywhere."""
+def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False,
+           skip: Iterable[Path] = ()) -> list[Vacuumed]:
+    """Vacuum every Delta table under ``root`` but those in ``skip``: delete the files that the latest version
+    does not reference and that were removed (or written) more than ``retain_hours`` ago — or only list them
+    with ``dry_run``. A table that uses features csparql does not read, or whose log cannot be read, is refused
+    (``StorageError`` naming it) before anything is deleted anywhere."""
     if retain_hours < 0:
         raise ValueError("the retention cannot be negative")
-    tables = [(path, delta.open_table(path)) for path in delta_tables(root)]
+    skipped = {Path(path) for path in skip}
+    tables = [(path, _open_for_vacuum(path)) for path in delta_tables(root) if path not in skipped]
     done = []
     for path, table in tables:
+        if table is None:
+            continue
         candidates = _vacuum_table(table, retain_hours, dry_run=True)
         sizes = {name: _size(path / name) for name in candidates}
         files = candidates if dry_run else _vacuum_table(table, retain_hours, dry_run=False)
@@ -57,26 +71,68 @@ def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False) ->
 
 @dataclass(frozen=True)
 class PrunedPanes:
-    """One pane table's pruning: its folder and how many of its files held only panes older than the cutoff."""
+    """One pane table's pruning: its folder, how many of its files were written before the cutoff, and, for a
+    table whose log could not be read, why it was discarded instead."""
 
     table: Path
     files: int
+    discarded: str | None = None
 
 
 def prune_panes(panes_root: str | os.PathLike, before: int, dry_run: bool = False) -> list[PrunedPanes]:
-    """Remove, from every pane table under ``panes_root`` (``_csparql/panes``), the hour buckets that end at or
-    before the instant ``before`` (µs): pane rows are a cache, and a window that needs them again computes
-    them again (``csparql.engine.panes``). The rows of static solutions (no bucket) stay. Returns, per table,
-    how many files were (or, with ``dry_run``, would be) removed; ``vacuum`` deletes them later."""
-    cutoff = bucket_of(before)
+    """Remove, from every pane table under ``panes_root`` (``_csparql/panes``), the files written before the
+    wall-clock instant ``before`` (µs) — when they were written, not the event times of the panes they hold:
+    pane rows are a cache, and a window that needs them again computes them again (``csparql.engine.panes``).
+    The removal is logical: an evaluation that listed the files before can still read them until ``vacuum``
+    deletes them, once its retention has passed since the removal. A pane table whose log cannot be read is
+    discarded whole (``discard_table``). Returns, per table, how many files were (or, with ``dry_run``, would be)
+    removed."""
     done = []
     for path in delta_tables(panes_root) if Path(panes_root).is_dir() else []:
-        _, files = delta.SNAPSHOTS.snapshot(path)
-        old = [f for f in files if f.partition.get("bucket") is not None and f.partition["bucket"] < cutoff]
+        try:
+            _, files = delta.SNAPSHOTS.snapshot(path)
+        except UNREADABLE_LOG as error:
+            reason = _first_line(error)
+            if not dry_run:
+                discard_table(path)
+            done.append(PrunedPanes(path, 0, reason))
+            continue
+        old = [f.uri for f in files if f.written is not None and f.written < before]
         if old and not dry_run:
-            delta.open_table(path).delete(predicate=f"bucket < '{cutoff}'")
+            delta.remove_files(path, old, metadata={OPERATION: "prune-panes"})
         done.append(PrunedPanes(path, len(old)))
     return done
+
+
+UNREADABLE_LOG = (DeltaError, delta.StorageError, OSError)
+"""What opening a Delta table whose log is damaged (an entry truncated, not JSON, or missing) raises."""
+
+
+def discard_table(path: str | os.PathLike) -> None:
+    """Remove a cache table (a pane table) whose log cannot be read: its folder is first renamed aside — so
+    that a writer at the same path starts a new table rather than add to the damaged one —, then deleted.
+    Readers that listed its files find them gone, and compute what they needed again."""
+    path = Path(path)
+    aside = path.with_name(f".{path.name}.discarded-{uuid.uuid4().hex[:12]}")
+    try:
+        path.rename(aside)
+    except FileNotFoundError:
+        return  # another process discarded it first
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _open_for_vacuum(path: Path) -> DeltaTable | None:
+    """The table to vacuum; None when it is gone since it was found (a pane table discarded meanwhile)."""
+    try:
+        return delta.open_table(path)
+    except (DeltaError, delta.StorageError) as error:
+        if not delta.exists(path):
+            return None
+        raise delta.StorageError(f"the Delta log of {path} cannot be read: {_first_line(error)}") from None
 
 
 def _vacuum_table(table: DeltaTable, hours: int, dry_run: bool) -> list[str]:
