@@ -29,6 +29,7 @@ class Settings:
     spark: str = "local"
     spark_conn_id: str | None = None
     pool: str = "csparql_spark"
+    ingest_pool: str = "csparql_ingest"
     allowed_lateness: int = 60_000_000
     wait_timeout: int = 600_000_000
     poll_interval: int = 10_000_000
@@ -43,6 +44,7 @@ class Settings:
         "spark": "CSPARQL_SPARK",
         "spark_conn_id": "CSPARQL_SPARK_CONN_ID",
         "pool": "CSPARQL_POOL",
+        "ingest_pool": "CSPARQL_INGEST_POOL",
         "allowed_lateness": "CSPARQL_ALLOWED_LATENESS",
         "wait_timeout": "CSPARQL_WAIT_TIMEOUT",
         "poll_interval": "CSPARQL_POLL_INTERVAL",
@@ -72,7 +74,8 @@ class Settings:
             landing=landing,
             spark=spark,
             spark_conn_id=env.get(names["spark_conn_id"]) or None,
-            pool=env.get(names["pool"]) or "csparql_spark",
+            pool=env.get(names["pool"]) or cls.pool,
+            ingest_pool=env.get(names["ingest_pool"]) or cls.ingest_pool,
             allowed_lateness=duration("allowed_lateness", cls.allowed_lateness),
             wait_timeout=duration("wait_timeout", cls.wait_timeout),
             poll_interval=max(duration("poll_interval", cls.poll_interval), 1_000_000),
