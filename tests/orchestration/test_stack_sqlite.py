@@ -6,10 +6,15 @@ the outer session at the end. With Python's ``sqlite3`` as it is, each run was c
 block ended, the scheduler started them, and when the api-server then failed (a write after a stale read:
 "database is locked") its clean-up deleted them under the scheduler, which exited with ``StaleDataError``
 (issue 25). The same pattern here on a real SQLite file in WAL mode, as the stack runs it; the other process
-is a second connection."""
+is a second connection.
+
+And the api-server's audit log, written on its event loop while a request served in a worker thread holds the
+write lock until the event loop runs that request's clean-up: the wait stopped the api-server, and every
+component waiting for the lock, for the busy timeout (a minute; the triggerer exited)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 import pytest
@@ -72,3 +77,20 @@ def test_a_nested_block_holds_the_write_lock_from_its_start_so_another_commit_ca
             api_server.execute(sa.text("INSERT INTO dag_run (run_id) VALUES ('backfill__10:50')"))
         api_server.commit()
     assert run_ids(path) == ["backfill__10:50"]
+
+
+def test_a_write_on_an_event_loop_is_refused_at_once_while_a_transaction_it_would_block_is_open(database):
+    path, engine = database
+
+    async def audit_log():  # as Airflow's action_logging: a blocking session inside an async dependency
+        with Session(engine) as on_the_event_loop:
+            on_the_event_loop.execute(sa.text("INSERT INTO dag_run (run_id) VALUES ('audit')"))
+            on_the_event_loop.commit()
+
+    with Session(engine) as request:  # a request served in a worker thread, committed by its clean-up
+        request.execute(sa.text("INSERT INTO dag_run (run_id) VALUES ('manual__07:35')"))
+        with pytest.raises(sa.exc.OperationalError, match="it ends only when this event loop runs again"):
+            asyncio.run(audit_log())
+        request.commit()
+    asyncio.run(audit_log())  # nothing open any more: written
+    assert run_ids(path) == ["manual__07:35", "audit"]
