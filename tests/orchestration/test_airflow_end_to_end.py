@@ -470,8 +470,13 @@ def test_a_file_lands_while_backfilled_evaluations_wait_for_every_slot_of_the_sp
     # backfilled evaluation in the one pool they shared. Here the evaluations' pool has no free slot at all (as
     # when a backlog holds them all) while a backfill's runs wait for it: the file lands all the same.
     stack, settings, files = world["stack"], world["settings"], world["files"]
-    slots = stack.api("GET", f"pools/{settings.pool}")["slots"]
-    stack.api("PATCH", f"pools/{settings.pool}?update_mask=slots", {"slots": 0})
+    pool = stack.api("GET", f"pools/{settings.pool}")
+
+    def resize(slots: int) -> None:
+        stack.api("PATCH", f"pools/{settings.pool}?update_mask=slots",
+                  {"pool": settings.pool, "slots": slots, "include_deferred": pool["include_deferred"]})
+
+    resize(0)
     try:
         start, end = (format_instant(files.start + m * MINUTE) for m in (40, 41))
         stack.unpause("tollgates")
@@ -483,7 +488,7 @@ def test_a_file_lands_while_backfilled_evaluations_wait_for_every_slot_of_the_sp
                    if r["run_type"] == "backfill" and r["state"] in ("queued", "running")]
         assert len(waiting) == 2, f"the backfill's runs no longer wait for the pool: {waiting}"
     finally:
-        stack.api("PATCH", f"pools/{settings.pool}?update_mask=slots", {"slots": slots})
+        resize(pool["slots"])
     stack.wait_for_backfills("tollgates")
 
 
