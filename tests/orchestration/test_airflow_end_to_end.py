@@ -480,6 +480,7 @@ def test_a_file_lands_while_backfilled_evaluations_wait_for_every_slot_of_the_sp
     try:
         start, end = (format_instant(files.start + m * MINUTE) for m in (40, 41))
         stack.unpause("tollgates")
+        stack.unpause(world["ingest_dag"])
         stack.backfill("tollgates", start, end, reprocess="completed")
         ex = "http://example.org/fresh/"
         _land(stack, world["ingest_dag"], settings.landing_folder(MILAN), "fresh.nq",
