@@ -452,14 +452,15 @@ def _nquads(triples: list, ex: str) -> str:
                    '^^<http://www.w3.org/2001/XMLSchema#dateTime> .\n' for g, car, ts in triples)
 
 
-def _land(stack: AirflowStack, dag: str, landing: Path, name: str, triples: list, ex: str) -> None:
+def _land(stack: AirflowStack, dag: str, landing: Path, name: str, triples: list, ex: str,
+          timeout: float = 300) -> None:
     """Drop (gate, car, µs) triples as a timestamped N-Quads file in the landing folder, start the ingestion
-    DAG and wait until the file landed."""
+    DAG and wait (up to ``timeout`` seconds) until the file landed."""
     landing.mkdir(parents=True, exist_ok=True)
     (landing / f".{name}").write_text(_nquads(triples, ex), encoding="utf-8")
     (landing / f".{name}").rename(landing / name)
     stack.api("POST", f"dags/{dag}/dagRuns", {"logical_date": None})
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + timeout
     while not (landing / "done" / name).exists() and time.monotonic() < deadline:
         time.sleep(2)
     assert (landing / "done" / name).exists(), f"{name} did not land"
@@ -484,7 +485,7 @@ def test_a_file_lands_while_backfilled_evaluations_wait_for_every_slot_of_the_sp
         stack.backfill("tollgates", start, end, reprocess="completed")
         ex = "http://example.org/fresh/"
         _land(stack, world["ingest_dag"], settings.landing_folder(MILAN), "fresh.nq",
-              [("gate", "car", files.end + MINUTE)], ex)
+              [("gate", "car", files.end + MINUTE)], ex, timeout=600)  # a retry of the ingest included
         waiting = [r for r in stack.dag_runs("tollgates")
                    if r["run_type"] == "backfill" and r["state"] in ("queued", "running")]
         assert len(waiting) == 2, f"the backfill's runs no longer wait for the pool: {waiting}"
