@@ -494,7 +494,8 @@ def test_the_database_urls_match_the_postgres_service_and_their_drivers_are_inst
             f"{key} uses {driver}, but the Dockerfile does not install {DRIVER_PACKAGES[driver][0]} (pinned with ==)")
 
 
-def test_the_init_creates_the_pool_the_tasks_run_in():
+def test_the_init_creates_the_pools_the_tasks_run_in():
+    # the evaluations' pool and the ingests' own (issue 25: an ingest queued behind every backfilled evaluation)
     tokens = command(INIT)
     script = tokens[-1] if tokens[:2] in (["bash", "-c"], ["sh", "-c"]) else shlex.join(tokens)
     steps = [shlex.split(step) for step in re.split(r"&&|;", script)]
@@ -502,11 +503,13 @@ def test_the_init_creates_the_pool_the_tasks_run_in():
     pools = [step for step in steps if step[:3] == ["airflow", "pools", "set"]]
     assert pools, f"'{INIT}' creates no pool (`airflow pools set NAME SLOTS DESCRIPTION`): {script}"
     assert steps.index(["airflow", "db", "migrate"]) < steps.index(pools[0]), "the pool is set before the migration"
-    name, slots = pools[0][3], pools[0][4]
-    used = settings_of(SCHEDULER).pool
-    assert name == used == Settings.pool, (
-        f"'{INIT}' creates the pool {name!r}, the tasks run in {used!r} (default {Settings.pool!r})")
-    assert slots.isdigit() and int(slots) > 0, f"the pool {name} needs a positive number of slots, found {slots!r}"
+    created = {step[3]: step[4] for step in pools}
+    settings = settings_of(SCHEDULER)
+    for used, default in ((settings.pool, Settings.pool), (settings.ingest_pool, Settings.ingest_pool)):
+        assert used == default and used in created, (
+            f"'{INIT}' creates the pools {sorted(created)}, the tasks run in {used!r} (default {default!r})")
+    for name, slots in created.items():
+        assert slots.isdigit() and int(slots) > 0, f"the pool {name} needs a positive number of slots, found {slots!r}"
 
 
 # the image

@@ -20,7 +20,7 @@ from csparql.deploy.settings import Settings
 from csparql.frontend import compile_query
 from csparql.schedule import evaluation_period
 from csparql.language.errors import QueryError
-from csparql.orchestration.dags import registered_query_dag
+from csparql.orchestration.dags import INGEST_PRIORITY, registered_query_dag
 from csparql.windows import to_micros
 
 pytestmark = pytest.mark.airflow
@@ -236,6 +236,28 @@ def test_every_stream_the_queries_read_gets_an_ingestion_dag(bag):
     ingest = sorted(d for d in bag.dag_ids if d.startswith("ingest_"))
     assert len(ingest) == 6  # milan, uc.eu, city tollgates, city cameras, market, getglue
     assert all(bag.dags[d].get_task("ingest_landed_files").stream for d in ingest)
+
+
+def test_ingests_have_a_pool_of_their_own_and_go_first_so_a_backlog_of_evaluations_never_delays_fresh_data(bag):
+    # Issue 25: a file landed while the examples' backfills ran waited 8 minutes, its ingest queued behind every
+    # backfilled evaluation in the one shared pool. What the scheduler reads is the serialized DAG.
+    evaluations = [serialized(bag.dags[d]).get_task(t) for d, t in (("q04_cars_per_district", "evaluate_window"),
+                                                                    ("revise_q04_cars_per_district", "revise_stale_windows"))]
+    ingests = [serialized(bag.dags[d]).get_task("ingest_landed_files") for d in bag.dag_ids if d.startswith("ingest_")]
+    assert {t.pool for t in evaluations} == {Settings.pool}
+    assert {t.pool for t in ingests} == {Settings.ingest_pool} and Settings.ingest_pool != Settings.pool
+    assert {priority(t) for t in ingests} == {INGEST_PRIORITY}
+    for rule in ("absolute", "downstream", "upstream"):  # whatever [core] default_task_weight_rule says
+        assert INGEST_PRIORITY > max(priority(t, rule) for t in evaluations)
+
+
+def priority(task, default_rule: str | None = None) -> int:
+    """The priority the scheduler gives the task's instances (under another default weight rule if given, for
+    a task that sets none of its own)."""
+    from airflow.task.priority_strategy import validate_and_load_priority_weight_strategy
+
+    rule = validate_and_load_priority_weight_strategy(default_rule) if default_rule else task.weight_rule
+    return rule.get_weight(SimpleNamespace(task=task))
 
 
 def test_every_task_is_retried_so_that_a_transient_airflow_error_does_not_fail_its_run(bag):

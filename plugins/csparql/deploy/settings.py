@@ -76,7 +76,10 @@ OPTIONS: tuple[SettingOption, ...] = (
                   "The Airflow connection that names the Spark to use (connection type `spark` for standalone, "
                   "`spark_connect` for connect); empty: spark_default or spark_connect_default."),
     SettingOption("pool", "CSPARQL_POOL", "csparql_spark", "csparql_spark", "string",
-                  "The Airflow pool that caps concurrent Spark work (evaluations and ingests run in it)."),
+                  "The Airflow pool that caps concurrent window evaluations."),
+    SettingOption("ingest_pool", "CSPARQL_INGEST_POOL", "csparql_ingest", "csparql_ingest", "string",
+                  "The Airflow pool of the ingestion tasks, apart from the evaluations' so that a landed file "
+                  "never waits behind a backlog of evaluations (ingests also go first: priority 1000)."),
     SettingOption("allowed_lateness", "CSPARQL_ALLOWED_LATENESS", "1m", "1m", "string",
                   "How far behind the wall clock a stream's watermark may be for a window to count as complete "
                   "(a C-SPARQL duration)."),
@@ -135,6 +138,7 @@ class Settings:
     spark: str = "local"
     spark_conn_id: str | None = None
     pool: str = "csparql_spark"
+    ingest_pool: str = "csparql_ingest"
     allowed_lateness: int = 60_000_000
     wait_timeout: int = 600_000_000
     poll_interval: int = 10_000_000
@@ -223,6 +227,7 @@ class Settings:
             spark=spark,
             spark_conn_id=values["spark_conn_id"][0] or None,
             pool=values["pool"][0] or "csparql_spark",
+            ingest_pool=values["ingest_pool"][0] or "csparql_ingest",
             allowed_lateness=duration("allowed_lateness"),
             wait_timeout=duration("wait_timeout"),
             poll_interval=max(duration("poll_interval"), 1_000_000),
@@ -249,6 +254,7 @@ class Settings:
         values = {
             "warehouse": str(self.warehouse.root), "registry": str(self.registry), "landing": str(self.landing),
             "spark": self.spark, "spark_conn_id": self.spark_conn_id or "", "pool": self.pool,
+            "ingest_pool": self.ingest_pool,
             "allowed_lateness": format_duration(self.allowed_lateness),
             "wait_timeout": format_duration(self.wait_timeout),
             "poll_interval": format_duration(self.poll_interval),

@@ -34,6 +34,11 @@ MAX_ACTIVE_RUNS = 4
 
 RETRY_DELAY = timedelta(seconds=30)
 
+INGEST_PRIORITY = 1000
+"""The priority of an ingestion task, above any evaluation's (at most a few, counted upstream): when the
+executor has fewer free slots than tasks are ready, fresh data lands first. Ingests also have a pool of their
+own (``Settings.ingest_pool``), so no backlog of evaluations in ``Settings.pool`` holds them back."""
+
 
 def task_defaults(settings: Settings) -> dict:
     """The default arguments of every csparql task: ``settings.retries`` retries, ``RETRY_DELAY`` apart. Both
@@ -99,6 +104,7 @@ def stream_ingestion_dags(settings: Settings | None = None, conn_id: str | None 
                    "stream's watermark.",
         ) as dag:
             CsparqlIngestOperator(task_id="ingest_landed_files", stream=stream, landing=folder, settings=settings,
-                                  conn_id=conn_id, pool=settings.pool)
+                                  conn_id=conn_id, pool=settings.ingest_pool, priority_weight=INGEST_PRIORITY,
+                                  weight_rule="absolute")
         dags[dag_id] = dag
     return dags

@@ -43,6 +43,10 @@ their windows: with the default, more than five queries starve every backfill. K
 queries × ``MAX_ACTIVE_RUNS`` plus the backfill runs in flight (docker-compose sets the same)."""
 
 
+EVALUATION_POOL_DESCRIPTION = "Spark evaluations of windows and revisions (csparql)"
+INGEST_POOL_DESCRIPTION = "Spark ingests of landed files (csparql): fresh data never waits behind evaluations"
+
+
 class StackError(RuntimeError):
     """The stack could not be set up or did not become healthy; the message says which component and why."""
 
@@ -73,6 +77,9 @@ class AirflowStack:
     username: str = "admin"
     password: str = "admin"
     pool_slots: int = 2
+    """Slots of the evaluations' pool (``Settings.pool``): Spark evaluations run at once."""
+    ingest_pool_slots: int = 2
+    """Slots of the ingests' pool (``Settings.ingest_pool``): ingests never wait behind evaluations."""
     extra_environment: dict[str, str] = field(default_factory=dict)
     other_users: dict[str, tuple[str, str]] = field(default_factory=dict)
     """More logins besides the admin: user name → (SimpleAuthManager role, password), e.g. a viewer."""
@@ -182,7 +189,8 @@ class AirflowStack:
         return done.stdout
 
     def set_up(self) -> None:
-        """Create the metadata database, the login and the Spark pool (idempotent)."""
+        """Create the metadata database, the login and the pools of the evaluations and of the ingests
+        (idempotent)."""
         self.home.mkdir(parents=True, exist_ok=True)
         passwords = {self.username: self.password} | {name: secret for name, (_, secret) in self.other_users.items()}
         (self.home / "passwords.json").write_text(json.dumps(passwords), encoding="utf-8")
@@ -190,8 +198,11 @@ class AirflowStack:
         with sqlite3.connect(self.home / "airflow.db") as database:  # readers no longer block the writer
             database.execute("PRAGMA journal_mode=WAL")
         environment = self.environment()
-        pool = environment.get("AIRFLOW__CSPARQL__POOL") or Settings.from_environment(environment).pool
-        self.run_airflow("pools", "set", pool, str(self.pool_slots), "Spark evaluations and ingests (csparql)")
+        settings = Settings.from_environment(environment)
+        pool = environment.get("AIRFLOW__CSPARQL__POOL") or settings.pool
+        ingest_pool = environment.get("AIRFLOW__CSPARQL__INGEST_POOL") or settings.ingest_pool
+        self.run_airflow("pools", "set", pool, str(self.pool_slots), EVALUATION_POOL_DESCRIPTION)
+        self.run_airflow("pools", "set", ingest_pool, str(self.ingest_pool_slots), INGEST_POOL_DESCRIPTION)
 
     # processes
 
