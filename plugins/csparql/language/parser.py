@@ -43,8 +43,8 @@ RSPQL_GRAMMAR_FILE = FilePath(__file__).with_name("rspql.lark")
 DIALECTS = ("csparql", "rspql")
 """The query languages csparql reads: C-SPARQL and RSP-QL (``csparql.language.dialect`` tells them apart)."""
 MAX_QUERY_CHARACTERS = 200_000
-"""The longest query text accepted, in characters: a query is a program, not a data set (a query at the limit
-is checked in a few seconds)."""
+"""The longest query text accepted, in characters: a query is a program, not a data set (``MAX_TERMS`` bounds
+what it may write)."""
 MAX_NESTING = 64
 """The most levels a query may nest (see ``nesting_depth``): every later stage (translation, optimizer, Spark
 compiler, printers) walks the query recursively, and this keeps them well within Python's recursion limit."""
