@@ -33,6 +33,7 @@ from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluatio
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
 from csparql.storage import revisions as rv
+from csparql.storage.failures import NO_SPACE_LEFT, first_line, no_space_left
 from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICATES, QUERY_PROPERTY, RUN_METADATA,
                                     VARIABLES_PROPERTY)
 from csparql.storage.watermarks import advance_watermark
@@ -317,11 +318,19 @@ class Engine:
 
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
                version: str | None, run: RunRecord, clock: float) -> int:
-        """Write the results in one commit that also carries ``run``, completed (``RUN_METADATA``)."""
+        """Write the results in one commit that also carries ``run``, completed (``RUN_METADATA``). ``run`` itself
+        says it succeeded, and how many rows it wrote, only once that commit is made: a write that fails
+        leaves it with no rows written."""
 
         def completed(rows: int, **extra: str) -> dict[str, str]:
-            run.status, run.rows_written, run.duration_ms = "succeeded", rows, _elapsed_ms(clock)
-            return {RUN_METADATA: run.to_json(), **extra}
+            done = dataclasses.replace(run, status="succeeded", rows_written=rows, duration_ms=_elapsed_ms(clock))
+            return {RUN_METADATA: done.to_json(), **extra}
+
+        def committed(path, metadata: dict[str, str]) -> int:
+            done = RunRecord.from_json(metadata[RUN_METADATA])
+            run.status, run.rows_written, run.duration_ms = done.status, done.rows_written, done.duration_ms
+            run.result_version = self._committed_version(path, run)
+            return run.rows_written
 
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
@@ -340,7 +349,7 @@ class Engine:
             metadata[rv.EVENT_TIMES] = rv.encode_event_times(((window.end, max(table.num_rows, 1)),))
             rt.write_window(path, table, schema.STREAM, window.end, column="ts", partition_by=schema.STREAM_PARTITIONS,
                             metadata=metadata)
-            run.result_version = self._committed_version(path, run)
+            committed(path, metadata)
             self.catalog.record_statistics(stream, "stream", counts, replaces=False)
             # The producer wrote this window: readers of the stream may evaluate windows up to its end.
             advance_watermark(self.warehouse, stream, window.end, f"evaluation of {name}")
@@ -356,20 +365,20 @@ class Engine:
             table = rt.bindings_table(result.vars, result.terms, window.start, window.end, existing, version)
             base = pa.schema(list(schema.WINDOW_COLUMNS))
             table = rv.with_revision(table, run.revision)
+            metadata = completed(table.num_rows)
             rt.write_window(path, table, base if existing is None else existing, window.end, merge_schema=True,
-                            metadata=completed(table.num_rows))
-            run.result_version = self._committed_version(path, run)
-            return table.num_rows
+                            metadata=metadata)
+            return committed(path, metadata)
         if result.form == "ask":
             table = rv.with_revision(rt.answers_table(bool(result.boolean), window.start, window.end, version),
                                      run.revision)
-            rt.write_window(path, table, schema.ANSWERS, window.end, merge_schema=True, metadata=completed(1))
-            run.result_version = self._committed_version(path, run)
-            return 1
+            metadata = completed(1)
+            rt.write_window(path, table, schema.ANSWERS, window.end, merge_schema=True, metadata=metadata)
+            return committed(path, metadata)
         table = rv.with_revision(rt.triples_table(result.terms, window.start, window.end, version), run.revision)
-        rt.write_window(path, table, schema.TRIPLES, window.end, merge_schema=True, metadata=completed(table.num_rows))
-        run.result_version = self._committed_version(path, run)
-        return table.num_rows
+        metadata = completed(table.num_rows)
+        rt.write_window(path, table, schema.TRIPLES, window.end, merge_schema=True, metadata=metadata)
+        return committed(path, metadata)
 
     @staticmethod
     def _committed_version(path, run: RunRecord) -> int | None:
@@ -394,8 +403,13 @@ def _elapsed_ms(clock: float) -> int:
 
 
 def _describe(error: Exception) -> str:
-    text = str(error).strip().split("\n")[0]
-    return f"{type(error).__name__}: {text}"[:1000]
+    """The error of a failed run, in one line: a storage failure's own message (it names the table), a full
+    disk as such, anything else as its type and first line (without the backtraces Rust and Java append)."""
+    if isinstance(error, delta.StorageError):
+        return first_line(error)[:1000]
+    if no_space_left(error):
+        return NO_SPACE_LEFT
+    return f"{type(error).__name__}: {first_line(error)}"[:1000]
 
 
 def _iso(micros: int) -> str:
