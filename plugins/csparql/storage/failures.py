@@ -73,7 +73,7 @@ def corrupt_log_entry(table: str | os.PathLike) -> tuple[int, str] | None:
             try:
                 action = json.loads(line)
             except ValueError as error:
-                return version, f"line {number} is not JSON ({error})"
+                return version, f"line {number} is not JSON: {error}"
             if not isinstance(action, dict):
                 return version, f"line {number} is not a JSON object"
     return None
