@@ -148,3 +148,21 @@ def test_the_failure_classifiers_read_each_runtime_s_words(tmp_path):
     assert corrupt_log_entry(table) is None
     (table / "_delta_log" / f"{1:020d}.json").write_text("")
     assert corrupt_log_entry(table) == (1, "it is empty")
+
+
+def test_the_command_line_s_last_line_of_defence_names_a_full_disk_and_a_storage_failure():
+    import errno
+
+    from csparql.cli import failure_message
+    from csparql.storage.failures import StorageError
+
+    assert failure_message(OSError(errno.ENOSPC, "No space left on device", "/data/x.parquet")) == (
+        "/data/x.parquet: no space left on device")
+    try:
+        try:
+            raise StorageError("the Delta table at /w/t has a corrupt Delta log entry at version 3 (…)\n  0: frame")
+        except StorageError as inner:
+            raise RuntimeError("while recording the run") from inner
+    except RuntimeError as outer:
+        assert failure_message(outer) == "the Delta table at /w/t has a corrupt Delta log entry at version 3 (…)"
+    assert failure_message(ValueError("a defect")) is None

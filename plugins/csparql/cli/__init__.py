@@ -14,7 +14,7 @@ import sys
 
 import importlib
 
-from csparql.storage.failures import NO_SPACE_LEFT, causes, first_line, no_space_left
+from csparql.storage.failures import NO_SPACE_LEFT, StorageError, causes, first_line, no_space_left
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Each module registers its subcommands; heavy imports (Spark, Delta) stay inside the commands' functions.
@@ -71,7 +71,7 @@ def failure_message(error: BaseException) -> str | None:
     ``StorageError`` (it names the table and the cause: a corrupt log entry, a full disk) or a full disk met
     elsewhere (naming the file when the error does); None for an internal error."""
     for cause in causes(error):
-        if type(cause).__name__ == "StorageError" and type(cause).__module__ == "csparql.storage.delta":
+        if isinstance(cause, StorageError):
             return first_line(cause)
     if no_space_left(error):
         where = next((c.filename for c in causes(error) if isinstance(c, OSError) and c.filename), None)

@@ -27,7 +27,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction
 
-from csparql.storage.failures import NO_SPACE_LEFT, corrupt_log_entry, no_space_left
+from csparql.storage.failures import NO_SPACE_LEFT, StorageError, corrupt_log_entry, no_space_left
 from csparql.storage.instants import instant_of, micros_of
 
 STANDARD_CONFIGURATION = {"delta.enableDeletionVectors": "false", "delta.columnMapping.mode": "none"}
@@ -40,10 +40,6 @@ STATISTICS_TRUNCATION_MICROS = 1_000
 
 class TableFeatureError(Exception):
     """A Delta table uses a feature csparql does not read (deletion vectors, column mapping)."""
-
-
-class StorageError(Exception):
-    """A Delta operation failed for a reason the user should see (the message says what and where)."""
 
 
 @contextmanager

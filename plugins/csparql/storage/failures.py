@@ -21,6 +21,11 @@ _NO_SPACE_TEXT = re.compile(r"no space left on device|os error 28\b|\bENOSPC\b",
 _LOG_ENTRY = re.compile(r"^(\d{20})\.json$")
 
 
+class StorageError(Exception):
+    """A Delta operation failed for a reason the user should see (the message says what and where); also
+    ``csparql.storage.delta.StorageError``."""
+
+
 def causes(error: BaseException) -> Iterator[BaseException]:
     """The error and the errors it was raised from or while handling, nearest first (each once)."""
     seen: set[int] = set()
