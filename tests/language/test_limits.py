@@ -15,7 +15,7 @@ from csparql.cli import main
 from csparql.frontend import compile_query, parse_query
 from csparql.language.dialect import detect_dialect
 from csparql.language.errors import EXCERPT_WIDTH, MAX_REPORTED, Diagnostic, QueryError, Span
-from csparql.language.parser import MAX_NESTING, MAX_QUERY_CHARACTERS, _lark, nesting_depth
+from csparql.language.parser import MAX_NESTING, MAX_QUERY_CHARACTERS, MAX_TERMS, _lark, nesting_depth
 from csparql.language.printer import format_query
 from csparql.optimizer import SourceStatistics, optimize
 from csparql.schedule import Schedule
@@ -287,6 +287,51 @@ def test_a_long_one_line_query_gets_an_error_of_a_few_lines_around_its_place():
     assert len(rendered) < 1000 and excerpt.endswith(")") and excerpt[caret.index("^")] == ")"
 
 
+def one_literal_objects(terms: int) -> str:
+    """A query of ``terms`` terms in one block of triples: ``?s ?p`` and an object list of ``1``s, one triple
+    pattern per object (the most patterns a query of this many characters can hold)."""
+    return "SELECT * WHERE { ?s ?p 1" + ",1" * (terms - 3) + " }"
+
+
+@pytest.mark.parametrize("dialect", ["csparql", "rspql"])
+def test_a_query_of_more_terms_than_the_limit_is_refused_where_it_crosses_it_before_its_tree_is_built(
+        dialect, monkeypatch):
+    from csparql.language import parser
+
+    text = one_literal_objects(99_908)  # 99,906 triple patterns
+    assert len(text) <= MAX_QUERY_CHARACTERS
+    walked = []
+    monkeypatch.setattr(parser, "_check_nesting", walked.append)
+    with pytest.raises(QueryError) as caught:
+        compile_query(text, "big.rq", dialect=dialect)
+    assert not walked  # refused while it was being parsed, before anything walked its tree
+    first_beyond = len("SELECT * WHERE { ?s ?p 1") + 2 * (MAX_TERMS - 2)  # the column of the 30,001st term
+    assert place(caught.value) == (1, first_beyond)
+    assert caught.value.render().split("\n")[0] == (
+        f"big.rq:1:{first_beyond}: error: the query has more than 30,000 terms (variables, IRIs, literals, blank "
+        "nodes) here; csparql reads at most 30,000, about 10,000 triple patterns (docs/language.md, Limits)")
+
+
+def test_a_query_of_as_many_terms_as_the_limit_is_read_whole():
+    plan = compile_query(one_literal_objects(MAX_TERMS))
+    assert format_plan(plan).count("?s ?p 1") == MAX_TERMS - 2
+    with pytest.raises(QueryError, match="more than 30,000 terms"):
+        compile_query(one_literal_objects(MAX_TERMS + 1))
+
+
+def test_every_kind_of_term_counts_toward_the_limit():
+    kinds = ["?v", "$v", "<http://e/x>", "p:x", "p:", "_:b", "[]", "()", "'s'", '"s"', "'''s'''", '"""s"""', "true",
+             "false", "1", "1.5", "1e3", "+1", "+1.5", "+1e3", "-1", "-1.5", "-1e3"]
+    head = "PREFIX p: <http://e/> SELECT * WHERE { ?s a "
+    # the prefix declaration, the subject and the predicate are 4 terms: the objects bring them to one beyond
+    objects = [kinds[i % len(kinds)] for i in range(MAX_TERMS - 3)]
+    error = refusal(head + " , ".join(objects) + " }")
+    assert "more than 30,000 terms" in error.diagnostics[0].message
+    assert place(error) == (1, len(head) + len(" , ".join(objects[:-1])) + len(" , ") + 1)
+    values = f"SELECT * WHERE {{ {TRIPLE} }} VALUES ?o {{ " + "UNDEF " * (MAX_TERMS - 2) + "}"
+    assert "more than 30,000 terms" in refusal(values).diagnostics[0].message
+
+
 def test_the_optimizer_orders_a_large_pattern_in_linear_cost_evaluations(monkeypatch):
     from csparql.optimizer import order_joins
 
@@ -342,13 +387,14 @@ def test_a_report_shows_the_first_problems_and_counts_the_others():
          "the query nests more than 64 levels deep here"),
         (f"SELECT * WHERE {{ {TRIPLE} FILTER(" + " + ".join(["?o"] * 10_000) + ") }",
          "the query nests more than 64 levels deep here"),
+        ("SELECT * WHERE { ?s ?p 1" + ",1" * 99_905 + " }", "the query has more than 30,000 terms"),
         (f"REGISTER QUERY Q COMPUTED EVERY 99999999999999999999d AS SELECT * {WINDOW} WHERE {{ {TRIPLE} }}",
          "COMPUTED EVERY is longer than 36525d (100 years)"),
         (f"SELECT * FROM STREAM <{STREAM}> [RANGE 99999999999999999999d STEP 1m] WHERE {{ {TRIPLE} }}",
          "the window RANGE is longer than 36525d (100 years)"),
         (f"SELECT * WHERE {{ {triple_patterns(40_000)} }} )", "characters long; csparql accepts queries of at most"),
     ],
-    ids=["500-groups", "500-optionals", "10000-terms", "computed-every", "range", "1.2-MB"],
+    ids=["500-groups", "500-optionals", "10000-terms", "99906-patterns", "computed-every", "range", "1.2-MB"],
 )
 @pytest.mark.parametrize("command", ["check", "explain"])
 def test_check_and_explain_refuse_in_a_few_lines_without_a_traceback(command, text, expected, tmp_path, capsys):

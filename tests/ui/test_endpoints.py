@@ -253,9 +253,11 @@ def test_queries_beyond_the_limits_get_their_problems_not_a_server_error(ui, reg
     nested = TOLLGATES.replace("WHERE { ?tollgate t:registers ?car . }",
                                "WHERE " + "{ " * 500 + "?tollgate t:registers ?car ." + " }" * 500)
     forever = TOLLGATES.replace("[RANGE 10m STEP 10m]", "[RANGE 99999999999999999999d STEP 10m]")
+    patterns = TOLLGATES.replace("?car . }", "?car . ?tollgate t:sees 1" + ",1" * 99_800 + " }")  # under 200,000 characters
     with client(ui, ui.token()) as admin:
         for text, message, line in ((nested, "the query nests more than 64 levels deep here", 6),
-                                    (forever, "the window RANGE is longer than 36525d (100 years)", 5)):
+                                    (forever, "the window RANGE is longer than 36525d (100 years)", 5),
+                                    (patterns, "the query has more than 30,000 terms", 6)):
             checked = admin.post("/api/check", json={"text": text})
             assert checked.status_code == 200, checked.text
             answer = checked.json()

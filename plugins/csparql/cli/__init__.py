@@ -1,16 +1,20 @@
 """The ``csparql`` command line. Each group of subcommands lives in its own module and registers itself here.
 
-Exit codes: 0 success, 1 the input was refused (an invalid query, a bad file), 2 a usage error. A refused
-input is reported in plain words with its place; no Python traceback reaches the user (``--debug`` shows one
-for an internal error).
+Exit codes: 0 success, 1 the input was refused (an invalid query, a bad file) or the stored data or the machine
+failed (a corrupt Delta log entry, a full disk: one line naming the table or file and the cause), 2 a usage
+error, 3 an internal error. A refused input is reported in plain words with its place; no Python traceback
+reaches the user (``--debug`` shows one for an internal error).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import importlib
+
+from csparql.storage.failures import NO_SPACE_LEFT, StorageError, causes, first_line, no_space_left
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Each module registers its subcommands; heavy imports (Spark, Delta) stay inside the commands' functions.
@@ -52,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.debug:  # delta-rs's errors and panics would carry Rust backtraces
+        os.environ["RUST_BACKTRACE"] = os.environ["RUST_LIB_BACKTRACE"] = "0"
     try:
         return args.run(args)
     except KeyboardInterrupt:
@@ -59,12 +65,31 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    except Exception as error:  # the last line of defence: never a traceback for the user
+    except BaseException as error:  # the last line of defence: never a traceback for the user
+        if not isinstance(error, Exception) and type(error).__name__ != "PanicException":  # exit: Rust panics pass
+            raise
         if args.debug:
             raise
-        print(f"csparql: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        failure = failure_message(error)
+        if failure is not None:
+            print(f"csparql: {failure}", file=sys.stderr)
+            return EXIT_REFUSED
+        print(f"csparql: internal error: {type(error).__name__}: {first_line(error)}", file=sys.stderr)
         print("run again with --debug for the full traceback, and please report it", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def failure_message(error: BaseException) -> str | None:
+    """One line for a failure of the stored data or of the machine that no command reported itself: a
+    ``StorageError`` (it names the table and the cause: a corrupt log entry, a full disk) or a full disk met
+    elsewhere (naming the file when the error does); None for an internal error."""
+    for cause in causes(error):
+        if isinstance(cause, StorageError):
+            return first_line(cause)
+    if no_space_left(error):
+        where = next((c.filename for c in causes(error) if isinstance(c, OSError) and c.filename), None)
+        return f"{where}: {NO_SPACE_LEFT}" if where else NO_SPACE_LEFT
+    return None
 
 
 def entry_point() -> None:

@@ -35,6 +35,7 @@ from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluatio
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
 from csparql.storage import revisions as rv
+from csparql.storage.failures import NO_SPACE_LEFT, first_line, no_space_left
 from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICATES, QUERY_PROPERTY, RUN_METADATA,
                                     VARIABLES_PROPERTY)
 from csparql.storage.watermarks import advance_watermark
@@ -345,7 +346,9 @@ class Engine:
 
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
                version: str | None, run: RunRecord, clock: float) -> int:
-        """Write the results in one commit that also carries ``run``, completed (``RUN_METADATA``)."""
+        """Write the results in one commit that also carries ``run``, completed (``RUN_METADATA``). ``run`` itself
+        says it succeeded, and how many rows it wrote, only once that commit is made: a write that fails
+        leaves it with no rows written."""
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
             # The stream is named by the REGISTER name (decision 10), whatever the run's result name.
@@ -393,21 +396,27 @@ class Engine:
                        column: str = "window_end",
                        partition_by: list[str] | None = None, metadata: dict[str, str] | None = None) -> None:
         """Replace the window's rows of the table at ``path`` with ``table`` in one commit carrying ``run``,
-        completed, numbered with the window's next revision (``revisioned``: also in a ``revision`` column) and
+        completed (``run`` says so itself only once the commit is made), numbered with the window's next revision (``revisioned``: also in a ``revision`` column) and
         with ``metadata``; ``merge_schema``: columns the table lacks are added to it. The revision is taken from
         the version the commit is made on, and the commit is made on no other (``delta.write_on_version``): two
         evaluations of one window never both take a revision, and never both add their rows.
         ``run.result_version`` is the version committed."""
 
+        completed: list[RunRecord] = []  # the run as the commit being tried records it
+
         def build(results) -> delta.Write:
             run.revision = rv.next_revision(self.warehouse, name, window.end, results)
             data = rv.with_revision(table, run.revision) if revisioned else table
-            run.status, run.rows_written, run.duration_ms = "succeeded", table.num_rows, _elapsed_ms(clock)
+            done = dataclasses.replace(run, status="succeeded", rows_written=table.num_rows,
+                                       duration_ms=_elapsed_ms(clock))
+            completed[:] = [done]
             return delta.Write(data, mode="overwrite", predicate=rt.window_predicate(column, window.end),
-                               merge_schema=merge_schema, metadata={RUN_METADATA: run.to_json(), **(metadata or {})})
+                               merge_schema=merge_schema, metadata={RUN_METADATA: done.to_json(), **(metadata or {})})
 
-        run.result_version = delta.write_on_version(path, table_schema, build, "writing the window's results",
-                                                    partition_by)
+        version = delta.write_on_version(path, table_schema, build, "writing the window's results", partition_by)
+        done = completed[0]  # only now, the commit made: a write that fails leaves the run with no rows written
+        run.status, run.rows_written, run.duration_ms, run.result_version = (
+            done.status, done.rows_written, done.duration_ms, version)
 
 
 def result_table(warehouse: Warehouse, plan: alg.QueryPlan, name: str) -> Path:
@@ -435,8 +444,13 @@ def _elapsed_ms(clock: float) -> int:
 
 
 def _describe(error: Exception) -> str:
-    text = str(error).strip().split("\n")[0]
-    return f"{type(error).__name__}: {text}"[:1000]
+    """The error of a failed run, in one line: a storage failure's own message (it names the table), a full
+    disk as such, anything else as its type and first line (without the backtraces Rust and Java append)."""
+    if isinstance(error, delta.StorageError):
+        return first_line(error)[:1000]
+    if no_space_left(error):
+        return NO_SPACE_LEFT
+    return f"{type(error).__name__}: {first_line(error)}"[:1000]
 
 
 def _iso(micros: int) -> str:

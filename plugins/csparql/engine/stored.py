@@ -214,7 +214,11 @@ class _WarehouseSchema:
 
             path = self._paths[name]
             try:
-                self._opened[name] = Table(DeltaTable(str(path)))
+                with delta.named_failures(path, "reading"):  # a corrupt log entry: its version
+                    self._opened[name] = Table(DeltaTable(str(path)))
+            except delta.StorageError as error:
+                self.unreadable = SqlError(f"cannot read the table {name}: {error}")
+                raise self.unreadable from None
             except Exception as error:  # delta-rs reports unreadable tables with exceptions of several types
                 self.unreadable = SqlError(f"cannot read the table {name} ({path}): {_first_line(error)}")
                 raise self.unreadable from None

@@ -537,19 +537,21 @@ class _Job:
     def run(self, report: IngestReport, commit, always_commit: bool = False) -> None:
         committed = False
         try:
-            self.rejects_folder.mkdir(parents=True, exist_ok=True)
-            frame = self.parse()
-            staged = self.write(frame) if frame is not None else []
-            self.summarise(report, staged)
-            self.write_rejects(report)
-            if always_commit and not staged and report.rejected:
-                # every input was rejected: emptying the graph is surely not what was meant
-                report.warnings.append("nothing was replaced: no triple of the input could be read")
-            elif staged or always_commit:
-                commit(staged)
-                committed = True
-                report.version = delta.open_table(self.path).version()
-                report.data_files = len(staged)
+            # a full disk (Spark's write, the rejects, the commit) or a corrupt log: one line naming the table
+            with delta.named_failures(self.path, "writing to"):
+                self.rejects_folder.mkdir(parents=True, exist_ok=True)
+                frame = self.parse()
+                staged = self.write(frame) if frame is not None else []
+                self.summarise(report, staged)
+                self.write_rejects(report)
+                if always_commit and not staged and report.rejected:
+                    # every input was rejected: emptying the graph is surely not what was meant
+                    report.warnings.append("nothing was replaced: no triple of the input could be read")
+                elif staged or always_commit:
+                    commit(staged)
+                    committed = True
+                    report.version = delta.open_table(self.path).version()
+                    report.data_files = len(staged)
         finally:
             shutil.rmtree(self.rejects_folder, ignore_errors=True)
             if not committed:

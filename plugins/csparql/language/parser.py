@@ -44,17 +44,52 @@ RSPQL_GRAMMAR_FILE = FilePath(str(resources.files("csparql") / "language" / "rsp
 DIALECTS = ("csparql", "rspql")
 """The query languages csparql reads: C-SPARQL and RSP-QL (``csparql.language.dialect`` tells them apart)."""
 MAX_QUERY_CHARACTERS = 200_000
-"""The longest query text accepted, in characters: a query is a program, not a data set (a query at the limit
-is checked in a few seconds)."""
+"""The longest query text accepted, in characters: a query is a program, not a data set (``MAX_TERMS`` bounds
+what it may write)."""
 MAX_NESTING = 64
 """The most levels a query may nest (see ``nesting_depth``): every later stage (translation, optimizer, Spark
 compiler, printers) walks the query recursively, and this keeps them well within Python's recursion limit."""
+MAX_TERMS = 30_000
+"""The most terms a query may write (see ``TERM_TOKENS``): about 10,000 triple patterns of three terms. Every
+later stage does work in proportion to the terms, so the parser stops at the first term beyond the limit, before
+the rest of the text is read (a 200,000-character query can hold 100,000 patterns of one literal each)."""
+TERM_TOKENS = frozenset({
+    "VAR1", "VAR2", "IRIREF", "PNAME_LN", "PNAME_NS", "RDF_TYPE", "BLANK_NODE_LABEL", "ANON", "NIL", "UNDEF",
+    "STRING_LITERAL1", "STRING_LITERAL2", "STRING_LITERAL_LONG1", "STRING_LITERAL_LONG2", "TRUE", "FALSE",
+    "INTEGER", "DECIMAL", "DOUBLE", "INTEGER_POSITIVE", "DECIMAL_POSITIVE", "DOUBLE_POSITIVE",
+    "INTEGER_NEGATIVE", "DECIMAL_NEGATIVE", "DOUBLE_NEGATIVE",
+})
+"""The tokens counted as terms by ``MAX_TERMS``: variables, IRIs (``a`` included), blank nodes, ``()``, literals
+and VALUES's UNDEF."""
 MAX_INTEGER_DIGITS = 4300
 """The longest integer literal read (Python converts no longer digit strings to ints)."""
 UPDATE_KEYWORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH")
 
 
 LARK_OPTIONS = {"parser": "lalr", "lexer": "contextual", "propagate_positions": True, "maybe_placeholders": False}
+
+
+class TermLimit(lark.lark.PostLex):
+    """Passes the lexer's tokens on to the parser, and stops the parse with a ``QuerySemanticError`` at the
+    first term beyond ``MAX_TERMS`` (each parse counts its own terms: the parser is shared by threads)."""
+
+    always_accept = ()
+
+    def process(self, stream):
+        terms = 0
+        for token in stream:
+            if token.type in TERM_TOKENS:
+                terms += 1
+                if terms > MAX_TERMS:
+                    raise QuerySemanticError(
+                        Diagnostic(
+                            f"the query has more than {MAX_TERMS:,} terms (variables, IRIs, literals, blank nodes) "
+                            f"here; csparql reads at most {MAX_TERMS:,}, about {MAX_TERMS // 3:,} triple patterns "
+                            "(docs/language.md, Limits)",
+                            Span.of_token(token),
+                        )
+                    )
+            yield token
 
 
 def grammar_text(dialect: str = "csparql") -> str:
@@ -81,7 +116,7 @@ def _lark(dialect: str = "csparql") -> lark.Lark:
                 return lark.Lark.load(file)
         except Exception:  # noqa: BLE001 - missing, cut short or from elsewhere: build it again
             pass
-    parser = lark.Lark(grammar, **LARK_OPTIONS)
+    parser = lark.Lark(grammar, postlex=TermLimit(), **LARK_OPTIONS)
     if cached is not None:
         _save_parser(parser, cached)
     return parser
@@ -93,7 +128,7 @@ def _parser_cache(grammar: str) -> FilePath | None:
     is no such folder and none can be made."""
     root = os.environ.get("CSPARQL_CACHE_DIR") or FilePath(
         os.environ.get("XDG_CACHE_HOME") or FilePath.home() / ".cache") / "csparql"
-    key = "\0".join([grammar, lark.__version__, sys.version, repr(sorted(LARK_OPTIONS.items()))])
+    key = "\0".join([grammar, lark.__version__, sys.version, repr(sorted(LARK_OPTIONS.items())), TermLimit.__qualname__])
     try:
         folder = FilePath(root)
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -121,8 +156,9 @@ def parse(text: str, source_name: str = "<query>") -> sx.Query:
 
     Raises ``QuerySyntaxError`` when the text is not C-SPARQL or is longer than ``MAX_QUERY_CHARACTERS``,
     ``UnsupportedFeatureError`` for SPARQL Update and SERVICE, and ``QuerySemanticError`` for what the builder
-    can already tell is wrong (nesting deeper than ``MAX_NESTING``, an undefined prefix, a duration finer than
-    a microsecond). The language rules that need the whole query are checked by ``csparql.language.checks``.
+    can already tell is wrong (more terms than ``MAX_TERMS``, nesting deeper than ``MAX_NESTING``, an undefined
+    prefix, a duration finer than a microsecond). The language rules that need the whole query are checked by
+    ``csparql.language.checks``.
     """
     return parse_with(text, source_name, "csparql", _TreeBuilder)
 
@@ -143,6 +179,8 @@ def parse_with(text: str, source_name: str, dialect: str, builder: type[_TreeBui
         tree = _lark(dialect).parse(text)
     except lark.exceptions.UnexpectedInput as error:
         raise _syntax_error(error, text, dialect).with_source(text, source_name) from None
+    except QueryError as error:  # beyond MAX_TERMS
+        raise error.with_source(text, source_name) from None
     try:
         _check_nesting(tree)
         return builder().build(tree)

@@ -18,7 +18,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -29,6 +30,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
+from csparql.storage.failures import NO_SPACE_LEFT, StorageError, corrupt_log_entry, no_space_left
 from csparql.storage.instants import instant_of, micros_of
 
 STANDARD_CONFIGURATION = {"delta.enableDeletionVectors": "false", "delta.columnMapping.mode": "none"}
@@ -43,8 +45,29 @@ class TableFeatureError(Exception):
     """A Delta table uses a feature csparql does not read (deletion vectors, column mapping)."""
 
 
-class StorageError(Exception):
-    """A Delta operation failed for a reason the user should see (the message says what and where)."""
+@contextmanager
+def named_failures(path, doing: str) -> Iterator[None]:
+    """Turn what goes wrong inside, when it is the machine's or the stored data's fault, into a ``StorageError``
+    of one line naming the table: a full disk ("``doing`` the Delta table at PATH failed: no space left on
+    device") or a corrupt log entry ("the Delta table at PATH has a corrupt Delta log entry at version N").
+    Other errors, and Rust panics of other causes, pass unchanged."""
+    try:
+        yield
+    except (StorageError, TableFeatureError, TableNotFoundError):
+        raise
+    except BaseException as error:
+        if not isinstance(error, Exception) and type(error).__name__ != "PanicException":  # Ctrl-C, exit
+            raise
+        if no_space_left(error):
+            raise StorageError(f"{doing} the Delta table at {path} failed: {NO_SPACE_LEFT}") from error
+        corrupt = corrupt_log_entry(path)
+        if corrupt is not None:
+            version, what = corrupt
+            raise StorageError(
+                f"the Delta table at {path} has a corrupt Delta log entry at version {version} "
+                f"(_delta_log/{version:020d}.json: {what})"
+            ) from error
+        raise
 
 
 @dataclass(frozen=True)
@@ -68,7 +91,8 @@ def exists(path: str | os.PathLike) -> bool:
 def open_table(path: str | os.PathLike) -> DeltaTable:
     """The latest version of the table, refused if it uses features csparql does not read."""
     try:
-        table = DeltaTable(str(path))
+        with named_failures(path, "reading"):
+            table = DeltaTable(str(path))
     except TableNotFoundError:
         raise StorageError(f"no Delta table at {path}") from None
     check_protocol(table, path)
@@ -103,13 +127,15 @@ def create(
     description: str | None = None,
 ) -> DeltaTable:
     """Create an empty table (or return the existing one, if another writer created it meanwhile)."""
-    Path(path).mkdir(parents=True, exist_ok=True)
+    with named_failures(path, "creating"):
+        Path(path).mkdir(parents=True, exist_ok=True)
     configuration = {**STANDARD_CONFIGURATION, **(properties or {})}
     try:
-        return DeltaTable.create(
-            str(path), schema, mode="ignore", partition_by=partition_by, name=name, description=description,
-            configuration=configuration, raise_if_key_not_exists=False,
-        )
+        with named_failures(path, "creating"):
+            return DeltaTable.create(
+                str(path), schema, mode="ignore", partition_by=partition_by, name=name, description=description,
+                configuration=configuration, raise_if_key_not_exists=False,
+            )
     except DeltaError as error:
         if exists(path):
             return open_table(path)
@@ -277,7 +303,8 @@ SNAPSHOTS = TableSnapshots()
 def _retrying(operation: Callable[[int], None], what: str, path) -> None:
     for attempt in range(MAX_ATTEMPTS):
         try:
-            operation(attempt)
+            with named_failures(path, "writing to"):
+                operation(attempt)
             return
         except CommitFailedError:
             if attempt == MAX_ATTEMPTS - 1:
@@ -356,16 +383,22 @@ def write_on_version(path, schema: pa.Schema, build: Callable[[DeltaTable], Writ
         if write is None:
             return None
         try:
-            write_deltalake(
-                table, write.data, mode=write.mode, predicate=write.predicate, partition_by=partition_by,
-                schema_mode="merge" if write.merge_schema else None,
-                # no retries: delta-rs would commit it after the concurrent commits, on a version build never saw
-                commit_properties=CommitProperties(custom_metadata=dict(write.metadata), max_commit_retries=0),
-            )
+            with named_failures(path, "writing to"):
+                _write_exclusively(table, write, partition_by)
             return read_version + 1
         except CommitFailedError:
             time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
     raise StorageError(f"{what} at {path} kept conflicting with concurrent writers after {EXCLUSIVE_ATTEMPTS} attempts")
+
+
+def _write_exclusively(table: DeltaTable, write: Write, partition_by: list[str] | None) -> None:
+    """Commit ``write`` as the version right after ``table``'s, or ``CommitFailedError``."""
+    write_deltalake(
+        table, write.data, mode=write.mode, predicate=write.predicate, partition_by=partition_by,
+        schema_mode="merge" if write.merge_schema else None,
+        # no retries: delta-rs would commit it after the concurrent commits, on a version build never saw
+        commit_properties=CommitProperties(custom_metadata=dict(write.metadata), max_commit_retries=0),
+    )
 
 
 def remove_files(path, uris: Iterable[str], metadata: Mapping[str, str] | None = None) -> int:

@@ -245,7 +245,8 @@ def revision_rows(warehouse: Warehouse, query: str, path: str | Path, revision: 
             versions[_micros(row["window_end"])] = row["result_version"]
     rows = []
     for version in sorted(set(versions.values())):
-        table = DeltaTable(str(path), version=version)
+        with delta.named_failures(path, "reading"):
+            table = DeltaTable(str(path), version=version)
         delta.check_protocol(table, path)
         ends = {end for end, v in versions.items() if v == version}
         rows += [row for row in table.to_pyarrow_table().to_pylist() if _micros(row["window_end"]) in ends]
