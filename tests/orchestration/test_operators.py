@@ -23,7 +23,7 @@ from csparql.storage.revisions import table_version
 pytestmark = pytest.mark.airflow
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-EXAMPLES = REPOSITORY / "examples" / "queries"
+EXAMPLES = (REPOSITORY / "examples" / "queries").resolve()  # package data; the checkout links to it
 CITY = samples.STREAMS["citytollgates"]
 MILAN = samples.STREAMS["milantollgates"]
 CITY_ASSET = "csparql://streams/streams.org_citytollgates.trdf-88f7ba7c"
