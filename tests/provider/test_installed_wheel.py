@@ -11,6 +11,7 @@ downloads Airflow and Spark) and well under a minute once pip's cache holds them
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -40,6 +41,17 @@ CONNECTION_ID = "csparql_spark"
 USER_DAG = "from csparql.orchestration.factory import csparql_dags; globals().update(csparql_dags())  # Airflow DAGs\n"
 """The user's one-line DAG file: every registered query's DAG and every stream's ingestion DAG. Airflow's
 DAG processor only parses files that mention both "airflow" and "dag" (its safe mode): hence the comment."""
+
+OWN_DAG = """# An Airflow DAG of the user's own: one task evaluating a C-SPARQL query file's window through the connection.
+import pendulum
+from airflow.sdk import DAG
+
+from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
+
+with DAG("own_gate_counts", schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")):
+    CsparqlEvaluateWindowOperator(task_id="evaluate", query={query!r}, name="own_gate_counts", conn_id={conn_id!r})
+"""
+"""A DAG a user writes with the public operator: plain arguments (a query file, a result name, a connection)."""
 
 EX = "http://example.org/provider/"
 STREAM = f"{EX}gates"
@@ -113,6 +125,9 @@ def world(installed, tmp_path_factory):
     dags = home / "dags"
     dags.mkdir(parents=True)
     (dags / "csparql_queries.py").write_text(USER_DAG, encoding="utf-8")
+    (root / "own_gate_counts.rq").write_text(QUERY.replace(QUERY_NAME, "OwnGateCounts"), encoding="utf-8")
+    (dags / "own_gate_counts.py").write_text(OWN_DAG.format(query=str(root / "own_gate_counts.rq"),
+                                                            conn_id=CONNECTION_ID), encoding="utf-8")
     warehouse = root / "warehouse"
     token = os.urandom(18).hex()
     connect_port = free_port(CONNECT_PORTS)
@@ -129,8 +144,13 @@ def world(installed, tmp_path_factory):
         "AIRFLOW__CSPARQL__WAIT_TIMEOUT": "1d",
         "AIRFLOW__CSPARQL__POLL_INTERVAL": "2s",
     }
+    lineage = {  # the OpenLineage provider writes every event it sends, one JSON line each
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+            {"type": "file", "log_file_path": str(root / "lineage.jsonl"), "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-provider",
+    }
     stack = AirflowStack(home=home, dags=dags, settings_environment=settings, port=free_port(AIRFLOW_PORTS),
-                         python=installed, isolated=True, pool_slots=2)
+                         python=installed, isolated=True, pool_slots=2, extra_environment=lineage)
     try:
         stack.set_up()
         stack.run_airflow("connections", "add", CONNECTION_ID, "--conn-type", "spark_connect", "--conn-host",
@@ -207,3 +227,56 @@ def test_a_query_registered_through_the_page_is_evaluated_on_landed_data_as_pyox
         expected = reference.evaluate(reference.Case(QUERY_NAME, QUERY, {URIRef(STREAM): stream}, {}, end))
         assert Counter(tuple(map(str, row)) for row in stored[end].rows) == Counter(
             tuple(map(str, row)) for row in expected.rows), format_instant(end)
+
+
+def lineage_events(world, job: str) -> list[dict]:
+    """The COMPLETE events the OpenLineage provider wrote for the Airflow task ``job`` (``dag_id.task_id``)."""
+    path = world["root"] / "lineage.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [event for event in map(json.loads, lines) if event["eventType"] == "COMPLETE"
+            and event["job"]["name"] == job]
+
+
+def test_the_ingest_reports_its_lineage_the_files_landed_and_the_stream_written(world):
+    from csparql.storage.revisions import table_version
+
+    stream_table = world["warehouse"].stream(STREAM)
+    events = lineage_events(world, f"{ingest_dag_id(STREAM)}.ingest_landed_files")
+    landed = [event for event in events if event["inputs"]]
+    assert landed, "the registration test lands gates.nq first"
+    [event] = landed
+    assert [d["name"] for d in event["inputs"]] == [str(world["landing"] / "done" / "gates.nq")]
+    assert [(d["namespace"], d["name"], d["facets"]["version"]["datasetVersion"]) for d in event["outputs"]] == [
+        ("file", str(stream_table), str(table_version(stream_table)))]
+
+
+def test_a_dag_of_the_user_s_own_evaluates_a_window_through_the_connection_as_pyoxigraph_does(world):
+    from rdflib import URIRef
+
+    from csparql.storage.revisions import table_version
+
+    stack, warehouse = world["stack"], world["warehouse"]
+    assert (world["landing"] / "done" / "gates.nq").exists(), "the registration test lands the stream first"
+    at = START + 30 * MINUTE
+    stack.wait_for_dags(["own_gate_counts"], timeout=240)
+    stack.unpause("own_gate_counts")
+    stack.api("POST", "dags/own_gate_counts/dagRuns", {
+        "logical_date": format_instant(at), "data_interval_start": format_instant(at),
+        "data_interval_end": format_instant(at)})
+    stack.wait_for_runs("own_gate_counts", 1)
+
+    [(start, end, stored)] = list(StoredResults(warehouse, "own_gate_counts").windows())
+    assert (start, end) == (at - 10 * MINUTE, at)
+    stream = [(URIRef(f"{EX}{gate}"), URIRef(f"{EX}registers"), URIRef(f"{EX}{car}"), ts) for gate, car, ts in TRIPLES]
+    expected = reference.evaluate(reference.Case("own", QUERY, {URIRef(STREAM): stream}, {}, at))
+    assert stored.rows and Counter(tuple(map(str, row)) for row in stored.rows) == Counter(
+        tuple(map(str, row)) for row in expected.rows)
+
+    [event] = lineage_events(world, "own_gate_counts.evaluate")
+    stream_table, results = warehouse.stream(STREAM), warehouse.results("own_gate_counts", "bindings")
+    assert [(d["name"], d["facets"]["version"]["datasetVersion"]) for d in event["inputs"]] == [
+        (str(stream_table), str(table_version(stream_table)))]
+    window = event["inputs"][0]["facets"]["csparqlWindow"]
+    assert (window["windowStart"], window["windowEnd"]) == (format_instant(at - 10 * MINUTE), format_instant(at))
+    assert [(d["name"], d["facets"]["version"]["datasetVersion"]) for d in event["outputs"]] == [
+        (str(results), str(table_version(results)))]
