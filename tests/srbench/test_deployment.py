@@ -4,6 +4,7 @@ becomes a DAG in a real DagBag, next to the ingestion DAG of the observations st
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.airflow
 
 MINUTE = 60_000_000
 HOUR = 60 * MINUTE
-REPOSITORY = query_files()[0].parents[2]
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
