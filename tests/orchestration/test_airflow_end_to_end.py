@@ -124,6 +124,8 @@ def world(tmp_path_factory, spark):
                              "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
                                  {"type": "file", "log_file_path": str(root / "lineage.jsonl"), "append": True}),
                              "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-e2e",
+                             # events are sent from a thread of the task process, not from forks of it
+                             "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
                          })
     stack.set_up()
     stack.start()

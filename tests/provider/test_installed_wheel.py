@@ -148,6 +148,8 @@ def world(installed, tmp_path_factory):
         "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
             {"type": "file", "log_file_path": str(root / "lineage.jsonl"), "append": True}),
         "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-provider",
+        # events are sent from a thread of the task process, not from forks of it
+        "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
     }
     stack = AirflowStack(home=home, dags=dags, settings_environment=settings, port=free_port(AIRFLOW_PORTS),
                          python=installed, isolated=True, pool_slots=2, extra_environment=lineage)
