@@ -1,6 +1,13 @@
-"""Writing stream and static tables directly (without the ingest command) for engine tests."""
+"""Writing stream and static tables directly (without the ingest command) for engine tests, and killing an
+evaluation at a chosen point."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 import pyarrow as pa
 from rdflib import URIRef
@@ -44,3 +51,17 @@ def write_static(warehouse: Warehouse, iri: str | None, triples) -> None:
 
 def iri(text: str) -> URIRef:
     return URIRef(text)
+
+
+def kill_when_signalled(child: subprocess.Popen, signal_file: Path, point: str, timeout: float = 240) -> None:
+    """SIGKILL ``child``'s process group as soon as it creates ``signal_file`` (it does so at ``point``, e.g.
+    "its result commit"); fails the test when it ends or takes ``timeout`` seconds before getting there."""
+    deadline = time.time() + timeout
+    while not signal_file.exists():
+        if child.poll() is not None:
+            error = child.stderr.read() if child.stderr else ""
+            raise AssertionError(f"the evaluation ended before {point}: {error}")
+        assert time.time() < deadline, f"the evaluation never reached {point}"
+        time.sleep(0.2)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(30)

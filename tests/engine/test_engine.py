@@ -24,7 +24,7 @@ from csparql.storage import delta
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, output_stream_iri
 from csparql.windows import from_micros, parse_instant
-from engine.storage_helpers import write_static, write_stream
+from engine.storage_helpers import kill_when_signalled, write_static, write_stream
 
 C = "http://linkedurbandata.org/city#"
 T = "http://linkedurbandata.org/traffic#"
@@ -152,13 +152,7 @@ def test_killing_an_evaluation_before_its_commit_keeps_the_earlier_results(spark
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
-        deadline = time.time() + 240
-        while not signal_file.exists():
-            assert child.poll() is None, "the evaluation ended before reaching its commit"
-            assert time.time() < deadline, "the evaluation never reached its commit"
-            time.sleep(0.2)
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait(30)
+        kill_when_signalled(child, signal_file, "its commit")
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from csparql.storage.statistics import read_table
 from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import format_instant
+from engine.storage_helpers import kill_when_signalled
 from engine.test_revisions import EX, MINUTE, QUERY, STREAM, T0, cars, nquads
 
 CHILD_ENVIRONMENT = {**os.environ, "PYTHONPATH": str(Path(csparql.__file__).resolve().parents[1])}
@@ -106,13 +106,7 @@ def test_a_run_recovered_after_a_kill_between_its_two_commits_is_readable_as_its
                               str(tmp_path / "passages.rq"), str(killed)], env=CHILD_ENVIRONMENT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        deadline = time.time() + 240
-        while not signal_file.exists():
-            assert child.poll() is None, f"the evaluation ended before its result commit: {child.stderr.read()}"
-            assert time.time() < deadline, "the evaluation never reached its result commit"
-            time.sleep(0.2)
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait(30)
+        kill_when_signalled(child, signal_file, "its result commit")
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
