@@ -298,7 +298,7 @@ def test_a_chained_query_waits_without_a_task_process_and_evaluates_once_the_pro
     tasks = stack.api("GET", f"dags/district_consumer/dagRuns/{waiting_run['dag_run_id']}/taskInstances")
     assert [t["task_id"] for t in tasks["task_instances"]] == ["evaluate_window"]
     assert (waiting["queued_when"], waiting["pid"], waiting["hostname"] or None) == (None, None, None), waiting
-    assert _task_processes(waiting["id"]) == set()
+    assert _task_processes(waiting["id"]) == {}
     assert not delta.exists(settings.warehouse.results("district_consumer", "bindings"))
     # the UI's windows view shows the run waiting, linked to it
     shown = _window_shown(stack, "district_consumer", instant)
@@ -378,23 +378,25 @@ def _wait_for_run(stack: AirflowStack, dag: str, run_id: str, timeout: float = 3
     raise AssertionError(f"{dag}: run {run_id} did not finish within {timeout:.0f} s")
 
 
-def _task_processes(task_instance_id: str) -> set[int]:
-    """The task processes running the task instance now. Airflow titles the process running a task
-    ``airflow worker -- <task instance id>`` (and the LocalExecutor worker supervising it
-    ``airflow worker -- LocalExecutor: <task instance id>``)."""
-    found = set()
-    for process in psutil.process_iter(["pid", "cmdline"]):
+def _task_processes(task_instance_id: str) -> dict[int, int]:
+    """The task processes running the task instance now, each with its parent's pid. Airflow titles the process
+    running a task ``airflow worker -- <task instance id>`` (and the LocalExecutor worker supervising it
+    ``airflow worker -- LocalExecutor: <task instance id>``); a fork of the task process (a subprocess it starts,
+    before its exec) carries the same title for a moment."""
+    found = {}
+    for process in psutil.process_iter(["pid", "ppid", "cmdline"]):
         title = " ".join(process.info["cmdline"] or [])
         if task_instance_id in title and "LocalExecutor" not in title:
-            found.add(process.info["pid"])
+            found[process.info["pid"]] = process.info["ppid"]
     return found
 
 
 def _watch_task_processes(stack: AirflowStack, dag: str, run_id: str, task_instance_id: str,
                           timeout: float = 600) -> set[int]:
-    """Every task process that ran the task instance until its run finished (looked for five times a second:
-    a task process lives for seconds at least, to start Spark)."""
-    seen: set[int] = set()
+    """Every task process an executor started for the task instance until its run finished (looked for five
+    times a second: a task process lives for seconds at least, to start Spark). Forks of a task process are part
+    of it, not processes of their own."""
+    seen: dict[int, int] = {}
     deadline = time.monotonic() + timeout
     checked = 0.0
     while time.monotonic() < deadline:
@@ -402,7 +404,7 @@ def _watch_task_processes(stack: AirflowStack, dag: str, run_id: str, task_insta
         if time.monotonic() - checked > 2:
             checked = time.monotonic()
             if stack.api("GET", f"dags/{dag}/dagRuns/{run_id}")["state"] in ("success", "failed"):
-                return seen
+                return {pid for pid, parent in seen.items() if parent not in seen}
         time.sleep(0.2)
     raise AssertionError(f"{dag}: run {run_id} did not finish within {timeout:.0f} s")
 
