@@ -22,13 +22,12 @@ from csparql.deploy.registry import (
     DAG_ID,
     QueryFacts,
     RegistrationError,
+    RegistrySnapshot,
     check_registry_name,
     compiled_file,
-    producers_in,
-    producers_of,
-    registry_facts,
     registry_files,
     registry_name,
+    registry_snapshot,
 )
 from csparql.deploy.settings import Settings
 from csparql.frontend import compile_query
@@ -205,17 +204,19 @@ def panes_setting_of(path: Path, text: str) -> str | None:
                                       f"not {written}") from None
 
 
-def deployment_of(path: str | os.PathLike, settings: Settings) -> Deployment:
+def deployment_of(path: str | os.PathLike, settings: Settings,
+                  registry: RegistrySnapshot | None = None) -> Deployment:
     """The deployment of one registry file; ``RegistrationError`` when it cannot be read or is not a valid
     query (the parser's message, with line, column and caret, follows the file name), when its name would
     make SQL confuse its results with a warehouse table or with those of a registry file before it in name
     order (``check_name_is_free``), when another registry file already produces the stream it registers, or
-    when it reads its own output."""
+    when it reads its own output. ``registry``: the registry of ``settings`` already looked at
+    (``registry_snapshot``), as when deploying many of its queries; else it is looked at now."""
     path = Path(path)
     name, text, plan = compiled_file(path)
-    before = [other for other in registry_files(settings) if other.name < path.name]
-    _check_name(path, name, before, [], settings)
-    return _deployment(path, name, text, plan, settings)
+    registry = registry_snapshot(settings) if registry is None else registry
+    _check_name(path, name, registry.files_before(path), [], settings)
+    return _deployment(path, name, text, plan, settings, registry)
 
 
 def deployment_of_query(query: str | os.PathLike, settings: Settings, name: str | None = None) -> Deployment:
@@ -287,8 +288,10 @@ def _check_name(path: Path, name: str, registered: list[Path], stored: list[str]
         raise RegistrationError(path, problem)
 
 
-def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings) -> Deployment:
+def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings,
+                registry: RegistrySnapshot | None = None) -> Deployment:
     registration = plan.registration
+    registry = registry_snapshot(settings) if registry is None else registry
     facts = QueryFacts.of(plan)
     return Deployment(
         name=name,
@@ -296,7 +299,7 @@ def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Set
         text=text,
         plan=plan,
         schedule=facts.schedule,
-        inputs=_inputs(path, facts, producers_of(settings), settings),
+        inputs=_inputs(path, facts, registry.producers, settings),
         output_stream=facts.output_stream,
         registered_as=registration.name if registration else None,
         revision_horizon=revision_horizon_of(path, text),
@@ -327,17 +330,18 @@ def _inputs(path: Path, facts: QueryFacts, producers: dict[str, tuple[Path, Sche
     return tuple(dict.fromkeys(inputs))
 
 
-def ingested_streams(settings: Settings) -> list[str]:
+def ingested_streams(settings: Settings, registry: RegistrySnapshot | None = None) -> list[str]:
     """The streams registered queries read that no registered query produces, in IRI order. Queries that
-    cannot be deployed (``deployment_of`` refuses them) are left out: their own loaders report them."""
-    registry = registry_facts(settings)
-    producers = producers_in(registry)
+    cannot be deployed (``deployment_of`` refuses them) are left out: their own loaders report them.
+    ``registry``: the registry of ``settings`` already looked at (``registry_snapshot``)."""
+    registry = registry_snapshot(settings) if registry is None else registry
+    producers = registry.producers
     streams: set[str] = set()
-    for path, facts in registry:
+    for path, facts in registry.entries:
         if facts is None:
             continue
         try:
-            _check_name(path, path.stem, [other for other, _ in registry if other.name < path.name], [], settings)
+            _check_name(path, path.stem, registry.files_before(path), [], settings)
             inputs = _inputs(path, facts, producers, settings)
         except RegistrationError:
             continue

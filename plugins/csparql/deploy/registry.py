@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from importlib import resources
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -73,15 +74,54 @@ def check_registry_name(name: str, settings: Settings) -> str:
     return name
 
 
+FileSignature = tuple[int, int, int, int, int]
+"""What ``os.stat`` says of a file that any change to it alters: device, inode, size, modification and
+status-change times (ns). Replacing a file (``write_text_atomically``, an editor's save-and-rename, ``git
+checkout``) gives it another inode; writing it in place changes its modification time, and its status-change
+time even when a tool sets the modification time back (``cp -p``, ``touch -d``): the kernel sets that one."""
+
+RECENT_CHANGE_NS = 2_000_000_000
+"""A file changed (modified or its status changed) less than this before it was read is read again next
+time: a filesystem keeps times at a granularity (a clock tick; two seconds on FAT), so a second write within
+the same tick, of the same size, would leave the signature as it was ("racy" entries, as git calls them)."""
+
+_READ: dict[Path, tuple[FileSignature, str, str]] = {}
+"""Per registry file, in this process: its signature when last read, its text and the SHA-256 of its bytes."""
+
+
+def _signature(stat: os.stat_result) -> FileSignature:
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
 def _content(path: Path) -> tuple[str, str]:
     """The text of a registry file (line endings read as LF, as ``Path.read_text`` reads them) and the SHA-256
-    of its bytes; ``RegistrationError`` when it cannot be read."""
+    of its bytes; ``RegistrationError`` when it cannot be read. A file whose signature (``FileSignature``) is
+    the one it had when this process last read it, longer than ``RECENT_CHANGE_NS`` after its last change,
+    is neither read nor hashed again."""
+    key = path.absolute()
     try:
-        data = path.read_bytes()
+        cached = _READ.get(key)
+        if cached is not None and cached[0] == _signature(os.stat(path)):
+            return cached[1], cached[2]
+        with open(path, "rb") as file:
+            signature = _signature(os.fstat(file.fileno()))  # before reading: a later write changes it
+            data = file.read()
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
+        _READ.pop(key, None)
         raise RegistrationError(path, f"cannot be read: {error}") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n"), hashlib.sha256(data).hexdigest()
+    text, digest = text.replace("\r\n", "\n").replace("\r", "\n"), hashlib.sha256(data).hexdigest()
+    if max(signature[3], signature[4]) < time.time_ns() - RECENT_CHANGE_NS:
+        _READ[key] = (signature, text, digest)
+    else:
+        _READ.pop(key, None)
+    return text, digest
+
+
+def read_registry_file(path: str | os.PathLike) -> tuple[str, str]:
+    """The text of a registry file and the SHA-256 of its bytes, read only when it changed since this process
+    last read it (``_content``); ``RegistrationError`` when it cannot be read."""
+    return _content(Path(path))
 
 
 _COMPILED: dict[Path, tuple[str, QueryPlan | str]] = {}
@@ -241,11 +281,50 @@ def _facts(path: Path, settings: Settings) -> QueryFacts | None:
     return facts
 
 
+@dataclass(frozen=True)
+class RegistrySnapshot:
+    """The registry as one look at it found it: its query files in name order, each with its facts
+    (``_facts``; None: it cannot be deployed on its own). Taken once per request, command or DAG file
+    (``registry_snapshot``) and handed to everything that needs the other queries (``deployment_of``,
+    ``ingested_streams``), so that each file is looked at once, not once per query."""
+
+    folder: Path
+    entries: tuple[tuple[Path, QueryFacts | None], ...]
+
+    @property
+    def files(self) -> list[Path]:
+        """The registry's query files, in name order."""
+        return [path for path, _ in self.entries]
+
+    def files_before(self, path: Path) -> list[Path]:
+        """The registry's query files whose names come before ``path``'s."""
+        return [other for other, _ in self.entries if other.name < path.name]
+
+    @functools.cached_property
+    def producers(self) -> dict[str, tuple[Path, Schedule | None]]:
+        """Which registry file produces each output stream (the first by file name wins), with its schedule;
+        files that do not parse produce nothing."""
+        return producers_in(list(self.entries))
+
+
+def registry_snapshot(settings: Settings) -> RegistrySnapshot:
+    """The registry of ``settings`` as it is now (``RegistrySnapshot``). Lists the folder and asks each file
+    for its signature; only files new or changed since this process last read them are read (``_content``),
+    and only contents new to this process and to the warehouse's compile cache are compiled. The files gone
+    since are forgotten."""
+    files = registry_files(settings)
+    folder = settings.registry.absolute()
+    present = {path.absolute() for path in files}
+    for cache in (_READ, _FACTS, _COMPILED):
+        for gone in [key for key in cache if key.parent == folder and key not in present]:
+            del cache[gone]
+    return RegistrySnapshot(settings.registry, tuple((path, _facts(path, settings)) for path in files))
+
+
 def registry_facts(settings: Settings) -> list[tuple[Path, QueryFacts | None]]:
     """Each registry file in name order, with its facts (``_facts``): the registry as the deployment of any
-    one of its queries sees it. Only files whose content is new to this process and to the warehouse's
-    compile cache are compiled."""
-    return [(path, _facts(path, settings)) for path in registry_files(settings)]
+    one of its queries sees it (``registry_snapshot``)."""
+    return list(registry_snapshot(settings).entries)
 
 
 def registry_files(settings: Settings) -> list[Path]:
@@ -256,7 +335,7 @@ def registry_files(settings: Settings) -> list[Path]:
 def producers_of(settings: Settings) -> dict[str, tuple[Path, Schedule | None]]:
     """Which registry file produces each output stream (the first by file name wins), with its schedule;
     files that do not parse produce nothing."""
-    return producers_in(registry_facts(settings))
+    return registry_snapshot(settings).producers
 
 
 def producers_in(registry: list[tuple[Path, QueryFacts | None]]) -> dict[str, tuple[Path, Schedule | None]]:

@@ -18,7 +18,7 @@ import pendulum
 from airflow.sdk import DAG
 
 from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingested_streams
-from csparql.deploy.registry import RegistrationError
+from csparql.deploy.registry import RegistrationError, RegistrySnapshot
 from csparql.orchestration.config import deployment_settings
 from csparql.deploy.settings import Settings
 from csparql.orchestration.operators import CsparqlEvaluateWindowOperator, CsparqlIngestOperator
@@ -82,12 +82,13 @@ def query_dag(deployment: Deployment, settings: Settings, conn_id: str | None = 
     return dag
 
 
-def stream_ingestion_dags(settings: Settings | None = None, conn_id: str | None = None) -> dict[str, DAG]:
+def stream_ingestion_dags(settings: Settings | None = None, conn_id: str | None = None,
+                          registry: RegistrySnapshot | None = None) -> dict[str, DAG]:
     """One ingestion DAG per stream the registered queries read, keyed by DAG id (Spark through the Airflow
-    connection ``conn_id`` when given)."""
+    connection ``conn_id`` when given; ``registry``: the registry already looked at, ``registry_snapshot``)."""
     settings = settings or deployment_settings()
     dags: dict[str, DAG] = {}
-    for stream in ingested_streams(settings):
+    for stream in ingested_streams(settings, registry):
         folder = settings.landing_folder(stream)
         dag_id = ingest_dag_id(stream)
         with DAG(

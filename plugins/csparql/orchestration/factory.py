@@ -19,7 +19,7 @@ from pathlib import Path
 from airflow.sdk import DAG
 
 from csparql.deploy.plan import deployment_of
-from csparql.deploy.registry import DAG_ID, RegistrationError, registry_files
+from csparql.deploy.registry import DAG_ID, RegistrationError, registry_snapshot
 from csparql.deploy.settings import Settings
 from csparql.orchestration.dags import query_dag, stream_ingestion_dags
 from csparql.orchestration.operators import operator_settings
@@ -34,22 +34,24 @@ def csparql_dags(registry: str | os.PathLike | None = None, warehouse: str | os.
     when the registry's own loaders build them, one DAG file per query), the ingestion DAGs and the revision
     DAGs. ``conn_id``: the Airflow connection Spark runs through (see ``connections``), read when each task
     runs. A registry file that cannot be deployed is left out, with one logged line naming the file and the
-    problem; the other queries' DAGs are built all the same."""
+    problem; the other queries' DAGs are built all the same. The registry is looked at once
+    (``registry_snapshot``) for all of them."""
     settings = operator_settings(settings, warehouse, registry)
+    snapshot = registry_snapshot(settings)
     dags: dict[str, DAG] = {}
     if queries:
-        for path in registry_files(settings):
+        for path in snapshot.files:
             if not DAG_ID.fullmatch(path.stem):
                 log.error("%s: '%s' cannot name a registered query (letters, digits and '_'): no DAG for it",
                           path, path.stem)
                 continue
             try:
-                deployment = deployment_of(path, settings)
+                deployment = deployment_of(path, settings, snapshot)
             except RegistrationError as error:
                 log.error("no DAG for %s: %s", Path(error.path).name, " ".join(error.message.split()))
                 continue
             dag = query_dag(deployment, settings, conn_id=conn_id)
             dags[dag.dag_id] = dag
-    dags.update(stream_ingestion_dags(settings, conn_id=conn_id))
+    dags.update(stream_ingestion_dags(settings, conn_id=conn_id, registry=snapshot))
     dags.update(revision_dags(settings, conn_id=conn_id))
     return dags

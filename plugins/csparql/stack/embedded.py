@@ -35,7 +35,7 @@ from pathlib import Path
 
 from csparql.deploy.plan import deployment_of, ingest_dag_id, ingested_streams
 from csparql.deploy.registration import register
-from csparql.deploy.registry import RegistrationError
+from csparql.deploy.registry import RegistrationError, registry_snapshot
 from csparql.deploy.settings import Settings
 from csparql.examples import examples_folder
 from csparql.frontend import compile_query
@@ -498,10 +498,11 @@ class EmbeddedStack:
         """Unpause each query DAG and backfill its last ``windows`` sample windows (a one-shot query is
         triggered once), recording in ``backfilled`` query → the window ends evaluated (None for a one-shot
         query); the queries already in it are left alone (a second call resumes an interrupted one)."""
+        registry = registry_snapshot(self.settings)
         for name in names:
             if name in backfilled:
                 continue
-            deployment = deployment_of(self.settings.registry / f"{name}.rq", self.settings)
+            deployment = deployment_of(self.settings.registry / f"{name}.rq", self.settings, registry)
             self.stack.unpause(name)
             if deployment.schedule is None:
                 self.stack.api("POST", f"dags/{name}/dagRuns", {"logical_date": None})

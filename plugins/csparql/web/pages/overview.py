@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from csparql.deploy import monitoring
 from csparql.deploy.history import text_version, versions
 from csparql.deploy.plan import Deployment, deployment_of
-from csparql.deploy.registry import DAG_ID, RegistrationError, registry_files
+from csparql.deploy.registry import DAG_ID, RegistrationError, read_registry_file, registry_snapshot
 from csparql.deploy.settings import Settings
 from csparql.web.security import allowed
 from csparql.web.state import current_settings
@@ -46,7 +46,8 @@ def query_summaries(request: Request, settings: Settings) -> list[QuerySummary]:
     from csparql.storage import delta
     from csparql.web import airflow_state
 
-    files = [p for p in registry_files(settings) if DAG_ID.fullmatch(p.stem) and allowed(request, "GET", p.stem)]
+    registry = registry_snapshot(settings)
+    files = [p for p in registry.files if DAG_ID.fullmatch(p.stem) and allowed(request, "GET", p.stem)]
     names = [p.stem for p in files]
     dags = airflow_state.dag_states(names)
     actions = monitoring.runs_actions(settings.warehouse) if delta.exists(settings.warehouse.runs) else None
@@ -54,7 +55,7 @@ def query_summaries(request: Request, settings: Settings) -> list[QuerySummary]:
     for path in files:
         name = path.stem
         try:
-            deployment, error = deployment_of(path, settings), None
+            deployment, error = deployment_of(path, settings, registry), None
         except RegistrationError as problem:
             deployment, error = None, problem.message.strip()
         latest = monitoring.recent_windows(settings.warehouse, name, 1, actions) if actions is not None else []
@@ -75,6 +76,9 @@ def summary_json(summary: QuerySummary) -> dict:
 
 
 def current_version(name: str, path: Path, settings: Settings) -> int | None:
-    digest = text_version(path.read_text(encoding="utf-8"))
+    try:
+        digest = text_version(read_registry_file(path)[0])
+    except RegistrationError:
+        return None  # its summary shows why
     numbers = [v.number for v in versions(name, settings) if v.digest == digest]
     return numbers[-1] if numbers else None

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from csparql.deploy import monitoring
 from csparql.deploy.plan import deployment_of, ingest_dag_id
-from csparql.deploy.registry import RegistrationError, registry_files
+from csparql.deploy.registry import RegistrationError, registry_snapshot
 from csparql.deploy.settings import Settings
 from csparql.web import charts
 from csparql.web.state import current_settings
@@ -28,9 +28,10 @@ def streams_page(request: Request):
 def streams(settings: Settings) -> dict:
     """Every stream table with its statistics and chart, the queries reading it, and the static graphs."""
     readers: dict[str, list[str]] = {}
-    for path in registry_files(settings):
+    registry = registry_snapshot(settings)
+    for path in registry.files:
         try:
-            deployment = deployment_of(path, settings)
+            deployment = deployment_of(path, settings, registry)
         except RegistrationError:
             continue
         for stream in deployment.inputs:
