@@ -213,8 +213,8 @@ def deployment_of(path: str | os.PathLike, settings: Settings,
     when it reads its own output. ``registry``: the registry of ``settings`` already looked at
     (``registry_snapshot``), as when deploying many of its queries; else it is looked at now."""
     path = Path(path)
-    name, text, plan = compiled_file(path)
     registry = registry_snapshot(settings) if registry is None else registry
+    name, text, plan = compiled_file(path, registry.content(path))
     _check_name(path, name, registry.files_before(path), [], settings)
     return _deployment(path, name, text, plan, settings, registry)
 

@@ -23,7 +23,7 @@ import sys
 import time
 from importlib import resources
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import rdflib
@@ -143,11 +143,11 @@ def _compile(path: Path, text: str, digest: str) -> QueryPlan | str:
     return cached[1]
 
 
-def compiled_file(path: Path) -> tuple[str, str, QueryPlan]:
-    """The name, text and plan of a registry file; ``RegistrationError`` when its name cannot name a query,
-    it cannot be read, or it is not a valid query."""
+def compiled_file(path: Path, content: tuple[str, str] | None = None) -> tuple[str, str, QueryPlan]:
+    """The name, text and plan of a registry file (``content``: its text and digest when already read);
+    ``RegistrationError`` when its name cannot name a query, it cannot be read, or it is not a valid query."""
     name = registry_name(path)
-    text, digest = _content(path)
+    text, digest = _content(path) if content is None else content
     plan = _compile(path, text, digest)
     if isinstance(plan, str):
         raise RegistrationError(path, plan)
@@ -259,15 +259,10 @@ def store_facts(digest: str, facts: QueryFacts | None, settings: Settings) -> No
         pass
 
 
-def _facts(path: Path, settings: Settings) -> QueryFacts | None:
-    """What compiling the registry file ``path`` tells; None when it cannot be deployed on its own (its name,
-    unreadable, not a valid query). From this process's memory, else from the warehouse's compile cache, else
-    compiled (and then kept in both); keyed by the file's content, so that an edit is seen at once."""
-    try:
-        registry_name(path)
-        text, digest = _content(path)
-    except RegistrationError:
-        return None
+def _facts(path: Path, text: str, digest: str, settings: Settings) -> QueryFacts | None:
+    """What compiling the registry file ``path``, whose content is ``text`` with SHA-256 ``digest``, tells;
+    None when it is not a valid query. From this process's memory, else from the warehouse's compile cache,
+    else compiled (and then kept in both); keyed by the file's content, so that an edit is seen at once."""
     key = path.absolute()
     cached = _FACTS.get(key)
     if cached is not None and cached[0] == digest:
@@ -284,12 +279,19 @@ def _facts(path: Path, settings: Settings) -> QueryFacts | None:
 @dataclass(frozen=True)
 class RegistrySnapshot:
     """The registry as one look at it found it: its query files in name order, each with its facts
-    (``_facts``; None: it cannot be deployed on its own). Taken once per request, command or DAG file
+    (``_facts``; None: it cannot be deployed on its own: its name, unreadable, not a valid query), and the
+    text and digest of each readable file with a valid name. Taken once per request, command or DAG file
     (``registry_snapshot``) and handed to everything that needs the other queries (``deployment_of``,
-    ``ingested_streams``), so that each file is looked at once, not once per query."""
+    ``ingested_streams``), so that each file is read at most once, not once per query."""
 
     folder: Path
     entries: tuple[tuple[Path, QueryFacts | None], ...]
+    contents: dict[Path, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def content(self, path: Path) -> tuple[str, str] | None:
+        """The text and digest of the registry file ``path`` as this snapshot read it; None when it did not
+        (not one of its files, a name that cannot name a query, unreadable)."""
+        return self.contents.get(Path(path).absolute())
 
     @property
     def files(self) -> list[Path]:
@@ -318,7 +320,16 @@ def registry_snapshot(settings: Settings) -> RegistrySnapshot:
     for cache in (_READ, _FACTS, _COMPILED):
         for gone in [key for key in cache if key.parent == folder and key not in present]:
             del cache[gone]
-    return RegistrySnapshot(settings.registry, tuple((path, _facts(path, settings)) for path in files))
+    entries, contents = [], {}
+    for path in files:
+        try:
+            registry_name(path)
+            text, digest = contents[path.absolute()] = _content(path)
+        except RegistrationError:
+            entries.append((path, None))  # its own deployment says why
+            continue
+        entries.append((path, _facts(path, text, digest, settings)))
+    return RegistrySnapshot(settings.registry, tuple(entries), contents)
 
 
 def registry_facts(settings: Settings) -> list[tuple[Path, QueryFacts | None]]:
