@@ -124,6 +124,7 @@ def test_a_dag_processor_process_per_file_compiles_only_its_own_query_once_the_f
             for file in files:
                 monkey.setattr(registry_module, "_COMPILED", {})
                 monkey.setattr(registry_module, "_FACTS", {})
+                monkey.setattr(registry_module, "_READ", {})
                 COMPILES.clear()
                 parsed = DagBag(str(file))
                 per_file[file.stem] = (dict(COMPILES), len(parsed.dags), list(parsed.import_errors.values()))
