@@ -190,3 +190,51 @@ def test_deployments_from_one_snapshot_are_those_deployed_one_by_one_in_fresh_pr
     assert {path.name: deployed(path, snapshot) for path in snapshot.files} == one_by_one
     assert "already produced by q00.rq" in one_by_one["q00_again.rq"]
     assert "broken.rq:1:" in one_by_one["broken.rq"]
+
+
+def test_a_registration_touches_the_dag_files_whose_dags_it_changes_and_no_other(tmp_path):
+    # Airflow's DAG processor parses a DAG file modified since its last parse at once; the others wait for
+    # their min_file_process_interval (docs/orchestration.md)
+    from csparql.deploy.registration import register_text, unregister
+    from csparql.deploy.registry import sync_loaders
+    from csparql.deploy.settings import Settings
+
+    dags = tmp_path / "dags"
+    settings = Settings.from_environment({"CSPARQL_REGISTRY": str(dags / "queries"),
+                                          "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse")})
+    dags.mkdir()
+    (dags / "csparql_streams.py").write_text("from csparql.orchestration.factory import csparql_dags\n\n"
+                                             "csparql_dags(queries=False)\n")
+    (dags / "unrelated.py").write_text("# another DAG file of the user\n")
+    register_text(PRODUCER.format(i=0), settings, name="producer")
+    register_text(CONSUMER.format(i=1, producer=0), settings, name="consumer")
+    register_text(PRODUCER.format(i=2), settings, name="other")
+    files = {path.stem: path for path in [*dags.glob("*.py"), *settings.registry.glob("*.py")]}
+    long_ago = os.stat(files["producer"]).st_mtime_ns - 3600 * 10**9
+
+    def touched_by(change) -> set[str]:
+        for path in [*files.values(), *settings.registry.glob("*.rq")]:  # as parsed long ago
+            if path.exists():
+                os.utime(path, ns=(long_ago, long_ago))
+        change()
+        return {name for name, path in files.items() if path.exists() and os.stat(path).st_mtime_ns > long_ago}
+
+    comment = "# the same query, commented\n" + PRODUCER.format(i=0)
+    assert touched_by(lambda: register_text(comment, settings, name="producer", replace=True)) == {"producer"}
+    renamed = PRODUCER.format(i=0).replace("Busy0", "Renamed")
+    assert touched_by(lambda: register_text(renamed, settings, name="producer", replace=True)) == {
+        "producer", "consumer", "csparql_streams"}  # its consumer lost its producer; a stream to ingest more
+    assert touched_by(lambda: register_text(PRODUCER.format(i=0), settings, name="producer", replace=True)) == {
+        "producer", "consumer", "csparql_streams"}
+    assert touched_by(lambda: unregister("producer", settings)) == {"consumer", "csparql_streams"}
+    assert touched_by(lambda: register_text(PRODUCER.format(i=0), settings, name="producer")) == {
+        "producer", "consumer", "csparql_streams"}
+    assert touched_by(lambda: sync_loaders(settings)) == set()  # nothing changed by hand
+
+    def edit_by_hand():
+        edited = settings.registry / "other.rq"
+        edited.write_text(PRODUCER.format(i=3))
+        os.utime(edited, ns=(long_ago + 10**9, long_ago + 10**9))  # newer than its loader
+        sync_loaders(settings)
+
+    assert touched_by(edit_by_hand) == {"producer", "consumer", "other", "csparql_streams"}  # all parsed again

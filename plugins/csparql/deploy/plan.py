@@ -247,16 +247,18 @@ def deployment_of_query(query: str | os.PathLike, settings: Settings, name: str 
     return deployment_of(path, settings)
 
 
-def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>") -> Deployment:
+def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>",
+                       registry: RegistrySnapshot | None = None) -> Deployment:
     """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
     ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query or
-    with the stored results of another query is refused too (``check_name_is_free``)."""
+    with the stored results of another query is refused too (``check_name_is_free``). ``registry``: the
+    registry of ``settings`` already looked at (``registry_snapshot``)."""
     check_name_is_free(name, settings)
     try:
         plan = compile_query(text, source_name)
     except QueryError as error:
         raise RegistrationError(source_name, "\n" + error.render()) from None
-    return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings)
+    return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings, registry)
 
 
 def check_name_is_free(name: str, settings: Settings) -> str:

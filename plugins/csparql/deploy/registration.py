@@ -14,8 +14,11 @@ from csparql.deploy.registry import (
     QueryFacts,
     RegistrationError,
     check_registry_name,
+    dependent_dag_files,
     registry_lock,
+    registry_snapshot,
     store_facts,
+    touch_dag_files,
     write_loader,
 )
 from csparql.deploy.settings import Settings
@@ -42,7 +45,8 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
     """Put a query text into the registry as ``<name>.rq`` with its loader, after checking it deploys, and
     record it as a new version (``versions``) when it differs from the latest one. The name defaults to the
     REGISTER name, else ``default_name``. ``RegistrationError`` (with the parser's line, column and caret for
-    a query that does not parse) leaves the registry unchanged."""
+    a query that does not parse) leaves the registry unchanged. The DAG files whose DAGs the change alters
+    besides its own (``dependent_dag_files``) are touched, so that Airflow parses them again at once."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         plan = compile_query(text, source_name)
@@ -58,21 +62,26 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
         if previous is not None and not replace and previous != text:
             raise RegistrationError(target, "a different query is already registered under this name: "
                                             "unregister it first, pass --replace, or choose another name with --as")
-        deployment_of_text(text, name, settings, source_name)  # e.g. its name collides, or its stream has a producer
+        before = registry_snapshot(settings)
+        deployment_of_text(text, name, settings, source_name, before)  # e.g. its name collides, or its stream has a producer
         if previous is not None and not versions(name, settings):
             record_version(name, previous, settings, by=None)  # registered before versions were kept
         record_version(name, text, settings, by=by)
         write_text_atomically(target, text)
-        store_facts(hashlib.sha256(text.encode("utf-8")).hexdigest(), QueryFacts.of(plan), settings)
+        facts = QueryFacts.of(plan)
+        store_facts(hashlib.sha256(text.encode("utf-8")).hexdigest(), facts, settings)
         write_loader(target)
+        touch_dag_files(dependent_dag_files(before, target, facts, settings))
     return target
 
 
 def unregister(name: str, settings: Settings, by: str | None = None) -> list[Path]:
-    """Remove a query and its loader from the registry (its results and its versions stay)."""
+    """Remove a query and its loader from the registry (its results and its versions stay); the DAG files whose
+    DAGs that changes are touched (``dependent_dag_files``)."""
     check_registry_name(name, settings)
     removed = []
     with registry_lock(settings):
+        before = registry_snapshot(settings)
         for suffix in (".rq", ".py"):
             path = settings.registry / f"{name}{suffix}"
             if path.exists():
@@ -80,6 +89,7 @@ def unregister(name: str, settings: Settings, by: str | None = None) -> list[Pat
                 removed.append(path)
         if not removed:
             raise RegistrationError(settings.registry / f"{name}.rq", "no query is registered under this name")
+        touch_dag_files(dependent_dag_files(before, settings.registry / f"{name}.rq", None, settings))
         if versions(name, settings):
             log_event(name, settings, {"event": "unregistered", "at": time.time_ns() // 1000, "by": by})
     return removed

@@ -388,14 +388,65 @@ def write_loader(query: Path) -> Path:
 
 def sync_loaders(settings: Settings) -> tuple[list[Path], list[Path]]:
     """Write the loader of every registry file that lacks one (or has an outdated one) and remove loaders whose
-    query is gone; returns (written, removed)."""
-    written, removed = [], []
+    query is gone; returns (written, removed). When a registry file was changed by hand since its loader was
+    written (or a loader was written or removed), every loader and the registry's shared DAG files are touched
+    (``touch_dag_files``): Airflow's DAG processor then parses the whole registry again at once, a hand edit
+    being able to change any query's DAG."""
+    written, removed, edited = [], [], False
     for query in registry_files(settings):
         loader = query.with_suffix(".py")
         if not loader.exists() or loader.read_text(encoding="utf-8") != LOADER.format(query=query.name):
             written.append(write_loader(query))
+        elif os.stat(query).st_mtime_ns > os.stat(loader).st_mtime_ns:
+            edited = True
     for loader in sorted(settings.registry.glob("*.py")) if settings.registry.is_dir() else []:
         if not loader.with_suffix(".rq").exists() and loader.read_text(encoding="utf-8").startswith("# Airflow DAG loader for the C-SPARQL"):
             loader.unlink()
             removed.append(loader)
+    if edited or written or removed:
+        touch_dag_files([query.with_suffix(".py") for query in registry_files(settings)] + shared_dag_files(settings))
     return written, removed
+
+
+def shared_dag_files(settings: Settings) -> list[Path]:
+    """The DAG files beside the registry folder that build DAGs of the whole registry: those that call
+    ``csparql_dags`` (``dags/csparql_streams.py``, the ingestion and revision DAGs; a one-line factory file)."""
+    folder = settings.registry.parent
+    found = []
+    for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
+        try:
+            if "csparql_dags(" in path.read_text(encoding="utf-8", errors="replace"):
+                found.append(path)
+        except OSError:
+            continue
+    return found
+
+
+def touch_dag_files(paths: list[Path]) -> list[Path]:
+    """Set the modification time of each DAG file of ``paths`` that exists to now; returns those touched.
+    Airflow's DAG processor (``[dag_processor] file_parsing_sort_mode = modified_time``, its default) parses a
+    DAG file modified since its last parse at its next loop, without waiting for ``min_file_process_interval``."""
+    touched = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.utime(path)
+            touched.append(path)
+    return touched
+
+
+def dependent_dag_files(before: RegistrySnapshot, path: Path, facts: QueryFacts | None,
+                        settings: Settings) -> list[Path]:
+    """The DAG files whose DAGs change when the registry file ``path`` goes from what ``before`` saw of it to
+    ``facts`` (None: removed, or not a valid query): none when its facts stay the same (only its own DAG
+    changes, and its loader is written anew); else the loaders of the other queries that read a stream it
+    produced or produces (their producer), and the shared DAG files (``shared_dag_files``: which streams are
+    ingested, which queries are revised)."""
+    key = Path(path).absolute()
+    existed = any(other.absolute() == key for other in before.files)
+    old = next((old for other, old in before.entries if other.absolute() == key), None)
+    if existed and old == facts:
+        return []
+    streams = {f.output_stream for f in (old, facts) if f is not None and f.output_stream is not None}
+    consumers = [other.with_suffix(".py") for other, its in before.entries
+                 if other.absolute() != key and its is not None and streams.intersection(its.streams)]
+    return consumers + shared_dag_files(settings)
