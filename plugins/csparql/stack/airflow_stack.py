@@ -36,6 +36,20 @@ COMPONENTS = {
 ISOLATED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TZ")
 """What an isolated stack's components inherit of this process's environment (``AirflowStack.isolated``)."""
 
+DAG_FOLDER_REFRESH_SECONDS = 5
+"""How often the DAG processor lists the DAG folder for new and removed DAG files: a query registered on the
+pages has its DAG within seconds. Listing the folder reads no file."""
+
+DAG_FILE_REPARSE_SECONDS = 600
+"""How often the DAG processor parses a DAG file that did not change (``min_file_process_interval``; Airflow's
+default is 30 s). A changed file is parsed at the processor's next loop (``file_parsing_sort_mode`` =
+``modified_time``), and registering or removing a query touches every DAG file it alters
+(``csparql.deploy.registry.dependent_dag_files``), so this only bounds how long a change made another way
+(a registry file edited by hand without ``csparql register --sync``) takes to show. Each parse is a process
+of its own that imports csparql and builds the DAG (seconds of CPU, docs/orchestration.md): parsing 100
+unchanged query files every 10 s (the former setting) asked for more CPU than the two parsing processes
+have; every 600 s it costs a small share of one core."""
+
 DAGRUNS_PER_LOOP = 512
 """Running DAG runs the scheduler examines per loop (Airflow's default is 20). It examines the runs that are
 not backfills first, and every query DAG keeps up to ``MAX_ACTIVE_RUNS`` scheduled runs waiting, deferred, for
@@ -140,8 +154,10 @@ class AirflowStack:
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(self.port),
             "AIRFLOW__API__BASE_URL": self.url,
-            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+            # A changed DAG file is parsed at once, an unchanged one every DAG_FILE_REPARSE_SECONDS.
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": str(DAG_FOLDER_REFRESH_SECONDS),
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": str(DAG_FILE_REPARSE_SECONDS),
+            "AIRFLOW__DAG_PROCESSOR__FILE_PARSING_SORT_MODE": "modified_time",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
             "AIRFLOW__SCHEDULER__MAX_DAGRUNS_PER_LOOP_TO_SCHEDULE": str(DAGRUNS_PER_LOOP),
             "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
