@@ -25,8 +25,9 @@ def register(commands) -> None:
         help="register a query: it becomes an Airflow DAG evaluated on its schedule",
         description="Check QUERY and copy it into the registry as NAME.rq (NAME: --as, else its REGISTER name, "
         "else the file name) with the DAG loader Airflow reads. A query that does not parse or cannot be "
-        "deployed is refused and the registry is left unchanged. --sync writes missing loaders and removes "
-        "those whose query file is gone.",
+        "deployed is refused and the registry is left unchanged. --sync writes missing loaders, removes "
+        "those whose query file is gone and, after a query file was edited by hand, has Airflow parse every "
+        "loader again at once (their modification time set to now).",
     )
     reg.add_argument("query", nargs="?", metavar="QUERY", help="the query file")
     reg.add_argument("--as", dest="name", metavar="NAME", help="the registration name (DAG id and result tables)")
