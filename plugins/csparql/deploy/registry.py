@@ -318,8 +318,8 @@ def registry_snapshot(settings: Settings) -> RegistrySnapshot:
     folder = settings.registry.absolute()
     present = {path.absolute() for path in files}
     for cache in (_READ, _FACTS, _COMPILED):
-        for gone in [key for key in cache if key.parent == folder and key not in present]:
-            del cache[gone]
+        for gone in [key for key in list(cache) if key.parent == folder and key not in present]:
+            cache.pop(gone, None)  # another thread (the pages) may have forgotten it too
     entries, contents = [], {}
     for path in files:
         try:
