@@ -82,7 +82,7 @@ def compile_plan(
 
     An evaluation whose windows' files hold at most ``compact_triples`` triples is compiled compact (one
     partition, nothing broadcast or shuffled: ``is_compact``); the results are the same either way. ``pane``
-    compiles a partial plan of panes (``csparql.optimizer.panes.pane_partial_plan``) in pane mode."""
+    compiles a partial plan of panes (``csparql.panes.pane_partial_plan``) in pane mode."""
     if plan.stream_operator != alg.RSTREAM:
         if previous is None:
             raise ValueError(f"{plan.stream_operator} needs the previous evaluation's windows")

@@ -1,6 +1,6 @@
 """Windows computed from panes (issue 18): each pane's partial result computed once, stored, and combined.
 
-``csparql.optimizer.panes`` decides which queries may (``pane_plan``) and rewrites them into a partial plan and
+``csparql.panes`` decides which queries may (``pane_plan``) and rewrites them into a partial plan and
 a combination plan. Here they meet storage and Spark:
 
 - **The store.** A query's panes live in ``_csparql/panes/<query>/<key>``, one Delta table per *pane key*: a
@@ -30,7 +30,7 @@ a combination plan. Here they meet storage and Spark:
   bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes the pane
   files written more than its retention ago — by the wall clock, whatever the event time of their panes
   (``csparql.storage.maintenance.prune_panes``) — and deletes them once the retention has passed again.
-- **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.optimizer.panes.AUTO``,
+- **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.panes.AUTO``,
   ``ALWAYS``, ``OFF``) and, in ``AUTO``, whether the partials are keyed and the window's size
   (``pane_min_triples``).
 
@@ -58,7 +58,7 @@ from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_operator
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import compile_plan
-from csparql.optimizer.panes import PanePlan, PartialPlan, pane_combination_plan, pane_partial_plan
+from csparql.panes import PanePlan, PartialPlan, pane_combination_plan, pane_partial_plan
 from csparql.optimizer.statistics import SourceStatistics
 from csparql.spark.schema import spark_schema
 from csparql.storage import delta

@@ -29,8 +29,8 @@ from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, compile_plan
 from csparql.engine.panes import PaneComputer, PanesUnavailable, PaneUse, pane_ends
 from csparql.optimizer import optimize
-from csparql.optimizer.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
-from csparql.optimizer.panes import pane_min_triples as pane_min_triples_setting
+from csparql.engine.settings import pane_min_triples as pane_min_triples_setting
+from csparql.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
@@ -146,7 +146,7 @@ class Engine:
         """``compact_triples``: evaluations whose windows' files hold at most this many triples run in one
         partition (``csparql.engine.evaluate.is_compact``); 0 never does. ``pane_min_triples``: windows whose
         files hold fewer triples are recomputed in the ``AUTO`` pane mode (None:
-        ``csparql.optimizer.panes.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``)."""
+        ``csparql.engine.settings.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``)."""
         self.warehouse = warehouse
         self.catalog = Catalog(warehouse)
         self._spark = spark
@@ -193,7 +193,7 @@ class Engine:
     def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None,
                       window: EvaluationWindow | None = None, mode: str = AUTO) -> PaneComputer | None:
         """What computes the query's windows from panes (``csparql.engine.panes``), or None when they are
-        recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.optimizer.panes.pane_plan`` says
+        recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.panes.pane_plan`` says
         why), or, in ``AUTO``, its partials are keyed (``automatic_refusal``) or ``window``'s stream files hold
         fewer than ``pane_min_triples`` triples."""
         phases = phases or Phases()
@@ -224,7 +224,7 @@ class Engine:
         version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
         result rows. ``panes``: whether the window is combined from stored panes (``csparql.engine.panes``):
         ``AUTO`` where that is expected to cost less, ``ALWAYS`` whenever the query allows it, ``OFF`` never
-        (the window recomputed from its whole range, the reference; ``csparql.optimizer.panes.PANE_MODES``).
+        (the window recomputed from its whole range, the reference; ``csparql.panes.PANE_MODES``).
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
