@@ -9,8 +9,10 @@ computes and keeps, and how a window combines its panes) or ``Recompute`` with t
 ``pane_partial_plan`` (``partials.py``) and ``pane_combination_plan`` (``combine.py``) rewrite the query into
 what the engine evaluates (``csparql.engine.panes``): the plan that computes the partial results of a run of
 panes at once, each row tagged with its pane (``PANE_VAR``), and the plan that combines the stored rows of one
-window's panes (``alg.PaneRows``) into the window's result. Both are ordinary algebra, compiled by the one Spark compiler, so a window combined from
-panes gets every SPARQL semantic (term order, numeric promotion, errors) from the same code as a recompute.
+window's panes (``alg.PaneRows``) into the window's result. Both are ordinary algebra, compiled by the one Spark
+compiler, so a window combined from panes gets every SPARQL semantic (term order, numeric promotion, errors)
+from the same code as a recompute. Settings come in as values: the pane mode of a query or a run
+(``pane_mode``), and the engine's minimum window size for ``AUTO`` (``csparql.engine.settings``).
 
 Why a query may use panes — the argument, written once:
 
