@@ -34,7 +34,7 @@ from benchmarks.data import Dataset
 from benchmarks.measure import JvmHeap
 from benchmarks.workloads import Answer, WindowFiles, Workload, answer_of_rows, answer_of_triples, export_dataset
 from csparql.frontend import compile_query
-from csparql.optimizer.panes import ALWAYS, OFF
+from csparql.panes import ALWAYS, OFF
 from csparql.jobs import job_path
 
 EVALUATE_WINDOW = job_path()
@@ -191,14 +191,14 @@ class CsparqlPanes(CsparqlWarm):
     def decision(self, point: Point):
         """The query's ``pane_plan`` (a ``PanePlan``, or ``Recompute`` with the reason)."""
         from csparql.optimizer import optimize
-        from csparql.optimizer.panes import pane_plan
+        from csparql.panes import pane_plan
 
         engine = self.engine(point.dataset)
         return pane_plan(optimize(point.plan, engine.catalog.statistics()))
 
     def instants(self, point: Point) -> list[int]:
         """The schedule's instants: ``at`` and the ``windows`` STEPs before it (only ``at`` without panes)."""
-        from csparql.optimizer.panes import PanePlan
+        from csparql.panes import PanePlan
 
         if not isinstance(self.decision(point), PanePlan):
             return [point.at]

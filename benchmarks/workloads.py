@@ -470,11 +470,12 @@ AGGREGATE {{ (?number, COUNT, {{?topic}}) }}
 
 def window_files(plan, warehouse, at: int) -> WindowFiles:
     """The files and bounds of the evaluation of ``plan`` at ``at``: the engine's own choice of files
-    (``select_window_files`` / ``select_latest_files`` over the Delta log), which every system then reads, and
+    (``csparql.storage.pruning.select_window_files`` / ``select_latest_files`` over the Delta log), which every
+    system then reads, and
     the files of the static graphs in the query's default graph (its FROM graphs, else the default static
     graph; a graph never loaded has none)."""
     from csparql.algebra.operators import StaticGraph
-    from csparql.engine.catalog import select_latest_files, select_window_files
+    from csparql.storage.pruning import select_latest_files, select_window_files
     from csparql.schedule import evaluation_at
     from csparql.storage import delta
     from csparql.windows import LogicalWindow

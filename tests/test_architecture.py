@@ -22,7 +22,7 @@ import csparql
 PACKAGE = Path(csparql.__file__).parent
 
 ROOMS = {
-    "core": ("language", "algebra", "optimizer", "windows", "terms", "frontend", "schedule", "lateness"),
+    "core": ("language", "algebra", "optimizer", "panes", "windows", "terms", "frontend", "schedule", "lateness"),
     "storage": ("storage",),
     "spark": ("spark",),
     "ingest": ("ingest",),
@@ -223,6 +223,16 @@ def test_importing_storage_the_deployment_layer_the_web_pages_and_the_stack_load
         members = [m for m in MODULES if room_of(m) == room]
         assert members and not loaded_by_importing(members) & set(LAYERS[room][1]), room
 
+
+
+def test_the_optimizer_and_the_pane_decision_are_handed_their_settings_and_never_read_the_environment():
+    """``csparql.panes`` (whether and how windows combine from panes) and the optimizer are pure: what the
+    environment sets (``CSPARQL_PANES_MIN_TRIPLES``) is read by the engine (``csparql.engine.settings``)."""
+    pure = {m: path for m, path in MODULES.items() if m.split(".")[1:2] in (["optimizer"], ["panes"])}
+    readers = sorted(m for m, path in pure.items()
+                     if {"os", "os.environ", "os.getenv"} & imports(path) or "environ" in path.read_text())
+    assert readers == []
+    assert any(m.startswith("csparql.panes.") for m in pure)
 
 
 def test_the_spark_layer_has_no_import_cycles_even_through_imports_inside_functions():

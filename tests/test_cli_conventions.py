@@ -126,7 +126,7 @@ def test_replay_and_results_print_one_table_with_the_window_as_columns(hour_of_t
 def test_a_table_of_windows_holds_graphs_and_refuses_a_window_with_other_columns():
     from rdflib import Literal, URIRef, Variable
 
-    from csparql.engine.evaluate import QueryResult
+    from csparql.storage.results import QueryResult
     from csparql.engine.formats import ColumnsDiffer, WindowedTable
 
     graph = WindowedTable("tsv")

@@ -8,7 +8,7 @@ import pytest
 
 from csparql.cli import main
 from csparql.frontend import parse_query
-from csparql.optimizer.panes import ALWAYS, OFF
+from csparql.panes import ALWAYS, OFF
 from csparql.language import syntax as sx
 
 from conformance import reference
@@ -146,7 +146,7 @@ def test_pane_decomposable_cases_equal_recompute_and_the_oracle(conformance_spar
     from csparql.engine.runner import Engine
     from csparql.frontend import compile_query
     from csparql.optimizer import optimize
-    from csparql.optimizer.panes import PanePlan, pane_plan
+    from csparql.panes import PanePlan, pane_plan
     from csparql.storage.warehouse import Warehouse
 
     whole_way = {case.name for case in CASES}

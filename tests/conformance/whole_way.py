@@ -134,7 +134,7 @@ def evaluate_windows(spark, case: Case, warehouse: Path, name: str, compact: boo
     from csparql.deploy.history import text_version
     from csparql.engine.runner import Engine
     from csparql.frontend import compile_query
-    from csparql.optimizer.panes import ALWAYS
+    from csparql.panes import ALWAYS
     from csparql.storage.warehouse import Warehouse
 
     plan = compile_query(case.text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csparql.engine.catalog import select_latest_files, select_window_files
+from csparql.storage.pruning import select_latest_files, select_window_files
 from csparql.storage.delta import FileInfo
 from csparql.storage.instants import bucket_of
 from csparql.windows import WindowBounds, parse_instant

@@ -23,7 +23,7 @@ from csparql.cli import main
 from csparql.engine import panes as pn
 from csparql.engine.runner import Engine
 from csparql.frontend import compile_query
-from csparql.optimizer.panes import ALWAYS
+from csparql.panes import ALWAYS
 from csparql.storage import delta
 from csparql.storage.maintenance import delta_tables, prune_panes
 from csparql.storage.warehouse import Warehouse

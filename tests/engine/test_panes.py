@@ -26,7 +26,7 @@ from rdflib import Literal, URIRef
 from csparql.engine.runner import Engine
 from csparql.frontend import compile_query, parse_query
 from csparql.optimizer import optimize
-from csparql.optimizer.panes import ALWAYS, OFF, PanePlan, pane_plan
+from csparql.panes import ALWAYS, OFF, PanePlan, pane_plan
 from csparql.storage.warehouse import Warehouse
 
 from conformance import harness, reference

@@ -1,5 +1,5 @@
 """Which queries compute their windows from panes, and the reason the others recompute (issue 18, the pure
-decision of ``csparql.optimizer.panes``), on the examples, the SRBench queries and queries written to probe each
+decision of ``csparql.panes``), on the examples, the SRBench queries and queries written to probe each
 rule; the per-query setting that turns panes off; and ``csparql explain``'s section."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from csparql.cli import main
 from csparql.deploy.plan import deployment_of_text, panes_setting_of
 from csparql.deploy.registry import RegistrationError
 from csparql.deploy.settings import Settings
+from csparql.engine.settings import PANE_MIN_TRIPLES, pane_min_triples
 from csparql.frontend import compile_query
 from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
-from csparql.optimizer.panes import (
-    AGGREGATE, ASK, CONSTRUCT, DISTINCT, KEYED, MAXIMUM, MINIMUM, PANE_MIN_TRIPLES, VALUE_SET, PanePlan, Recompute,
-    automatic_refusal, pane_min_triples, pane_mode, pane_plan,
+from csparql.panes import (
+    AGGREGATE, ASK, CONSTRUCT, DISTINCT, KEYED, MAXIMUM, MINIMUM, VALUE_SET, PanePlan, Recompute,
+    automatic_refusal, pane_mode, pane_plan,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -210,7 +210,7 @@ class Table(Operator):
 
 @dataclass(frozen=True)
 class PaneRows(Operator):
-    """The stored partial results of the panes of one window (issue 18, ``csparql.optimizer.panes``): one
+    """The stored partial results of the panes of one window (issue 18, ``csparql.panes``): one
     solution per stored row, binding ``vars``. Which rows are the window's the evaluation's reader knows."""
 
     vars: tuple[Variable, ...]

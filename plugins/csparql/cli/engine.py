@@ -13,7 +13,7 @@ from pathlib import Path
 from csparql.cli.language import _read_or_report, add_dialect_option
 from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
-from csparql.optimizer.panes import AUTO
+from csparql.panes import AUTO
 
 FORMATS = ("json", "tsv", "csv")
 
@@ -129,7 +129,7 @@ def _instant_text(instant: int | None) -> str | None:
 
 
 def _panes_option(parser: argparse.ArgumentParser) -> None:
-    from csparql.optimizer.panes import PANE_MODES
+    from csparql.panes import PANE_MODES
 
     parser.add_argument("--panes", choices=PANE_MODES, default=None,
                         help="how windows are computed from panes: auto (where that is expected to cost less), "

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from rdflib import Variable
 
 from csparql.deploy.plan import Deployment
 from csparql.schedule import Schedule
 from csparql.storage import delta
-from csparql.storage.delta import STATISTICS_TRUNCATION_MICROS
 from csparql.storage.instants import bucket_start, micros_of
-from csparql.storage.tables import IRI_PROPERTY, QUERY_PROPERTY, RESULT_KINDS, VARIABLES_PROPERTY, column_names
+from csparql.storage.pruning import may_hold_from, may_hold_string
+from csparql.storage.results import ResultTable
+from csparql.storage.tables import IRI_PROPERTY, QUERY_PROPERTY, column_names
 from csparql.storage.warehouse import Warehouse, check_query_name
 
 STATES = ("complete", "late", "failed", "running", "evaluated")
@@ -98,7 +98,7 @@ def recent_windows(warehouse: Warehouse, query: str, limit: int = 50, actions: p
         for relative, low, high, max_end in zip(
             delta.action_column(actions, "path"), delta.action_column(actions, "min.query"),
             delta.action_column(actions, "max.query"), delta.action_column(actions, "max.window_end"), strict=True)
-        if delta.may_hold_string(low, high, query)
+        if may_hold_string(low, high, query)
     ]
     unknown = [f for f in files if f[0] is None]
     known = sorted((f for f in files if f[0] is not None), key=lambda f: micros_of(f[0]), reverse=True)
@@ -108,7 +108,7 @@ def recent_windows(warehouse: Warehouse, query: str, limit: int = 50, actions: p
     ends = {micros_of(r["window_end"]) for r in rows}
     for max_end, relative in known:
         oldest_shown = sorted(ends, reverse=True)[limit - 1] if len(ends) >= limit else None
-        if oldest_shown is not None and micros_of(max_end) + STATISTICS_TRUNCATION_MICROS < oldest_shown:
+        if oldest_shown is not None and not may_hold_from(micros_of(max_end), oldest_shown):
             break  # this file and every later one hold only older windows
         found = _runs_of(path, [relative], query)
         rows.extend(found)
@@ -398,53 +398,25 @@ class ResultWindow:
 
 def result_kind(warehouse: Warehouse, query: str) -> str | None:
     """Which result table a query has (``bindings``, ``answers``, ``triples``), None before its first write."""
-    for kind in RESULT_KINDS:
-        if delta.exists(warehouse.results(query, kind)):
-            return kind
-    return None
+    table = ResultTable.find(warehouse, query)
+    return None if table is None else table.kind
 
 
 def latest_results(warehouse: Warehouse, query: str, limit: int = 100, window_end: int | None = None) -> ResultWindow | None:
     """The rows of the query's latest window (or of the window ending at ``window_end``), reading only the
-    files whose statistics say they hold it; None when the query has written no results."""
-    kind = result_kind(warehouse, query)
-    if kind is None:
-        return None
-    path = warehouse.results(query, kind)
-    table = delta.open_table(path)
-    actions = delta.add_actions(table)
-    lows = [micros_of(v) for v in delta.action_column(actions, "min.window_end")]
-    highs = [micros_of(v) for v in delta.action_column(actions, "max.window_end")]
-    paths = delta.action_column(actions, "path")
-    if not paths:
-        return None
-    if window_end is None:
-        known = [h for h in highs if h is not None]
-        threshold = max(known) - STATISTICS_TRUNCATION_MICROS if len(known) == len(highs) else None
-        chosen = [p for p, h in zip(paths, highs, strict=True) if threshold is None or h >= threshold]
-    else:
-        chosen = [p for p, lo, hi in zip(paths, lows, highs, strict=True)
-                  if delta.may_hold_instant(lo, hi, window_end)]
-    data = delta.read_files(path, chosen)
-    if data is None or data.num_rows == 0:
-        return None
-    ends = pc.cast(data["window_end"], pa.int64())
-    target = window_end if window_end is not None else pc.max(ends).as_py()
-    rows = data.filter(pc.equal(ends, target))
-    if rows.num_rows == 0:
+    files whose statistics say they hold it (``ResultTable.latest_window``); None when the query has written no
+    results."""
+    table = ResultTable.find(warehouse, query)
+    rows = None if table is None else table.latest_window(window_end)
+    if rows is None:
         return None
     first = rows.slice(0, 1).to_pylist()[0]
-    version = first.get("query_version")
-    if kind == "bindings":
-        recorded = (table.metadata().configuration or {}).get(VARIABLES_PROPERTY)
-        if recorded:
-            vars_ = tuple(Variable(v) for v in json.loads(recorded))
-        else:
-            vars_ = tuple(Variable(c[: -len("_term")]) for c in rows.column_names if c.endswith("_term"))
+    if table.kind == "bindings":
+        vars_ = table.variables()
         names = column_names(vars_)
         columns = tuple(str(v) for v in vars_)
         term_columns = [f"{names[v]}_term" for v in vars_]
-    elif kind == "answers":
+    elif table.kind == "answers":
         columns, term_columns = ("answer",), ["answer"]
     else:
         columns = term_columns = ("subject", "predicate", "object")
@@ -452,7 +424,8 @@ def latest_results(warehouse: Warehouse, query: str, limit: int = 100, window_en
     values = tuple(
         tuple(_shown(row.get(c)) for c in term_columns) for row in shown
     )
-    return ResultWindow(kind, micros_of(first["window_start"]), target, tuple(columns), values, rows.num_rows, version)
+    return ResultWindow(table.kind, micros_of(first["window_start"]), micros_of(first["window_end"]),
+                        tuple(columns), values, rows.num_rows, first.get("query_version"))
 
 
 def _shown(value) -> str | None:

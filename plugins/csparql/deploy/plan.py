@@ -17,7 +17,7 @@ from rdflib import URIRef
 
 from csparql.algebra.operators import QueryPlan
 from csparql.deploy.history import text_version
-from csparql.optimizer.panes import AUTO, pane_mode
+from csparql.panes import AUTO, pane_mode
 from csparql.deploy.registry import (
     DAG_ID,
     QueryFacts,
@@ -131,7 +131,7 @@ class Deployment:
     output_stream: str | None
     registered_as: str | None
     revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``REVISION_HORIZON``)
-    panes: str = AUTO  # how windows are computed from panes (``PANES``; ``csparql.optimizer.panes.PANE_MODES``)
+    panes: str = AUTO  # how windows are computed from panes (``PANES``; ``csparql.panes.PANE_MODES``)
 
     @property
     def dag_id(self) -> str:

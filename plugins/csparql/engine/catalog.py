@@ -4,10 +4,10 @@
 live files of its current Delta version, never by listing folders, and prunes them before Spark sees them:
 
 - a logical window reads only the hour buckets it overlaps and, within them, only the files whose timestamp
-  statistics can hold a triple of the window (the recorded maximum is truncated to the millisecond, so a file
-  is kept while ``max + 1 ms > start``);
+  statistics can hold a triple of the window (``csparql.storage.pruning.select_window_files``);
 - a physical window ``[TRIPLES n]`` takes files from the newest down until they surely hold the n latest
-  triples at or before the window end, so a long stream's old files are never opened.
+  triples at or before the window end, so a long stream's old files are never opened
+  (``select_latest_files``).
 
 What each evaluation read is kept in ``scans`` (files and rows per stream) for the runs table. Bounds and the
 files chosen are kept per window of a stream (``csparql.schedule.StreamWindowKey``): an RSP-QL query may read
@@ -31,8 +31,8 @@ from csparql.schedule import StreamWindowKey
 from csparql.spark.sources import empty_triples
 from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA
 from csparql.storage import delta
-from csparql.storage.delta import STATISTICS_TRUNCATION_MICROS, FileInfo
-from csparql.storage.instants import bucket_of
+from csparql.storage.delta import FileInfo
+from csparql.storage.pruning import select_latest_files, select_window_files
 from csparql.storage.statistics import read_statistics, record_statistics
 from csparql.storage.tables import IRI_PROPERTY
 from csparql.storage.warehouse import Warehouse
@@ -212,44 +212,4 @@ def _key(source: alg.StreamWindow) -> StreamWindowKey:
     return source.iri, source.window
 
 
-def select_window_files(files: list[FileInfo], bounds: WindowBounds) -> list[FileInfo]:
-    """The files that can hold a triple with start < τ ≤ end: by hour bucket, then by timestamp statistics."""
-    first_bucket, last_bucket = bucket_of(bounds.start + 1), bucket_of(bounds.end)
-    chosen = []
-    for file in files:
-        bucket = file.partition.get("bucket")
-        if bucket is not None and not (first_bucket <= bucket <= last_bucket):
-            continue
-        if file.min_ts is not None and file.min_ts > bounds.end:
-            continue
-        if file.max_ts is not None and file.max_ts + STATISTICS_TRUNCATION_MICROS <= bounds.start:
-            continue
-        chosen.append(file)
-    return chosen
-
-
-def select_latest_files(files: list[FileInfo], end: int, count: int) -> list[FileInfo]:
-    """The files that surely hold the ``count`` latest triples with τ ≤ end (decision 3).
-
-    Files are taken newest first. Once the files lying wholly at or before ``end`` hold ``count`` records,
-    every triple of the answer is at least as late as the oldest of them (``floor``); any other file whose
-    maximum reaches ``floor`` may still hold one of the answer's triples and is kept too. Files without
-    statistics are always kept.
-    """
-    candidates = [f for f in files if f.min_ts is None or f.min_ts <= end]
-    unknown = [f for f in candidates if f.max_ts is None or f.records is None]
-    known = sorted((f for f in candidates if f not in unknown), key=lambda f: f.max_ts, reverse=True)
-    chosen: list[FileInfo] = []
-    held = 0
-    floor = None
-    for file in known:
-        within = file.max_ts + STATISTICS_TRUNCATION_MICROS <= end
-        if floor is not None and file.max_ts + STATISTICS_TRUNCATION_MICROS < floor:
-            break
-        chosen.append(file)
-        if within and floor is None:
-            held += file.records
-            if held >= count:
-                floor = min(f.min_ts for f in chosen if f.max_ts + STATISTICS_TRUNCATION_MICROS <= end and f.min_ts is not None)
-    return chosen + unknown
-
+__all__ = ["Catalog", "DeltaSourceReader", "Scan", "select_latest_files", "select_window_files"]

@@ -14,7 +14,6 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rdflib import Variable
-from rdflib.term import Identifier
 
 from csparql.algebra import operators as alg
 from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
@@ -23,90 +22,7 @@ from csparql.spark.entailment import Entailment
 from csparql.spark.frames import SourceFrames
 from csparql.spark.sources import SourceReader
 from csparql.spark.terms import NULLABLE_TERM_STRUCT
-from csparql.storage.terms import from_dict, term_array
-
-Triple = tuple[Identifier, Identifier, Identifier]
-
-
-class QueryResult:
-    """The results of one evaluation: bindings for SELECT, a boolean for ASK, triples for CONSTRUCT/DESCRIBE.
-
-    ``terms`` is the Arrow table of the results' terms as structs (``csparql.storage.terms.TERM_TYPE``, null
-    when unbound): for SELECT one column per variable of ``vars``, in order, for CONSTRUCT and DESCRIBE the
-    columns ``s``, ``p`` and ``o``. An evaluation collects it from Spark and the result tables are written from
-    it (``csparql.engine.results``). ``rows`` (SELECT) and ``triples`` (CONSTRUCT/DESCRIBE) are the same
-    results as rdflib terms, built from ``terms`` on first use (for printing, W3C formats, comparisons); a
-    result read back from a result table is given as ``rows`` or ``triples`` instead."""
-
-    def __init__(
-        self,
-        form: str,
-        vars: tuple[Variable, ...] = (),
-        rows: list[tuple[Identifier | None, ...]] | None = None,
-        boolean: bool | None = None,
-        triples: list[Triple] | None = None,
-        terms: pa.Table | None = None,
-    ):
-        self.form = form  # "select", "ask", "construct" or "describe"
-        self.vars = vars
-        self.boolean = boolean
-        self._rows = rows
-        self._triples = triples
-        self._terms = terms
-
-    @property
-    def terms(self) -> pa.Table:
-        """The results' terms as an Arrow table of term structs (see the class docstring)."""
-        if self._terms is None:
-            if self.form == "select":
-                rows = self._rows or []
-                columns = [term_array([row[i] for row in rows]) for i in range(len(self.vars))]
-                self._terms = _table(columns, [str(var) for var in self.vars], len(rows))
-            else:
-                triples = self._triples or []
-                columns = [term_array([triple[i] for triple in triples]) for i in range(3)]
-                self._terms = _table(columns, ["s", "p", "o"], len(triples))
-        return self._terms
-
-    @property
-    def rows(self) -> list[tuple[Identifier | None, ...]]:
-        """SELECT: the solutions, one tuple of terms (None when unbound) per solution, in order."""
-        if self._rows is None:
-            self._rows = [] if self.form != "select" else _term_rows(self._terms)
-        return self._rows
-
-    @property
-    def triples(self) -> list[Triple]:
-        """CONSTRUCT/DESCRIBE: the triples, as rdflib terms."""
-        if self._triples is None:
-            self._triples = [] if self.form in ("select", "ask") else _term_rows(self._terms)
-        return self._triples
-
-    def __len__(self) -> int:
-        if self.form == "ask":
-            return 1
-        return self.terms.num_rows
-
-    def __repr__(self) -> str:
-        size = "" if self.form == "ask" else f", {len(self)} rows"
-        return f"QueryResult({self.form!r}, vars={self.vars!r}, boolean={self.boolean!r}{size})"
-
-
-def _table(columns: list[pa.Array], names: list[str], rows: int) -> pa.Table:
-    """A table of these columns with ``rows`` rows (also when there is no column: solutions without
-    variables)."""
-    if columns:
-        return pa.Table.from_arrays(columns, names=names)
-    return pa.table([pa.nulls(rows)], names=["_"]).drop_columns(["_"])
-
-
-def _term_rows(terms: pa.Table | None) -> list[tuple]:
-    if terms is None:
-        return []
-    if not terms.num_columns:
-        return [()] * terms.num_rows
-    columns = [[from_dict(term) for term in column.to_pylist()] for column in terms.columns]
-    return list(zip(*columns))
+from csparql.storage.results import QueryResult, Triple, terms_table  # noqa: F401 (their home is storage)
 
 
 @dataclass
@@ -130,7 +46,7 @@ class CompiledEvaluation:
             vars_ = self.plan.form.vars
             names = [self.columns[var] for var in vars_]
             if not names:  # solutions without variables: Arrow has no column to count their rows by
-                return QueryResult("select", vars=vars_, terms=_table([], [], self.df.count()))
+                return QueryResult("select", vars=vars_, terms=terms_table([], [], self.df.count()))
             return QueryResult("select", vars=vars_, terms=_to_arrow(self.df, names))
         return QueryResult(self.form, terms=_to_arrow(self.df, ["s", "p", "o"]))
 
@@ -166,7 +82,7 @@ def compile_plan(
 
     An evaluation whose windows' files hold at most ``compact_triples`` triples is compiled compact (one
     partition, nothing broadcast or shuffled: ``is_compact``); the results are the same either way. ``pane``
-    compiles a partial plan of panes (``csparql.optimizer.panes.pane_partial_plan``) in pane mode."""
+    compiles a partial plan of panes (``csparql.panes.pane_partial_plan``) in pane mode."""
     if plan.stream_operator != alg.RSTREAM:
         if previous is None:
             raise ValueError(f"{plan.stream_operator} needs the previous evaluation's windows")

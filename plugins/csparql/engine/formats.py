@@ -10,7 +10,7 @@ import re
 
 from rdflib import BNode, Literal, URIRef
 
-from csparql.engine.evaluate import QueryResult
+from csparql.storage.results import QueryResult
 from csparql.storage.vocabulary import XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
 from csparql.terms import XSD_STRING, format_ntriples_term
 

@@ -1,6 +1,6 @@
 """Windows computed from panes (issue 18): each pane's partial result computed once, stored, and combined.
 
-``csparql.optimizer.panes`` decides which queries may (``pane_plan``) and rewrites them into a partial plan and
+``csparql.panes`` decides which queries may (``pane_plan``) and rewrites them into a partial plan and
 a combination plan. Here they meet storage and Spark:
 
 - **The store.** A query's panes live in ``_csparql/panes/<query>/<key>``, one Delta table per *pane key*: a
@@ -30,7 +30,7 @@ a combination plan. Here they meet storage and Spark:
   bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes the pane
   files written more than its retention ago — by the wall clock, whatever the event time of their panes
   (``csparql.storage.maintenance.prune_panes``) — and deletes them once the retention has passed again.
-- **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.optimizer.panes.AUTO``,
+- **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.panes.AUTO``,
   ``ALWAYS``, ``OFF``) and, in ``AUTO``, whether the partials are keyed and the window's size
   (``pane_min_triples``).
 
@@ -52,18 +52,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import StructType
 
 from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_operator
-from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan, select_window_files
-from csparql.engine.evaluate import QueryResult, compile_plan
-from csparql.optimizer.panes import PanePlan, PartialPlan, pane_combination_plan, pane_partial_plan
+from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
+from csparql.engine.evaluate import compile_plan
+from csparql.panes import PanePlan, PartialPlan, pane_combination_plan, pane_partial_plan
 from csparql.optimizer.statistics import SourceStatistics
-from csparql.spark.terms import NULLABLE_TERM_STRUCT
+from csparql.spark.schema import spark_schema
 from csparql.storage import delta
 from csparql.storage.instants import bucket_of
 from csparql.storage.maintenance import UNREADABLE_LOG, discard_table
+from csparql.storage.schema import PANE_PARTITIONS, PANE_TERM, pane_file_schema, pane_table_schema
+from csparql.storage.pruning import select_window_files
+from csparql.storage.results import QueryResult
 from csparql.storage.tables import OPERATION
 from csparql.windows import WindowBounds
 
@@ -88,34 +91,15 @@ UNREADABLE_FILE = (OSError, pa.ArrowException)
 class PanesUnavailable(Exception):
     """A window's panes could not be read back after ``PANE_ATTEMPTS`` setbacks (the message says why)."""
 
-PANE_TERM = pa.struct([pa.field("kind", pa.int8()), pa.field("value", pa.string()),
-                       pa.field("datatype", pa.string()), pa.field("language", pa.string())])
-"""A stored term of a pane row (null when unbound)."""
-
-
-PANE_PARTITIONS = ["bucket"]
-"""Pane tables are partitioned by the hour bucket of the pane's end, as streams are: a window reads only the
-buckets it overlaps, and a bucket's files are compacted once there are ``COMPACT_FILES`` of them."""
 
 COMPACT_FILES = 16
 """How many files an hour bucket of a pane table holds before they are compacted into one (every evaluation
 that computes panes appends one)."""
 
 
-def pane_table_schema(columns: int) -> pa.Schema:
-    """A pane table: ``ts`` the pane's end (null for rows of static solutions, in every window), ``pane_key``
-    the pane's end and fingerprint (``end:fingerprint``), ``marker`` true for the one row recording that the
-    pane was computed, one term column ``c<i>`` per stored variable, and ``bucket``, the hour bucket of ``ts``
-    (the partition)."""
-    return pa.schema([pa.field("ts", pa.timestamp("us", tz="UTC")), pa.field("pane_key", pa.string()),
-                      pa.field("marker", pa.bool_()), *(pa.field(f"c{i}", PANE_TERM) for i in range(columns)),
-                      pa.field("bucket", pa.string())])
-
-
 def _spark_schema(columns: int) -> StructType:
-    return StructType([StructField("ts", TimestampType()), StructField("pane_key", StringType()),
-                       StructField("marker", BooleanType()),
-                       *(StructField(f"c{i}", NULLABLE_TERM_STRUCT) for i in range(columns))])
+    """What Spark reads from a pane table's data files (``csparql.storage.schema.pane_file_schema``)."""
+    return spark_schema(pane_file_schema(columns))
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Result tables of registered queries: what each evaluation writes, and reading it back.
+"""Result tables of registered queries: the rows each evaluation writes, built from its terms.
 
 A SELECT writes ``results/<query>/bindings``: ``window_start``, ``window_end``, and for each variable two
 columns — one an analyst uses in SQL as it is (the IRI or the lexical form as a string; integers, decimals
@@ -10,28 +10,29 @@ to an output stream table, each with the window end as its timestamp (decision 1
 with ``query_version``, the version of the query text that wrote the row.
 
 Each result form has one writer — ``bindings_table``, ``answers_table``, ``triples_table``,
-``output_stream_table`` — that builds its table column-wise (pyarrow.compute) from the terms the evaluation
-collected from Spark as Arrow (``csparql.engine.evaluate.QueryResult.terms``); no term goes through Python
-one by one, except the rare lexical forms Arrow's parsers do not read as Python does (``TermColumn``).
-
-Each evaluation replaces its own window's rows in one commit, so evaluating a window twice leaves one copy.
+``output_stream_table``, by the kind of table in ``RESULT_WRITERS`` — that builds its table column-wise
+(pyarrow.compute) from the terms the evaluation collected from Spark as Arrow
+(``csparql.storage.results.QueryResult.terms``); no term goes through Python one by one, except the rare
+lexical forms Arrow's parsers do not read as Python does (``TermColumn``). The table itself — writing a
+window in one commit that replaces its earlier rows, reading windows back — is
+``csparql.storage.results.ResultTable``.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from rdflib import BNode, Literal, URIRef, Variable
-from rdflib.term import Identifier
+from rdflib import Variable
 
 from csparql.storage import delta, schema
 from csparql.storage.instants import bucket_of
 from csparql.storage.instants import instant_of as _instant
+from csparql.storage.results import STREAM, QueryResult, window_predicate
 from csparql.storage.tables import column_names
-from csparql.storage.terms import BLANK, IRI, LITERAL, TERM_TYPE
+from csparql.storage.terms import BLANK, IRI, LITERAL, TERM_TYPE, parse_ntriples_term  # noqa: F401
 from csparql.storage.vocabulary import INTEGER_TYPES, NUMERIC_TYPES
 from csparql.terms import RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME, XSD_STRING
 
@@ -330,12 +331,6 @@ def _repeated(value, kind: pa.DataType, rows: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, kind), rows)
 
 
-def window_predicate(column: str, micros: int) -> str:
-    """A delta-rs predicate selecting the rows of one window: ``column = '<instant>'``."""
-    instant = _instant(micros)
-    return f"{column} = '{instant.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z'"
-
-
 def write_window(path, table: pa.Table, table_schema: pa.Schema, window_end: int, merge_schema: bool = False,
                  column: str = "window_end", partition_by=None, metadata: dict[str, str] | None = None) -> None:
     """Replace one window's rows of a result table with ``table`` in one commit (carrying ``metadata``)."""
@@ -345,38 +340,13 @@ def write_window(path, table: pa.Table, table_schema: pa.Schema, window_end: int
     )
 
 
-# --- reading terms back ----------------------------------------------------------------------------------
-
-_NT_TERM = re.compile(r'^(?:<([^>]*)>|_:(\S+)|"((?:[^"\\]|\\.)*)"(?:@([A-Za-z0-9-]+)|\^\^<([^>]*)>)?)$', re.S)
-_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def parse_ntriples_term(text: str | None) -> Identifier | None:
-    """The term an N-Triples string (as result tables hold them) stands for."""
-    if text is None:
-        return None
-    match = _NT_TERM.match(text)
-    if match is None:
-        raise ValueError(f"not an N-Triples term: {text!r}")
-    iri, label, lexical, language, datatype = match.groups()
-    if iri is not None:
-        return URIRef(_unescape(iri))
-    if label is not None:
-        return BNode(label)
-    value = _unescape(lexical)
-    if language:
-        return Literal(value, lang=language, normalize=False)
-    if datatype:
-        return Literal(value, datatype=URIRef(datatype), normalize=False)
-    return Literal(value, normalize=False)
-
-
-def _unescape(text: str) -> str:
-    def replace(match: re.Match) -> str:
-        code = match.group(1)
-        if code[0] in "uU":
-            return chr(int(code[1:], 16))
-        return _ESCAPES[code]
-
-    return re.sub(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", replace, text)
-
+RESULT_WRITERS: dict[str, Callable[[QueryResult, int | None, int, str | None, pa.Schema], pa.Table]] = {
+    "bindings": lambda result, start, end, version, existing: bindings_table(result.vars, result.terms, start, end,
+                                                                             existing, version),
+    "answers": lambda result, start, end, version, _: answers_table(bool(result.boolean), start, end, version),
+    "triples": lambda result, start, end, version, _: triples_table(result.terms, start, end, version),
+    STREAM: lambda result, start, end, version, _: output_stream_table(result.terms, end),
+}
+"""The writer of each kind of result table (``csparql.storage.results.ResultTable.kind``): the rows one
+evaluation writes, from its results, its window's start and end, the query's version and the table's current
+schema (a bindings table keeps the types its columns have)."""

@@ -9,6 +9,7 @@ the same for every scheduled evaluation in a range, as a backfill would.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import time
@@ -25,19 +26,19 @@ from rdflib import URIRef
 from csparql.algebra import operators as alg
 from csparql.engine import results as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
-from csparql.engine.evaluate import CompiledEvaluation, QueryResult, compile_plan
+from csparql.engine.evaluate import CompiledEvaluation, compile_plan
 from csparql.engine.panes import PaneComputer, PanesUnavailable, PaneUse, pane_ends
 from csparql.optimizer import optimize
-from csparql.optimizer.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
-from csparql.optimizer.panes import pane_min_triples as pane_min_triples_setting
+from csparql.engine.settings import pane_min_triples as pane_min_triples_setting
+from csparql.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
+from csparql.storage.results import STREAM, QueryResult, ResultTable
 from csparql.storage import revisions as rv
 from csparql.storage.failures import NO_SPACE_LEFT, first_line, no_space_left
-from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICATES, QUERY_PROPERTY, RUN_METADATA,
-                                    VARIABLES_PROPERTY)
+from csparql.storage.tables import OUTPUT_PREDICATES, RUN_METADATA
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
@@ -145,7 +146,7 @@ class Engine:
         """``compact_triples``: evaluations whose windows' files hold at most this many triples run in one
         partition (``csparql.engine.evaluate.is_compact``); 0 never does. ``pane_min_triples``: windows whose
         files hold fewer triples are recomputed in the ``AUTO`` pane mode (None:
-        ``csparql.optimizer.panes.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``)."""
+        ``csparql.engine.settings.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``)."""
         self.warehouse = warehouse
         self.catalog = Catalog(warehouse)
         self._spark = spark
@@ -192,7 +193,7 @@ class Engine:
     def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None,
                       window: EvaluationWindow | None = None, mode: str = AUTO) -> PaneComputer | None:
         """What computes the query's windows from panes (``csparql.engine.panes``), or None when they are
-        recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.optimizer.panes.pane_plan`` says
+        recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.panes.pane_plan`` says
         why), or, in ``AUTO``, its partials are keyed (``automatic_refusal``) or ``window``'s stream files hold
         fewer than ``pane_min_triples`` triples."""
         phases = phases or Phases()
@@ -223,7 +224,7 @@ class Engine:
         version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
         result rows. ``panes``: whether the window is combined from stored panes (``csparql.engine.panes``):
         ``AUTO`` where that is expected to cost less, ``ALWAYS`` whenever the query allows it, ``OFF`` never
-        (the window recomputed from its whole range, the reference; ``csparql.optimizer.panes.PANE_MODES``).
+        (the window recomputed from its whole range, the reference; ``csparql.panes.PANE_MODES``).
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
@@ -346,87 +347,41 @@ class Engine:
 
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
                version: str | None, run: RunRecord, clock: float) -> int:
-        """Write the results in one commit that also carries ``run``, completed (``RUN_METADATA``). ``run`` itself
-        says it succeeded, and how many rows it wrote, only once that commit is made: a write that fails
-        leaves it with no rows written."""
-        registration = plan.registration
-        if registration is not None and registration.kind == "STREAM":
-            # The stream is named by the REGISTER name (decision 10), whatever the run's result name.
-            stream = str(output_stream_iri(registration.name))
-            path = self.warehouse.stream(stream)
-            delta.ensure(
-                path, schema.STREAM, schema.STREAM_PARTITIONS,
-                {IRI_PROPERTY: stream, KIND_PROPERTY: "stream", QUERY_PROPERTY: name},
-            )
-            table = rt.output_stream_table(result.terms, window.end)
+        """Write the results to the query's result table (``ResultTable.write_window``: the window replaced in
+        one commit, numbered with its next revision) in one commit that also carries ``run``, completed
+        (``RUN_METADATA``). ``run`` itself says it succeeded, how many rows it wrote and the version committed
+        only once that commit is made: a write that fails leaves it with no rows written."""
+        table = ResultTable.of_plan(self.warehouse, plan, name, result.vars)
+        extra: dict[str, str] = {}
+        if table.kind == STREAM:
             counts = rt.predicate_counts(result.terms)
-            self._commit_window(path, schema.STREAM, table, name, window, run, clock, revisioned=False,
-                                merge_schema=False, column="ts", partition_by=schema.STREAM_PARTITIONS, metadata={
-                                    OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True),
-                                    # Readers of the stream that evaluated this window before (a revision) must
-                                    # see it changed, even when it is now empty: its end is the event time of
-                                    # what was replaced.
-                                    rv.EVENT_TIMES: rv.encode_event_times(((window.end, max(table.num_rows, 1)),))})
-            self.catalog.record_statistics(stream, "stream", counts, replaces=False)
-            # The producer wrote this window: readers of the stream may evaluate windows up to its end.
-            advance_watermark(self.warehouse, stream, window.end, f"evaluation of {name}")
-            return table.num_rows
-        path = self._result_table(plan, name)
-        if result.form == "select":
-            delta.ensure(
-                path, pa.schema(list(schema.WINDOW_COLUMNS)),
-                properties={QUERY_PROPERTY: name, VARIABLES_PROPERTY: json.dumps([str(v) for v in result.vars])},
-            )
-            existing = delta.open_table(path).schema().to_arrow()
-            existing = pa.schema(existing) if existing is not None else None
-            table = rt.bindings_table(result.vars, result.terms, window.start, window.end, existing, version)
-            base = pa.schema(list(schema.WINDOW_COLUMNS))
-            self._commit_window(path, base if existing is None else existing, table, name, window, run, clock)
-            return table.num_rows
-        if result.form == "ask":
-            table = rt.answers_table(bool(result.boolean), window.start, window.end, version)
-            self._commit_window(path, schema.ANSWERS, table, name, window, run, clock)
-            return 1
-        table = rt.triples_table(result.terms, window.start, window.end, version)
-        self._commit_window(path, schema.TRIPLES, table, name, window, run, clock)
-        return table.num_rows
-
-    def _commit_window(self, path, table_schema: pa.Schema, table: pa.Table, name: str, window: EvaluationWindow,
-                       run: RunRecord, clock: float, revisioned: bool = True, merge_schema: bool = True,
-                       column: str = "window_end",
-                       partition_by: list[str] | None = None, metadata: dict[str, str] | None = None) -> None:
-        """Replace the window's rows of the table at ``path`` with ``table`` in one commit carrying ``run``,
-        completed (``run`` says so itself only once the commit is made), numbered with the window's next revision (``revisioned``: also in a ``revision`` column) and
-        with ``metadata``; ``merge_schema``: columns the table lacks are added to it. The revision is taken from
-        the version the commit is made on, and the commit is made on no other (``delta.write_on_version``): two
-        evaluations of one window never both take a revision, and never both add their rows.
-        ``run.result_version`` is the version committed."""
-
+            # Readers of the stream that evaluated this window before (a revision) must see it changed, even when
+            # it is now empty: its end is the event time of what was replaced.
+            extra = {OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True),
+                     rv.EVENT_TIMES: rv.encode_event_times(((window.end, max(len(result), 1)),))}
         completed: list[RunRecord] = []  # the run as the commit being tried records it
 
-        def build(results) -> delta.Write:
-            run.revision = rv.next_revision(self.warehouse, name, window.end, results)
-            data = rv.with_revision(table, run.revision) if revisioned else table
-            done = dataclasses.replace(run, status="succeeded", rows_written=table.num_rows,
-                                       duration_ms=_elapsed_ms(clock))
-            completed[:] = [done]
-            return delta.Write(data, mode="overwrite", predicate=rt.window_predicate(column, window.end),
-                               merge_schema=merge_schema, metadata={RUN_METADATA: done.to_json(), **(metadata or {})})
+        def commit_metadata(revision: int, rows: pa.Table) -> dict[str, str]:
+            run.revision = revision
+            completed[:] = [dataclasses.replace(run, status="succeeded", rows_written=rows.num_rows,
+                                                duration_ms=_elapsed_ms(clock))]
+            return {RUN_METADATA: completed[0].to_json(), **extra}
 
-        version = delta.write_on_version(path, table_schema, build, "writing the window's results", partition_by)
-        done = completed[0]  # only now, the commit made: a write that fails leaves the run with no rows written
-        run.status, run.rows_written, run.duration_ms, run.result_version = (
-            done.status, done.rows_written, done.duration_ms, version)
+        rows = functools.partial(rt.RESULT_WRITERS[table.kind], result, window.start, window.end, version)
+        committed = table.write_window(window.end, rows, commit_metadata)
+        run.status, run.rows_written, run.duration_ms = "succeeded", committed.rows, completed[0].duration_ms
+        run.result_version = committed.version
+        if table.kind == STREAM:
+            self.catalog.record_statistics(table.stream, "stream", counts, replaces=False)
+            # The producer wrote this window: readers of the stream may evaluate windows up to its end.
+            advance_watermark(self.warehouse, table.stream, window.end, f"evaluation of {name}")
+        return committed.rows
 
 
 def result_table(warehouse: Warehouse, plan: alg.QueryPlan, name: str) -> Path:
     """The table the results of ``plan`` evaluated as ``name`` go to: the output stream of a ``REGISTER
     STREAM`` query, else the query's result table of its form (bindings, answers or triples)."""
-    registration = plan.registration
-    if registration is not None and registration.kind == "STREAM":
-        return warehouse.stream(str(output_stream_iri(registration.name)))
-    kind = {alg.SelectResult: "bindings", alg.AskResult: "answers"}.get(type(plan.form), "triples")
-    return warehouse.results(name, kind)
+    return ResultTable.of_plan(warehouse, plan, name).path
 
 
 def recorded_runs(warehouse: Warehouse, run_ids: set[str], runs_table=None) -> set[str]:

@@ -1,8 +1,8 @@
 """Reading stored results back, and SQL over the warehouse's tables.
 
-Results are read from the live files of the result tables' current versions (delta-rs), window by window,
-with terms rebuilt from their lossless N-Triples columns, so they print exactly as the evaluation returned
-them.
+Results are read from the live files of the result tables' current versions (delta-rs) that can hold the
+windows asked for (``csparql.storage.results.ResultTable``), window by window, with terms rebuilt from their
+lossless N-Triples columns, so they print exactly as the evaluation returned them.
 
 SQL (DataFusion, with the tables registered through delta-rs) is read-only: :func:`read_only_sql` runs queries
 over the warehouse's tables, and DataFusion itself refuses every statement that would write, read files outside
@@ -11,75 +11,26 @@ the warehouse, or change the session.
 
 from __future__ import annotations
 
-import json
 import re
-from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-from rdflib import Variable
 
-from csparql.engine.evaluate import QueryResult
-from csparql.engine.results import parse_ntriples_term
 from csparql.storage import delta
-from csparql.storage.revisions import revision_rows
-from csparql.storage.instants import micros_of
-from csparql.storage.statistics import read_table
-from csparql.storage.tables import IRI_PROPERTY, SYSTEM_TABLES, VARIABLES_PROPERTY, column_names
-from csparql.storage.warehouse import Warehouse, check_query_name, sql_table_name
+from csparql.storage.results import ResultTable
+from csparql.storage.tables import IRI_PROPERTY, SYSTEM_TABLES
+from csparql.storage.warehouse import Warehouse, sql_table_name
 
 
-class StoredResults:
-    """The stored results of one query (SELECT bindings, ASK answers, or CONSTRUCT/DESCRIBE triples)."""
+class StoredResults(ResultTable):
+    """The stored results of one query (SELECT bindings, ASK answers, or CONSTRUCT/DESCRIBE triples): its
+    ``ResultTable``, read back window by window (``windows``)."""
 
     def __init__(self, warehouse: Warehouse, name: str):
-        check_query_name(name)
-        self.name = name
-        self.warehouse = warehouse
-        for kind in ("bindings", "answers", "triples"):
-            path = warehouse.results(name, kind)
-            if delta.exists(path):
-                self.kind, self.path = kind, path
-                break
-        else:
+        found = ResultTable.find(warehouse, name)
+        if found is None:
             raise LookupError(f"no stored results for the query {name} in {warehouse.root}")
-
-    def windows(self, start: int | None = None, end: int | None = None,
-                revision: int | None = None) -> Iterator[tuple[int | None, int, QueryResult]]:
-        """(window start, window end, results) for each stored window, in order of window end: the current
-        results, or with ``revision`` each window's results as that revision of it wrote them (windows that
-        have no such revision are left out)."""
-        table = read_table(self.path)
-        rows = table.to_pylist() if revision is None else revision_rows(self.warehouse, self.name, self.path, revision)
-        groups: dict[int, list[dict]] = defaultdict(list)
-        starts: dict[int, int | None] = {}
-        for row in rows:
-            window_end = micros_of(row["window_end"])
-            if (start is not None and window_end < start) or (end is not None and window_end > end):
-                continue
-            groups[window_end].append(row)
-            starts[window_end] = micros_of(row["window_start"])
-        vars_ = self._variables(table.column_names)
-        for window_end in sorted(groups):
-            yield starts[window_end], window_end, self._result(groups[window_end], vars_)
-
-    def _variables(self, columns: list[str]) -> tuple[Variable, ...]:
-        """The query's variables, in order (recorded on the table; column names replace unsafe characters)."""
-        recorded = delta.properties(self.path).get(VARIABLES_PROPERTY)
-        if recorded:
-            return tuple(Variable(v) for v in json.loads(recorded))
-        return tuple(Variable(c[: -len("_term")]) for c in columns if c.endswith("_term"))
-
-    def _result(self, rows: list[dict], vars_: tuple[Variable, ...]) -> QueryResult:
-        if self.kind == "answers":
-            return QueryResult("ask", boolean=any(r["answer"] for r in rows))
-        if self.kind == "triples":
-            triples = [tuple(parse_ntriples_term(r[c]) for c in ("subject", "predicate", "object")) for r in rows]
-            return QueryResult("construct", triples=triples)
-        names = column_names(vars_)
-        result_rows = [tuple(parse_ntriples_term(r[f"{names[v]}_term"]) for v in vars_) for r in rows]
-        return QueryResult("select", vars=vars_, rows=result_rows)
+        super().__init__(warehouse, name, found.kind)
 
 
 def sql_tables(warehouse: Warehouse) -> dict[str, Path]:

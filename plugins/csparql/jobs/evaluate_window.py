@@ -62,7 +62,7 @@ def _instant(text: str) -> int:
 
 
 def _compile(path: Path):
-    """(plan, version of the text, its pane mode: ``csparql.optimizer.panes.PANE_MODES``) of a registry file."""
+    """(plan, version of the text, its pane mode: ``csparql.panes.PANE_MODES``) of a registry file."""
     from csparql.deploy.history import text_version
     from csparql.deploy.plan import panes_setting_of
     from csparql.deploy.registry import RegistrationError

@@ -23,7 +23,7 @@ from csparql.algebra import operators as alg
 from csparql.algebra.variables import certain
 from csparql.algebra.walk import walk
 from csparql.language import expressions as ex
-from csparql.optimizer.panes import PANE_VAR
+from csparql.panes import PANE_VAR
 from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
 from csparql.spark import values as v
 from csparql.spark.expressions import ExpressionCompiler, Scope
@@ -60,7 +60,7 @@ class SparkCompiler:
         their links); ``entailment`` (a ``csparql.spark.entailment.Entailment``) makes patterns match the
         entailed graph. ``compact``: the evaluation's data are small enough for one partition
         (``COMPACT_TRIPLES``): every source is read into one, and nothing is broadcast or shuffled. ``pane``
-        (µs): pane mode (``csparql.optimizer.panes``): a window is a set per pane, and every pattern over a
+        (µs): pane mode (``csparql.panes``): a window is a set per pane, and every pattern over a
         stream binds ``PANE_VAR`` to the end of its triple's pane."""
         self.spark = spark
         self.reader = reader

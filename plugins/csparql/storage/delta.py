@@ -32,13 +32,11 @@ from deltalake.transaction import AddAction, RemoveAction
 
 from csparql.storage.failures import NO_SPACE_LEFT, StorageError, corrupt_log_entry, no_space_left
 from csparql.storage.instants import instant_of, micros_of
+from csparql.storage.pruning import STATISTICS_TRUNCATION_MICROS, may_hold_instant, may_hold_string  # noqa: F401
 
 STANDARD_CONFIGURATION = {"delta.enableDeletionVectors": "false", "delta.columnMapping.mode": "none"}
 REFUSED_READER_FEATURES = {"deletionVectors", "columnMapping", "v2Checkpoint", "variantType", "typeWidening"}
 MAX_ATTEMPTS = 8
-# Delta stores timestamp statistics truncated to milliseconds: a file's true maximum can be up to this much
-# above its recorded one.
-STATISTICS_TRUNCATION_MICROS = 1_000
 
 
 class TableFeatureError(Exception):
@@ -77,7 +75,7 @@ class FileInfo:
     uri: str  # absolute path a reader can open
     size: int
     records: int | None
-    min_ts: int | None  # microseconds, truncated to milliseconds as Delta stores them
+    min_ts: int | None  # the bounds of its timestamp column (µs), truncated to milliseconds as Delta stores them
     max_ts: int | None
     partition: Mapping[str, str | None]
     written: int | None = None  # when the file was written (its add action's modification time), µs
@@ -181,35 +179,15 @@ def read_files(root, relatives: Iterable[str]) -> pa.Table | None:
     return pa.concat_tables(tables, promote_options="permissive")
 
 
-def may_hold_string(minimum: str | None, maximum: str | None, value: str) -> bool:
-    """Whether a file whose string statistics are [minimum, maximum] may hold ``value`` (Delta writers may
-    truncate string statistics to a prefix, so the maximum is compared on the value's prefix)."""
-    if minimum is not None and minimum > value:
-        return False
-    if maximum is not None and value[: len(maximum)] > maximum:
-        return False
-    return True
-
-
-def may_hold_instant(minimum: int | None, maximum: int | None, instant: int) -> bool:
-    """Whether a file whose timestamp statistics (µs) are [minimum, maximum] may hold ``instant`` (Delta
-    truncates them to milliseconds: ``STATISTICS_TRUNCATION_MICROS``)."""
-    if minimum is not None and minimum - STATISTICS_TRUNCATION_MICROS > instant:
-        return False
-    if maximum is not None and maximum + STATISTICS_TRUNCATION_MICROS < instant:
-        return False
-    return True
-
-
-def live_files(table: DeltaTable, root) -> list[FileInfo]:
+def live_files(table: DeltaTable, root, timestamp_column: str = "ts") -> list[FileInfo]:
     """The data files of the table's current version (never a directory listing: removed files linger until
-    vacuum), each with its record count, timestamp bounds and partition values."""
+    vacuum), each with its record count, the bounds of its ``timestamp_column`` and partition values."""
     actions = add_actions(table)
     paths = action_column(actions, "path")
     sizes = action_column(actions, "size_bytes")
     records = action_column(actions, "num_records")
-    mins = action_column(actions, "min.ts")
-    maxs = action_column(actions, "max.ts")
+    mins = action_column(actions, f"min.{timestamp_column}")
+    maxs = action_column(actions, f"max.{timestamp_column}")
     written = action_column(actions, "modification_time")
     partition_columns = [c for c in actions.column_names if c.startswith("partition.")]
     partitions = [
@@ -240,7 +218,7 @@ class TableSnapshots:
     def __init__(self) -> None:
         self._tables: dict[str, DeltaTable] = {}
         self._origins: dict[str, tuple[int, int] | None] = {}
-        self._files: dict[str, tuple[int, list[FileInfo]]] = {}
+        self._files: dict[str, dict[str, tuple[int, list[FileInfo]]]] = {}  # table → timestamp column → files
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -274,15 +252,17 @@ class TableSnapshots:
         self._files.pop(key, None)
         return table
 
-    def snapshot(self, path) -> tuple[int, list[FileInfo]]:
-        """The latest version of the table and its live files."""
+    def snapshot(self, path, timestamp_column: str = "ts") -> tuple[int, list[FileInfo]]:
+        """The latest version of the table and its live files, with the bounds of their ``timestamp_column``
+        (``ts`` for streams and panes, ``window_end`` for result tables)."""
         key = str(Path(path).resolve())
         with self._lock(key):
             table = self._latest(key)
             version = table.version()
-            cached = self._files.get(key)
+            files = self._files.setdefault(key, {})
+            cached = files.get(timestamp_column)
             if cached is None or cached[0] != version:
-                cached = self._files[key] = (version, live_files(table, key))
+                cached = files[timestamp_column] = (version, live_files(table, key, timestamp_column))
             return cached
 
 
@@ -369,23 +349,25 @@ EXCLUSIVE_ATTEMPTS = 12
 
 
 def write_on_version(path, schema: pa.Schema, build: Callable[[DeltaTable], Write | None], what: str,
-                     partition_by: list[str] | None = None) -> int | None:
+                     partition_by: list[str] | None = None, properties: Mapping[str, str] | None = None) -> int | None:
     """Commit what ``build`` makes of the table's latest version as the version right after it, and only there:
     when another writer committed first, ``build`` runs again on the newer version (optimistic concurrency).
     So ``build`` may decide from what that version holds, and no concurrent writer decides from the same
-    state. Returns the version committed, None when ``build`` wrote nothing (it returned None);
-    ``StorageError`` after ``EXCLUSIVE_ATTEMPTS`` conflicting attempts."""
-    ensure(path, schema, partition_by)
+    state. A table that does not exist yet is created with ``schema``, ``partition_by`` and ``properties``.
+    Returns the version committed (as the write left ``table``: delta-rs brings the table it writes
+    through to the version it committed, so the log is not read again), None when ``build`` wrote nothing (it
+    returned None); ``StorageError`` after ``EXCLUSIVE_ATTEMPTS`` conflicting attempts."""
+    table = ensure(path, schema, partition_by, properties)
     for attempt in range(EXCLUSIVE_ATTEMPTS):
-        table = open_table(path)
-        read_version = table.version()
+        if attempt:
+            table = open_table(path)
         write = build(table)
         if write is None:
             return None
         try:
             with named_failures(path, "writing to"):
                 _write_exclusively(table, write, partition_by)
-            return read_version + 1
+            return table.version()
         except CommitFailedError:
             time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
     raise StorageError(f"{what} at {path} kept conflicting with concurrent writers after {EXCLUSIVE_ATTEMPTS} attempts")

@@ -175,3 +175,27 @@ WATERMARKS = pa.schema(
     ]
 )
 """How far each stream is known to be complete: its watermark is the greatest value recorded for it."""
+
+PANE_TERM = pa.struct([pa.field("kind", pa.int8()), pa.field("value", pa.string()),
+                       pa.field("datatype", pa.string()), pa.field("language", pa.string())])
+"""A stored term of a pane row (null when unbound)."""
+
+PANE_PARTITIONS = ["bucket"]
+"""Pane tables are partitioned by the hour bucket of the pane's end, as streams are: a window reads only the
+buckets it overlaps, and a bucket's files are compacted once there are enough of them
+(``csparql.engine.panes.COMPACT_FILES``)."""
+
+
+def pane_table_schema(columns: int) -> pa.Schema:
+    """A pane table (``_csparql/panes/<query>/<key>``, ``csparql.engine.panes``): ``ts`` the pane's end (null
+    for rows of static solutions, in every window), ``pane_key`` the pane's end and fingerprint
+    (``end:fingerprint``), ``marker`` true for the one row recording that the pane was computed, one term
+    column ``c<i>`` per stored variable, and ``bucket``, the hour bucket of ``ts`` (the partition)."""
+    return pa.schema([pa.field("ts", TIMESTAMP), pa.field("pane_key", pa.string()),
+                      pa.field("marker", pa.bool_()), *(pa.field(f"c{i}", PANE_TERM) for i in range(columns)),
+                      pa.field("bucket", pa.string())])
+
+
+def pane_file_schema(columns: int) -> pa.Schema:
+    """What a pane table's data files hold (the bucket is in their folder, not in them)."""
+    return pa.schema([field for field in pane_table_schema(columns) if field.name not in PANE_PARTITIONS])

@@ -11,6 +11,8 @@ Result tables show terms to analysts in N-Triples syntax (``ntriples``).
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Identifier
@@ -72,3 +74,38 @@ def ntriples(term: Identifier | None) -> str | None:
 def term_array(terms: list[Identifier | None]) -> pa.Array:
     """An Arrow array of stored terms (None entries are null)."""
     return pa.array([None if t is None else term_dict(t) for t in terms], type=TERM_TYPE)
+
+
+_NT_TERM = re.compile(r'^(?:<([^>]*)>|_:(\S+)|"((?:[^"\\]|\\.)*)"(?:@([A-Za-z0-9-]+)|\^\^<([^>]*)>)?)$', re.S)
+_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+
+
+def parse_ntriples_term(text: str | None) -> Identifier | None:
+    """The term an N-Triples string (as result tables hold them) stands for."""
+    if text is None:
+        return None
+    match = _NT_TERM.match(text)
+    if match is None:
+        raise ValueError(f"not an N-Triples term: {text!r}")
+    iri, label, lexical, language, datatype = match.groups()
+    if iri is not None:
+        return URIRef(_unescape(iri))
+    if label is not None:
+        return BNode(label)
+    value = _unescape(lexical)
+    if language:
+        return Literal(value, lang=language, normalize=False)
+    if datatype:
+        return Literal(value, datatype=URIRef(datatype), normalize=False)
+    return Literal(value, normalize=False)
+
+
+def _unescape(text: str) -> str:
+    def replace(match: re.Match) -> str:
+        code = match.group(1)
+        if code[0] in "uU":
+            return chr(int(code[1:], 16))
+        return _ESCAPES[code]
+
+    return re.sub(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", replace, text)
+

@@ -1,88 +1,17 @@
-"""Which queries can compute their sliding windows from panes, and how (issue 18, the pure decision).
-
-A logical window ``[RANGE ρ STEP σ]`` (decision 2) ends at every multiple of σ, so with g = gcd(ρ, σ) each
-window (t_f − ρ, t_f] is exactly the ρ/g *panes* (kg − g, kg] it covers, and every pane lies in about ρ/σ
-windows. When a window's result is a combination of per-pane partial results, each pane is computed once and
-every window combines its panes, instead of reading and joining its whole range again. ``pane_plan(plan)``
-decides this for an optimized ``QueryPlan`` and returns either a ``PanePlan`` (what each pane computes and
-keeps, and how a window combines its panes) or ``Recompute`` with the reason it cannot. ``pane_partial_plan``
-and ``pane_combination_plan`` rewrite the query into what the engine evaluates (``csparql.engine.panes``): the
-plan that computes the partial results of a run of panes at once, each row tagged with its pane
-(``PANE_VAR``), and the plan that combines the stored rows of one window's panes (``alg.PaneRows``) into the
-window's result. Both are ordinary algebra, compiled by the one Spark compiler, so a window combined from
-panes gets every SPARQL semantic (term order, numeric promotion, errors) from the same code as a recompute.
-
-Why a query may use panes — the argument, written once:
-
-1. **A window is a set.** Each triple pattern matches the window as an RDF graph: a triple that occurs several
-   times in a window (with several timestamps) is one triple (``docs/architecture.md``, "Evaluating a window";
-   the compiler's ``_pattern`` keeps distinct matches, ``SourceFrames._window_set`` reads the window as a set).
-   So a triple present in two panes of a window counts *once* in the window, not once per pane.
-
-2. **One pane per solution.** Panes are valid only when every solution of the window's pattern is made of at
-   most one stream triple match (any number of static triples). Then the window's solutions, as a *set*, are
-   the union of its panes' solutions: a solution needs its one stream triple, which lies in some pane of the
-   window, and a pane's solution is one of the window's. A join of two stream triple patterns (in a BGP, a
-   join, a property path, OPTIONAL or EXISTS) may combine triples of two panes, a solution no single pane has;
-   an OPTIONAL, MINUS or NOT EXISTS over a stream depends on the absence of a match in the *whole* window; a
-   sub-query's LIMIT, GROUP BY or AGGREGATE clause over the stream reads the whole window. All recompute.
-   ``timestamp()`` and ``f:timestamp`` give the latest τ of a triple in the *window* (decision 8): a pane sees
-   its own latest τ, so they recompute; ``NOW()`` is the window's end, not the pane's; ``RAND``, ``BNODE``,
-   ``UUID`` and ``STRUUID`` differ between evaluations: all recompute inside the per-pane part.
-
-3. **Combinations that respect the set.** From 1 and 2, whatever is a function of the window's solution *set*
-   combines from per-pane sets by union: a DISTINCT projection (or REDUCED, evaluated as DISTINCT), an ASK, a
-   CONSTRUCT without blank nodes in its template (its output is a graph, a set), COUNT/SUM/AVG(DISTINCT …)
-   (per-pane sets of values per group, united), and MIN and MAX (idempotent: the minimum of pane minima is the
-   window's, a triple seen in two panes changes nothing). COUNT, SUM and AVG without DISTINCT count the
-   window's solutions as a *multiset* built on the set of stream triples: adding per-pane counts would count a
-   triple present in two panes twice. They combine exactly only through *keyed* partials: each pane keeps, per
-   group and per stream solution (the stream triple pattern the solution comes from and the values of its
-   variables), the count and sum of the solutions that stream solution gives; a window unites its panes' keyed
-   rows, keeps each key once — the contribution of a key depends on the key and the static graphs only, so it
-   is the same in every pane — and adds them. That needs every solution to come from exactly one stream
-   triple (no solution from static graphs alone, which would repeat in every pane) and the stream pattern's
-   variables visible where the aggregate is computed (no sub-select over the stream). SAMPLE (any value: a
-   pane could pick another than a recompute) and GROUP_CONCAT (order and multiplicity) recompute.
-
-4. **What the windows are.** ``ISTREAM``/``DSTREAM`` compare two windows, count windows (``TRIPLES n``) end
-   at a triple, not a pane boundary, and a query whose windows are all tumbling has every triple in one window:
-   nothing to reuse. AGGREGATE clauses that stay (not reduced to a GROUP BY by the optimizer) extend every
-   solution of the window with its group's aggregate, so their output is per solution, not per group. A
-   SELECT without DISTINCT or aggregate returns the window's multiset of solutions: nothing is combined.
-
-5. **What is stored.** Each pane keeps *solutions*, not finished aggregates, reduced to what the operators above
-   need: the distinct projections onto the variables the combination reads (DISTINCT, ASK, CONSTRUCT, and
-   aggregates that are functions of a set: MIN, MAX, DISTINCT aggregates), so a window's result is those
-   operators over the union of its panes' sets — errors in a MIN's argument, numeric promotion of a SUM of
-   DISTINCT values and ORDER BY are evaluated on the window's solutions exactly as a recompute does. With COUNT,
-   SUM or AVG without DISTINCT a pane keeps each distinct solution (every in-scope variable, and which stream
-   pattern matched) with its number of occurrences ``.n`` in the pane; a window keeps each such row once
-   (the same stream solution gives the same rows in every pane) and weighs it: COUNT(*) is the sum of ``.n``,
-   SUM(e) the sum of e × ``.n``, AVG their quotient.
-
-Entailment recomputes: the engine infers entailed triples per evaluation. GROUP BY keys, HAVING and
-expressions above the aggregation are computed on the combined values, as in a recompute.
-
-The decision is made on the optimized plan, whose split of patterns into stream and static parts follows the
-warehouse statistics; without statistics every pattern may read the stream, and a query joining several
-patterns recomputes. A pane cache must be keyed by the plan it was computed for.
-"""
+"""Whether a query's sliding windows can be computed from panes, and how (issue 18): ``pane_plan`` gives a
+``PanePlan`` or ``Recompute`` with the reason (the argument is in ``csparql.panes``); and the pane modes a query
+or a run asks for (``AUTO``, ``ALWAYS``, ``OFF``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rdflib import BNode, Literal, URIRef, Variable
+from rdflib import BNode, URIRef, Variable
 
 from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_expression, format_operator
-from csparql.algebra.variables import in_scope
-from csparql.algebra.walk import expressions_of, transform, walk
+from csparql.algebra.walk import expressions_of, walk
 from csparql.language import expressions as ex
 from csparql.windows import LogicalWindow, PhysicalWindow, format_duration
 
@@ -246,7 +175,7 @@ def _decide_shape(plan: alg.QueryPlan) -> PanePlan:
         _check(plan.pattern, keyed=False)
         return PanePlan(windows, ASK, plan.pattern)
 
-    top = _below_top(plan.pattern, keep_aggregate=True)
+    top = below_top(plan.pattern, keep_aggregate=True)
     if isinstance(top, alg.Group):
         return _aggregate_plan(windows, top)
     distinct = _first_distinct(plan.pattern)
@@ -292,7 +221,7 @@ def _streams_read(op: alg.Operator) -> tuple[alg.StreamWindow, ...]:
     return tuple(found)
 
 
-def _below_top(op: alg.Operator, keep_aggregate: bool) -> alg.Operator:
+def below_top(op: alg.Operator, keep_aggregate: bool) -> alg.Operator:
     """The operator below the query's top operators (LIMIT, ORDER BY, projection, DISTINCT, and, above an
     aggregation, HAVING and SELECT expressions): the Group when ``keep_aggregate`` and one is reached."""
     while True:
@@ -345,12 +274,13 @@ def _partial(var: Variable, call: ex.Expr) -> PartialAggregate:
 def _stream_patterns(op: alg.Operator) -> tuple[alg.TriplePattern, ...]:
     found = []
     for node in walk(op):
-        if isinstance(node, alg.BGP) and _reads_stream(node):
+        if isinstance(node, alg.BGP) and reads_stream(node):
             found.extend(node.triples)
     return tuple(found)
 
 
-def _reads_stream(op: alg.Operator) -> bool:
+def reads_stream(op: alg.Operator) -> bool:
+    """Whether a pattern of ``op`` reads a stream window."""
     return bool(_streams_read(op))
 
 
@@ -393,12 +323,12 @@ def _stream_matches(op: alg.Operator, keyed: bool) -> tuple[int, int]:
                                        "triples of different panes")
             return left_least + right_least, left_most + right_most
         case alg.LeftJoin(left, right, _):
-            if _reads_stream(right):
+            if reads_stream(right):
                 raise _NotDecomposable("an OPTIONAL reads a stream window: whether a solution has a match "
                                        "depends on the whole window, not on one pane")
             return _stream_matches(left, keyed)
         case alg.Minus(left, right):
-            if _reads_stream(right):
+            if reads_stream(right):
                 raise _NotDecomposable("a MINUS removes what a stream window matches: that depends on the "
                                        "whole window, not on one pane")
             return _stream_matches(left, keyed)
@@ -411,21 +341,21 @@ def _stream_matches(op: alg.Operator, keyed: bool) -> tuple[int, int]:
         case alg.OrderBy(inner, _):
             return _stream_matches(inner, keyed)
         case alg.Project(inner, _) | alg.Distinct(inner) | alg.Reduced(inner):
-            if keyed and _reads_stream(inner):
+            if keyed and reads_stream(inner):
                 raise _NotDecomposable("a sub-select over a stream window hides or merges the stream triples "
                                        "that COUNT, SUM and AVG partials are keyed by")
             return _stream_matches(inner, keyed)
         case alg.Slice(inner, _, _):
-            if _reads_stream(inner):
+            if reads_stream(inner):
                 raise _NotDecomposable("a LIMIT or OFFSET inside the query picks solutions among the whole "
                                        "window")
             return 0, 0
         case alg.Group(inner, _, _):
-            if _reads_stream(inner):
+            if reads_stream(inner):
                 raise _NotDecomposable("a sub-select's aggregate groups solutions of the whole window")
             return 0, 0
         case alg.StreamAggregate(inner, _):
-            if _reads_stream(inner):
+            if reads_stream(inner):
                 raise _NotDecomposable("an AGGREGATE clause extends every solution with its group's aggregate "
                                        "over the whole window (only SELECT DISTINCT of the group variables and "
                                        "COUNTs without FILTER becomes a GROUP BY, which panes can combine)")
@@ -450,7 +380,7 @@ def _check_expression(expression: ex.Expr, where: str, combined: bool = False) -
             case ex.FunctionCall(iri, _, _) if not str(iri).startswith(XSD_NAMESPACE):
                 raise _NotDecomposable(f"{where} calls the extension function <{iri}>, not known to be "
                                        "deterministic")
-            case ex.Exists(pattern, negated) if isinstance(pattern, alg.Operator) and _reads_stream(pattern):
+            case ex.Exists(pattern, negated) if isinstance(pattern, alg.Operator) and reads_stream(pattern):
                 word = "NOT EXISTS" if negated else "EXISTS"
                 raise _NotDecomposable(f"{where} has {word} over a stream window, which looks at the whole "
                                        "window, not at one pane")
@@ -463,37 +393,17 @@ def _patterns_text(triples: tuple[alg.TriplePattern, ...]) -> str:
     return "; ".join(f"{term(t.subject)} {term(t.predicate)} {term(t.object)}" for t in triples)
 
 
+
 # --- when the engine uses them -----------------------------------------------------------------------------
 
 AUTO, ALWAYS, OFF = "auto", "always", "off"
 """How a query's windows are computed (``# csparql panes auto|always|off``): ``AUTO`` (the default) from panes
 where that is expected to cost less than recomputing — the query allows it, its partials are not keyed (a
 keyed pane keeps a row per stream solution, so combining a window reads as many rows as recomputing it), and
-the window's stream files hold at least the engine's minimum (``CSPARQL_PANES_MIN_TRIPLES``); ``ALWAYS``
+the window's stream files hold at least the engine's minimum (``csparql.engine.settings.pane_min_triples``,
+``CSPARQL_PANES_MIN_TRIPLES``); ``ALWAYS``
 whenever the query allows it; ``OFF`` never (every window recomputed, the reference)."""
 PANE_MODES = (AUTO, ALWAYS, OFF)
-
-PANE_MIN_TRIPLES = 1_000_000
-"""In ``AUTO``, windows whose stream files hold fewer triples than this are recomputed
-(``CSPARQL_PANES_MIN_TRIPLES`` overrides it). A window from panes costs two Spark jobs — its new pane, then the
-combination — where a recompute costs one; on two cores a job costs 0.1–0.3 s whatever its size, so panes pay
-off only where reading and joining the window is what costs (``docs/performance/panes.md``)."""
-
-
-def pane_min_triples(environment: Mapping[str, str] | None = None) -> int:
-    """The least number of triples in a window's stream files from which ``AUTO`` combines it from panes:
-    ``CSPARQL_PANES_MIN_TRIPLES`` of ``environment`` (the process's by default), else ``PANE_MIN_TRIPLES``;
-    ``ValueError`` for a value that is not a whole number of triples."""
-    text = (os.environ if environment is None else environment).get("CSPARQL_PANES_MIN_TRIPLES")
-    if text is None or not text.strip():
-        return PANE_MIN_TRIPLES
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is not a whole number of triples") from None
-    if value < 0:
-        raise ValueError(f"CSPARQL_PANES_MIN_TRIPLES={text!r} is negative")
-    return value
 
 
 def pane_mode(value: str | bool | None) -> str:
@@ -517,176 +427,9 @@ def automatic_refusal(decision: PanePlan) -> str | None:
     return None
 
 
-# --- what the engine evaluates ----------------------------------------------------------------------------
-
-PANE_VAR = Variable(".pane")
-"""Bound, in a partial plan, to the end of the pane (µs, an xsd:integer) of the solution's stream triple;
-unbound in a solution made of static triples only (it belongs to every window)."""
-PATTERN_VAR = Variable(".pattern")
-"""Bound, in a keyed partial plan, to the position of the stream triple pattern the solution matched."""
-COUNT_VAR = Variable(".n")
-"""How many times a keyed partial row occurs in its pane."""
-
-
-@dataclass(frozen=True)
-class PartialPlan:
-    """What the engine evaluates over a run of panes: ``plan`` (a SELECT of ``vars`` and ``PANE_VAR``; its
-    pattern binds ``PANE_VAR`` where it reads a stream, which the compiler does in pane mode), and the stored
-    variables ``vars`` that ``pane_combination_plan`` reads back through ``alg.PaneRows``."""
-
-    plan: alg.QueryPlan
-    vars: tuple[Variable, ...]
-
-
-def pane_partial_plan(plan: alg.QueryPlan, panes: PanePlan) -> PartialPlan:
-    """The plan computing the partial results of panes (module docstring, point 5) for the optimized ``plan``
-    whose ``pane_plan`` is ``panes``."""
-    if panes.combination == AGGREGATE and panes.keyed:
-        stored = _keyed_variables(panes.pattern)
-        keys = tuple(alg.GroupKey(var, var) for var in (*stored, PANE_VAR))
-        pattern = alg.Group(_with_pattern_positions(panes.pattern), keys, ((COUNT_VAR, ex.AggregateCall("COUNT", None)),))
-        stored = (*stored, COUNT_VAR)
-    else:
-        base = _below_chain(panes.pattern) if panes.combination == DISTINCT else panes.pattern
-        stored = _set_variables(plan, panes, base)
-        pattern = alg.Distinct(alg.Project(base, (*stored, PANE_VAR)))
-    partial = alg.QueryPlan(alg.SelectResult((*stored, PANE_VAR)), pattern, plan.dataset, None, plan.prefixes, plan.base)
-    return PartialPlan(partial, stored)
-
-
-def pane_combination_plan(plan: alg.QueryPlan, panes: PanePlan, partial: PartialPlan) -> alg.QueryPlan:
-    """The plan combining the stored rows of one window's panes (``alg.PaneRows`` of ``partial.vars``) into the
-    window's result: the query's own operators over the union of its panes' rows, each row once."""
-    rows: alg.Operator = alg.Distinct(alg.PaneRows(partial.vars))
-    if panes.combination == AGGREGATE:
-        group = _the_group(plan.pattern)
-        if panes.keyed:
-            replacement = _weighted_group(group, rows)
-        else:
-            replacement = dataclasses.replace(group, input=rows)
-        pattern = _replace(plan.pattern, group, replacement)
-    elif panes.combination == DISTINCT:
-        pattern = _replace_chain_input(plan.pattern, rows)
-    else:
-        pattern = rows
-    return dataclasses.replace(plan, pattern=pattern, registration=plan.registration)
-
-
-def _below_chain(op: alg.Operator) -> alg.Operator:
-    """Below the query's top chain (ORDER BY, projection, DISTINCT, LIMIT): what a pane evaluates."""
-    while isinstance(op, (alg.Slice, alg.OrderBy, alg.Project, alg.Distinct, alg.Reduced)):
-        op = op.input
-    return op
-
-
-def _replace_chain_input(op: alg.Operator, replacement: alg.Operator) -> alg.Operator:
-    if isinstance(op, (alg.Slice, alg.OrderBy, alg.Project, alg.Distinct, alg.Reduced)):
-        return dataclasses.replace(op, input=_replace_chain_input(op.input, replacement))
-    return replacement
-
-
-def _set_variables(plan: alg.QueryPlan, panes: PanePlan, base: alg.Operator) -> tuple[Variable, ...]:
-    """The variables of ``base`` (what a pane evaluates) that the operators above it read."""
-    found: dict[Variable, None] = {}
-    if panes.combination == AGGREGATE:
-        group = _the_group(plan.pattern)
-        for expression in expressions_of(group):
-            if isinstance(expression, ex.AggregateCall) and expression.argument is None and expression.distinct:
-                found.update(dict.fromkeys(in_scope(group.input)))  # COUNT(DISTINCT *): whole solutions
-            found.update(dict.fromkeys(sorted(ex.variables(expression), key=str)))
-    elif panes.combination == DISTINCT:
-        op = plan.pattern
-        while isinstance(op, (alg.Slice, alg.OrderBy, alg.Project, alg.Distinct, alg.Reduced)):
-            if isinstance(op, alg.Project):
-                found.update(dict.fromkeys(op.vars))
-            for expression in expressions_of(op):
-                found.update(dict.fromkeys(sorted(ex.variables(expression), key=str)))
-            op = op.input
-    elif panes.combination == CONSTRUCT:
-        for triple in plan.form.template:
-            for term in (triple.subject, triple.predicate, triple.object):
-                if isinstance(term, Variable):
-                    found[term] = None
-    scope = set(in_scope(base))
-    return tuple(var for var in found if var in scope)
-
-
-def _keyed_variables(pattern: alg.Operator) -> tuple[Variable, ...]:
-    """Every in-scope variable of the pane pattern and the stream pattern's position: what identifies the
-    stream solution a row comes from."""
-    return (*(var for var in in_scope(pattern) if var != PANE_VAR), PATTERN_VAR)
-
-
-def _with_pattern_positions(pattern: alg.Operator) -> alg.Operator:
-    """The pattern with each stream BGP extended by ``PATTERN_VAR``, its position among them."""
-    position = 0
-
-    def rule(op: alg.Operator) -> alg.Operator:
-        nonlocal position
-        if isinstance(op, alg.BGP) and _reads_stream(op):
-            position += 1
-            return alg.Extend(op, PATTERN_VAR, Literal(position))
-        return op
-
-    return transform(pattern, rule)
-
-
-def _the_group(op: alg.Operator) -> alg.Group:
+def the_group(op: alg.Operator) -> alg.Group:
     """The query's aggregation (the one ``pane_plan`` combines)."""
-    group = _below_top(op, keep_aggregate=True)
+    group = below_top(op, keep_aggregate=True)
     if not isinstance(group, alg.Group):
         raise ValueError("the plan's panes are not combined by aggregation")
     return group
-
-
-def _replace(op: alg.Operator, old: alg.Operator, new: alg.Operator) -> alg.Operator:
-    return transform(op, lambda node: new if node is old else node)
-
-
-def _weighted_group(group: alg.Group, rows: alg.Operator) -> alg.Operator:
-    """The query's GROUP over keyed rows: COUNT, SUM and AVG without DISTINCT weigh each row by ``COUNT_VAR``
-    (MIN, MAX and DISTINCT aggregates read the rows as the window's set of solutions)."""
-    aggregates: list[tuple[Variable, ex.AggregateCall]] = []
-    finals: list[tuple[Variable, ex.Expr]] = []
-    for index, (var, call) in enumerate(group.aggregates):
-        if call.distinct or call.name not in ("COUNT", "SUM", "AVG"):
-            aggregates.append((var, call))
-            continue
-        if call.name == "COUNT":
-            aggregates.append((var, ex.AggregateCall("SUM", _weight_if_evaluates(call.argument))))
-            continue
-        total, count = Variable(f".sum{index}"), Variable(f".count{index}")
-        aggregates.append((total if call.name == "AVG" else var, ex.AggregateCall("SUM", _weighted(call.argument))))
-        if call.name == "AVG":
-            aggregates.append((count, ex.AggregateCall("SUM", _weight_if_evaluates(call.argument))))
-            # AVG of no value is 0 (SPARQL 1.1 §18.5.1.4); an error in a value leaves SUM unbound, and AVG too
-            average = ex.BuiltinCall("IF", (ex.Compare("=", count, Literal(0)), Literal(0),
-                                            ex.Arithmetic("/", total, count)))
-            finals.append((var, ex.BuiltinCall("IF", (ex.BuiltinCall("BOUND", (total,)), average, Variable(".undefined")))))
-    result: alg.Operator = alg.Group(rows, group.keys, tuple(aggregates))
-    for var, expression in finals:
-        result = alg.Extend(result, var, expression)
-    return result
-
-
-def _weighted(argument: ex.Expr) -> ex.Expr:
-    """``argument`` × ``COUNT_VAR``; a variable left unbound leaves the values (adds 0), as SUM does."""
-    product = ex.Arithmetic("*", argument, COUNT_VAR)
-    if isinstance(argument, Variable):
-        return ex.BuiltinCall("IF", (ex.BuiltinCall("BOUND", (argument,)), product, Literal(0)))
-    return product
-
-
-def _weight_if_evaluates(argument: ex.Expr | None) -> ex.Expr:
-    """``COUNT_VAR`` for a row whose ``argument`` evaluates (COUNT counts those), else 0."""
-    if argument is None:
-        return COUNT_VAR
-    if isinstance(argument, Variable):
-        return ex.BuiltinCall("IF", (ex.BuiltinCall("BOUND", (argument,)), COUNT_VAR, Literal(0)))
-    evaluates = ex.BuiltinCall("SAMETERM", (argument, argument))
-    return ex.BuiltinCall("COALESCE", (ex.BuiltinCall("IF", (evaluates, COUNT_VAR, Literal(0))), Literal(0)))
-
-
-__all__ = ["pane_plan", "pane_mode", "automatic_refusal", "pane_min_triples", "PANE_MIN_TRIPLES", "AUTO", "ALWAYS", "OFF", "PANE_MODES", "pane_partial_plan", "pane_combination_plan", "PartialPlan", "PANE_VAR", "PATTERN_VAR",
-           "COUNT_VAR", "PanePlan", "PaneWindow", "PartialAggregate", "Recompute", "PaneDecision",
-           "MINIMUM", "MAXIMUM", "VALUE_SET", "KEYED", "AGGREGATE", "DISTINCT", "ASK", "CONSTRUCT"]
