@@ -55,7 +55,7 @@ REPLAYER = textwrap.dedent(
     from pathlib import Path
     from csparql.engine.runner import Engine
     from csparql.frontend import compile_query
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
     from csparql.storage.warehouse import Warehouse
 
     warehouse, query_file, start, end, go = sys.argv[1:]

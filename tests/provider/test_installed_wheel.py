@@ -72,7 +72,7 @@ TRIPLES = [(f"gate{i % 3}", f"car{i}", START + 17 * MINUTE + i * 20_000_000) for
 CONNECT_SERVER = """
 import os, signal, sys
 from pathlib import Path
-from csparql.spark.connect_server import ConnectServer
+from csparql.runtime.connect_server import ConnectServer
 server = ConnectServer(Path(sys.argv[1]), port=int(sys.argv[2]), master="local[1]", memory="1g",
                        token=os.environ["PROVIDER_TEST_TOKEN"])
 server.start()

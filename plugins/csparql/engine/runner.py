@@ -35,6 +35,7 @@ from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluatio
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
 from csparql.storage import revisions as rv
+from csparql.storage import stale_windows as sw
 from csparql.storage.failures import NO_SPACE_LEFT, first_line, no_space_left
 from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, OUTPUT_PREDICATES, QUERY_PROPERTY, RUN_METADATA,
                                     VARIABLES_PROPERTY)
@@ -156,7 +157,7 @@ class Engine:
     @property
     def spark(self):
         if self._spark is None:
-            from csparql.spark.session import spark_session
+            from csparql.runtime.session import spark_session
 
             self._spark = spark_session(self.master)
         return self._spark
@@ -366,7 +367,7 @@ class Engine:
                                     # Readers of the stream that evaluated this window before (a revision) must
                                     # see it changed, even when it is now empty: its end is the event time of
                                     # what was replaced.
-                                    rv.EVENT_TIMES: rv.encode_event_times(((window.end, max(table.num_rows, 1)),))})
+                                    sw.EVENT_TIMES: sw.encode_event_times(((window.end, max(table.num_rows, 1)),))})
             self.catalog.record_statistics(stream, "stream", counts, replaces=False)
             # The producer wrote this window: readers of the stream may evaluate windows up to its end.
             advance_watermark(self.warehouse, stream, window.end, f"evaluation of {name}")
