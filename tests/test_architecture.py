@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ import csparql
 
 PACKAGE = Path(csparql.__file__).parent
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 MAX_MODULE_LINES = 800
 """The longest a module of the package may be: past it, a module holds more than one thing to read at once."""
 
@@ -300,3 +302,30 @@ def test_the_compile_path_uses_no_private_name_of_another_module():
                   and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
                 private.append((module, ast.unparse(node)))
     assert private == []
+
+
+def test_the_architecture_document_names_every_module_in_its_rooms_row():
+    """docs/architecture.md's table of rooms says what every module is for: a module ``csparql.p.m`` is named in
+    the row of ``csparql.p`` (``m.py``, or the rule ``m`` it holds), a module of a folder within it with the
+    folder (``pages/``), a top-level module ``csparql.m`` has a row that names ``csparql.m``."""
+    rows: dict[str, str] = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| ") and len(cells) > 2:
+            for package in re.findall(r"`(csparql\.[a-z_]+)`", cells[1]):
+                rows[package] = rows.get(package, "") + line
+    unnamed = []
+    for module, path in MODULES.items():
+        parts = module.split(".")
+        if path.name.startswith("__"):
+            continue
+        row = rows.get(".".join(parts[:2]), "")
+        if len(parts) == 2:
+            named = bool(row)
+        elif len(parts) == 3:
+            named = f"`{parts[2]}.py`" in row or f"`{parts[2]}`" in row
+        else:
+            named = f"{parts[2]}/" in row and re.search(rf"`{parts[3]}`", row) is not None
+        if not named:
+            unnamed.append(module)
+    assert unnamed == []
