@@ -8,7 +8,7 @@ triggerer on loopback, SQLite, LocalExecutor) runs the per-district count (04) a
 - ``submit``: one ``spark-submit`` of the packaged job ``csparql/jobs/evaluate_window.py`` per run (the standalone mode's code
   path, SparkSubmitHook, with the master ``local[2]``: a new driver JVM per window);
 - ``connect``: every run a client of one Spark Connect server (``local[2]``) started here with the product's
-  launcher (``csparql.spark.connect_server.ConnectServer``, as ``csparql stack`` starts it).
+  launcher (``csparql.runtime.connect_server.ConnectServer``, as ``csparql stack`` starts it).
 
 Both are DAGs built by the product's own ``query_dag`` from a deployment of the query, with the Spark mode
 set per DAG (``bench_dags.py`` in the stack's DAGs folder), so one stack serves both.
@@ -39,14 +39,11 @@ import time
 from pathlib import Path
 
 from benchmarks import capacity, data
-from benchmarks.measure import linear_slope
-from csparql.spark.connect_server import ConnectServer
-from csparql.storage.instants import micros_of
+from benchmarks.observation import KEEP_UP_SLOPE, observe
+from csparql.runtime.connect_server import ConnectServer
 from csparql.windows import parse_duration
 
 log = logging.getLogger("benchmarks.airflow")
-KEEP_UP_SLOPE = 0.1
-SAMPLE_SECONDS = 2.0
 HOST = "127.0.0.1"
 SUBMIT_CONNECTION = "bench_spark_submit"
 CONNECT_CONNECTION = "bench_spark_connect"
@@ -137,93 +134,6 @@ class Feeder:
                 self.errors.append(f"{type(error).__name__}: {error}"[:500])
             path.unlink(missing_ok=True)
             self.last = now
-
-
-def _runs(warehouse) -> list[dict]:
-    from csparql.storage import delta
-    from csparql.storage.statistics import read_table
-
-    if not delta.exists(warehouse.runs):
-        return []
-    return read_table(warehouse.runs).to_pylist()
-
-
-def observe(stack, warehouse, names: list[str], period: str, seconds: float, drain: float = 300) -> list[dict]:
-    """Unpause the DAGs ``names`` together for ``seconds``, sampling their lags; pause them, let their runs
-    finish; each DAG's trial figures (see the module docstring)."""
-    period_micros = parse_duration(period)
-    started = time.time_ns() // 1000
-    for name in names:
-        stack.unpause(name)
-    samples: dict[str, list] = {name: [] for name in names}
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        time.sleep(SAMPLE_SECONDS)
-        now = time.time_ns() // 1000
-        runs = _runs(warehouse)
-        for name in names:
-            ends = [micros_of(r["window_end"]) for r in runs if r["query"] == name and r["status"] == "succeeded"]
-            if ends:
-                samples[name].append(((now - started) / 1e6, (now - max(ends)) / 1e6))
-    ended = time.time_ns() // 1000
-    drained_by = time.monotonic() + drain  # one deadline for all: N queries that fell behind must not take N × drain
-    for name in names:
-        _drain(stack, name, ended, max(0.0, drained_by - time.monotonic()))
-    trials = []
-    runs = _runs(warehouse)
-    # The windows of the observation: from the one the first run evaluates (the latest closed when the DAG was
-    # unpaused) to the last that closed a full period before the observation ended.
-    first = started - started % period_micros
-    last = (ended - period_micros) - (ended - period_micros) % period_micros
-    expected = max(0, (last - first) // period_micros + 1)
-    for name in names:
-        mine = [r for r in runs if r["query"] == name and first <= micros_of(r["window_end"]) <= last]
-        succeeded = [r for r in mine if r["status"] == "succeeded"]
-        before_end = sorted({micros_of(r["window_end"]) for r in succeeded})
-        latency = sorted((micros_of(r["started_at"]) + r["duration_ms"] * 1000 - micros_of(r["window_end"])) / 1e6
-                         for r in succeeded)
-        lag = samples[name]
-        slope = linear_slope(lag[len(lag) // 3:]) if len(lag) >= 6 else linear_slope(lag)
-        # no lag sample at all means no window was committed while observed: it did not keep up
-        keeps_up = bool(lag) and (slope is None or slope < KEEP_UP_SLOPE) and len(before_end) >= expected - 1
-        trials.append({
-            "dag": name,
-            "period": period,
-            "period_seconds": period_micros / 1e6,
-            "observed_seconds": (ended - started) / 1e6,
-            "windows_evaluated": len(before_end),
-            "windows_expected": expected,
-            "failed_runs": len([r for r in mine if r["status"] == "failed"]),
-            "lag_samples": lag,
-            "lag_slope": slope,
-            "lag_at_end_seconds": lag[-1][1] if lag else None,
-            "commit_latency_seconds": latency,
-            "evaluation_seconds": sorted(r["duration_ms"] / 1000 for r in succeeded),
-            "keeps_up": keeps_up,
-        })
-    return trials
-
-
-def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:
-    """Let the runs of the windows that closed before ``ended`` (µs) finish, up to ``timeout``; then pause the
-    DAG and mark its unfinished runs failed, so that nothing of this trial runs during the next one. (A paused
-    DAG's running runs are not scheduled further, so pausing first would strand them.)"""
-    from csparql.windows import parse_instant
-
-    deadline = time.monotonic() + timeout
-    while True:
-        pending = [r for r in stack.dag_runs(dag) if r["state"] in ("queued", "running")
-                   and r.get("data_interval_end") and parse_instant(r["data_interval_end"]) <= ended]
-        if not pending:
-            break
-        if time.monotonic() >= deadline:
-            log.warning("%s: %d run(s) of the observed windows still unfinished after the drain", dag, len(pending))
-            break
-        time.sleep(2)
-    stack.api("PATCH", f"dags/{dag}", {"is_paused": True})
-    for run in stack.dag_runs(dag):
-        if run["state"] in ("queued", "running"):
-            stack.api("PATCH", f"dags/{dag}/dagRuns/{run['dag_run_id']}", {"state": "failed"}, allow=(404, 409))
 
 
 def run(profile, work: Path, spark) -> dict:

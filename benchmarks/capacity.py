@@ -14,7 +14,7 @@ on loopback with SQLite and the LocalExecutor, and every evaluation a client of 
 The queries of a smaller N are the first of the larger: N = 10 unpauses the five of N = 5 again (their DAGs do
 not catch up: only the latest window is run on unpausing) and five more. For each N:
 
-- **due**: the windows that closed during the observation, for every query (see ``airflow_e2e.observe``);
+- **due**: the windows that closed during the observation, for every query (see ``observation.observe``);
   **evaluated** those whose results were committed (the drain after the observation lets runs already under way
   finish); **missed** = due − evaluated; **failed** runs;
 - **lag**: now − the end of each query's latest committed window, sampled every two seconds; its slope over the
@@ -24,7 +24,7 @@ not catch up: only the latest window is run on unpausing) and five more. For eac
 - **CPU**: the machine's busy share of its cores over the observation (``psutil.cpu_times``), and the load.
 
 N is **kept up with** when no window is missed, no run failed and no query's lag grows (slope under
-``airflow_e2e.KEEP_UP_SLOPE``). The capacity is the largest N kept up with; the sweep stops at the first N that
+``observation.KEEP_UP_SLOPE``). The capacity is the largest N kept up with; the sweep stops at the first N that
 is not (a larger N cannot be).
 """
 
@@ -37,6 +37,7 @@ import statistics
 from pathlib import Path
 
 from benchmarks import data
+from benchmarks.observation import KEEP_UP_SLOPE, observe
 
 log = logging.getLogger("benchmarks.capacity")
 
@@ -114,8 +115,7 @@ def percentile(values: list[float], share: float) -> float | None:
 
 
 def summarize(count: int, trials: list[dict], cpu_busy: float | None, load: float | None) -> dict:
-    """One N's figures from the per-query trials of ``airflow_e2e.observe`` (see the module docstring)."""
-    from benchmarks.airflow_e2e import KEEP_UP_SLOPE
+    """One N's figures from the per-query trials of ``observation.observe`` (see the module docstring)."""
 
     due = sum(t["windows_expected"] for t in trials)
     evaluated = sum(min(t["windows_evaluated"], t["windows_expected"]) for t in trials)
@@ -158,8 +158,6 @@ def sweep(profile, stack, settings, warehouse, feeder) -> dict:
     rate, so that the first windows hold no more than later ones)."""
     import psutil
 
-    from benchmarks import airflow_e2e
-
     period = profile.capacity_period
     counts = sorted(profile.capacity_queries)
     result = {"status": "ok", "period": period, "rate": profile.capacity_rate,
@@ -174,7 +172,7 @@ def sweep(profile, stack, settings, warehouse, feeder) -> dict:
         for count in counts:
             log.info("capacity: %d queries, COMPUTED EVERY %s, %d s", count, period, profile.capacity_observe_seconds)
             cpu_before = psutil.cpu_times()
-            trials = airflow_e2e.observe(stack, warehouse, dag_ids[:count], period, profile.capacity_observe_seconds,
+            trials = observe(stack, warehouse, dag_ids[:count], period, profile.capacity_observe_seconds,
                                          profile.airflow_drain_seconds)
             point = summarize(count, trials, _cpu_busy_percent(cpu_before, psutil.cpu_times()), os.getloadavg()[0])
             result["points"].append(point)
@@ -191,7 +189,7 @@ def sweep(profile, stack, settings, warehouse, feeder) -> dict:
         f"N queries (a mix of examples 02, 04, 05, 06, 07 and 16 over the tollgate stream) registered at "
         f"`COMPUTED EVERY {period}`, observed together for {profile.capacity_observe_seconds} s each while the "
         f"stream lands at {profile.capacity_rate} triples/s; kept up = none of the windows due missed, no run "
-        f"failed, no query's lag growing (slope < {airflow_e2e.KEEP_UP_SLOPE} s/s).")
+        f"failed, no query's lag growing (slope < {KEEP_UP_SLOPE} s/s).")
     return result
 
 

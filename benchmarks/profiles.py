@@ -118,7 +118,7 @@ FULL = Profile(mode="full")
 
 QUICK = Profile(
     mode="quick",
-    warmups=1,
+    warmups=0,  # a smoke check measures nothing worth warming up for: each system runs once per point
     repetitions=1,
     window_sizes=(2_000, 8_000),
     workload_sizes=(2_000,),
@@ -135,14 +135,14 @@ QUICK = Profile(
     srbench_stations=(12,),
     srbench_rate=1,
     airflow_periods=("15s",),
-    airflow_observe_seconds=45,
+    airflow_observe_seconds=30,  # two windows of 15 s: the first run evaluates the window closed at the unpause
     airflow_modes_together=True,
     airflow_drain_seconds=240,  # ends once the observed windows are done; a slow spark-submit still lands
     airflow_rate=50,
     airflow_tick_seconds=5,
     capacity_queries=(2,),
     capacity_period="15s",
-    capacity_observe_seconds=45,
+    capacity_observe_seconds=30,
     capacity_rate=20,
 )
 

@@ -120,7 +120,7 @@ class BenchmarkRun:
     # --- set-up -----------------------------------------------------------------------------------------
 
     def session(self):
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
 
         return spark_session("local[2]", app_name="csparql-benchmarks")
 

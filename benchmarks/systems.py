@@ -470,7 +470,7 @@ class CsparqlCold(System):
         self.query = query
 
     def command(self, point: Point) -> list[str]:
-        from csparql.spark.session import LOG4J_CONFIGURATION
+        from csparql.runtime.session import LOG4J_CONFIGURATION
 
         return [
             str(Path(sys.executable).with_name("spark-submit")),

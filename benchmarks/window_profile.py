@@ -33,7 +33,7 @@ SRBENCH_RATE = 6
 def profile(out: Path, master: str | None = None, names: tuple[str, ...] = WORKLOADS, warmups: int = 2,
             repetitions: int = 7, seed: int = 2010) -> dict:
     """Profile each workload (see the module docstring); writes ``profile.json`` and ``profile.md`` in ``out``."""
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
 
     out.mkdir(parents=True, exist_ok=True)
     spark = spark_session(master or "local[2]")

@@ -28,7 +28,7 @@ from csparql.engine.closures import DeltaClosureStore  # noqa: E402
 from csparql.engine.runner import Engine  # noqa: E402
 from csparql.frontend import compile_query  # noqa: E402
 from csparql.spark.entailment import Entailment  # noqa: E402
-from csparql.spark.session import spark_session  # noqa: E402
+from csparql.runtime.session import spark_session  # noqa: E402
 from csparql.srbench import Size, generate_workload, query_files  # noqa: E402
 from csparql.storage.warehouse import Warehouse  # noqa: E402
 

@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def spark():
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
 
     previous = os.environ.get("CSPARQL_DRIVER_MEMORY")
     os.environ["CSPARQL_DRIVER_MEMORY"] = previous or SHARED_SESSION_MEMORY

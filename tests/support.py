@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -20,6 +21,16 @@ checks the valid ones."""
 LANGUAGE_FIXTURES = FIXTURES / "language"
 REQUIRE_TOOLS = "CSPARQL_TESTS_REQUIRE_TOOLS"
 """Set to 1 by ``.ci/run``, which installs every system tool the suite uses: a missing one then fails the test."""
+
+
+def use_a_private_airflow_home() -> None:
+    """Airflow reads its settings from the environment when first imported: the tests that import or run it
+    get an ``AIRFLOW_HOME`` of their own (never the user's), no example DAGs and the repository's plugins
+    (what is set already is kept: one home for the whole session)."""
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="csparql-airflow-home-"))
+    os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
+    os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 
 
 def tool_missing(reason: str) -> NoReturn:

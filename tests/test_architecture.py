@@ -1,18 +1,23 @@
 """The package's rooms and what each may import.
 
-Every module of ``csparql`` belongs to one room (``ROOMS``). ``LAYERS`` says, for each room it checks, which
-rooms below it the room may import and which packages it must not import: the pure core imports neither
-pyspark nor airflow nor deltalake; storage (the storage contract, delta-rs) only the core, and neither Spark nor
-Airflow; the Spark layer, ingest and the engine no Airflow; the deployment layer neither Spark nor Airflow; the
-web pages no Spark; the stack supervisor no Airflow. Imports are read from the source (every import statement,
-also inside functions), and importing the rooms' modules is checked to load none of the packages they must not
-import; the modules the executors run during an ingest load neither Spark nor Delta. The package has no import
-cycles among the imports that run when a module is imported.
+Every module of ``csparql``, and of the benchmarks beside it, belongs to one room (``ROOMS``; ``benchmarks``
+for the harness). ``LAYERS`` says, for every room, which rooms below it the room may import and which packages it
+must not import: the pure core imports neither pyspark nor airflow nor deltalake; storage (the storage contract,
+delta-rs) only the core, and neither Spark nor Airflow; the Spark runtime (the session, the Connect server's
+launcher) nothing of the package; the Spark layer, ingest and the engine no Airflow; the deployment layer neither
+Spark nor Airflow; the web pages no Spark; the stack supervisor, SRBench and the command line no Airflow. Imports
+are read from the source (every import statement, also inside functions), and importing the rooms' modules is
+checked to load none of the packages they must not import; the modules the executors run during an ingest load
+neither Spark nor Delta. Neither the package nor the benchmarks have import cycles, counting the imports inside
+functions too; the package imports neither the benchmarks nor the tests; no module of the package is longer than
+``MAX_MODULE_LINES``.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +25,15 @@ from pathlib import Path
 import csparql
 
 PACKAGE = Path(csparql.__file__).parent
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+MAX_MODULE_LINES = 800
+"""The longest a module of the package may be: past it, a module holds more than one thing to read at once."""
 
 ROOMS = {
     "core": ("language", "algebra", "optimizer", "panes", "windows", "terms", "frontend", "schedule", "lateness"),
     "storage": ("storage",),
+    "runtime": ("runtime",),
     "spark": ("spark",),
     "ingest": ("ingest",),
     "engine": ("engine",),
@@ -42,17 +52,31 @@ ROOMS = {
 LAYERS = {
     "core": ((), ("pyspark", "airflow", "deltalake")),
     "storage": (("core",), ("pyspark", "airflow")),
+    "runtime": ((), ("airflow", "deltalake")),
     "spark": (("core", "storage"), ("airflow",)),
     "ingest": (("core", "storage", "spark"), ("airflow",)),
-    "engine": (("core", "storage", "spark"), ("airflow",)),
+    "engine": (("core", "storage", "runtime", "spark"), ("airflow",)),
     "deploy": (("core", "storage"), ("pyspark", "airflow")),
+    "samples": (("core", "storage"), ("pyspark", "airflow", "deltalake")),
     "web": (("core", "storage", "deploy"), ("pyspark",)),
-    "stack": (("core", "storage", "spark", "ingest", "engine", "deploy", "samples"), ("airflow",)),
-    "jobs": (("core", "storage", "spark", "engine", "deploy"), ("airflow",)),
-    "orchestration": (("core", "storage", "spark", "ingest", "engine", "deploy", "jobs"), ()),
+    "stack": (("core", "storage", "runtime", "ingest", "deploy", "samples"), ("airflow",)),
+    "jobs": (("core", "storage", "runtime", "spark", "engine", "deploy"), ("airflow",)),
+    "srbench": (("core", "storage", "runtime", "ingest", "samples"), ("airflow",)),
+    "orchestration": (("core", "storage", "runtime", "spark", "ingest", "engine", "deploy", "jobs"), ()),
+    "commands": (("core", "storage", "runtime", "spark", "ingest", "engine", "deploy", "samples", "jobs", "srbench",
+                  "stack"), ("airflow",)),
     "plugin": (("orchestration", "web"), ()),
+    "benchmarks": (("core", "storage", "runtime", "spark", "ingest", "engine", "deploy", "samples", "jobs",
+                    "srbench", "stack", "orchestration"), ()),
 }
-"""Room: (the rooms below it that it may import, the packages it must not import)."""
+"""Room: (the rooms below it that it may import, the packages it must not import). The benchmarks measure the
+product through every room but the pages and the plugin."""
+
+TESTS = Path(__file__).resolve().parent
+TEST_MODULES = {"tests", *(path.stem for path in TESTS.glob("*.py")),
+                *(path.name for path in TESTS.iterdir() if (path / "__init__.py").exists())}
+"""The tests' own top-level modules and packages (``support``, ``conformance``, ``engine``, …), which neither
+the package nor the benchmarks import."""
 
 KNOWN_CROSSINGS: dict[tuple[str, str], str] = {}
 """Imports across the layers that are known and due to go; each must still exist (remove it when it goes)."""
@@ -61,22 +85,27 @@ AIRFLOW_ROOMS = ("orchestration", "web", "plugin")
 """The only rooms whose source imports Airflow."""
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path: Path, root: Path = PACKAGE.parent) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+BENCHMARK_MODULES = {module_name(path, BENCHMARKS.parent): path for path in sorted(BENCHMARKS.glob("*.py"))}
+ALL_MODULES = {**MODULES, **BENCHMARK_MODULES}
 
 
 def room_of(module: str) -> str | None:
     parts = module.split(".")
+    if parts[0] == "benchmarks":
+        return "benchmarks"
     if len(parts) == 1:
         return "core"  # the package itself: csparql/__init__.py
     return next((room for room, members in ROOMS.items() if parts[1] in members), None)
 
 
-def imports(path: Path, module_level_only: bool = False) -> set[str]:
+@functools.cache
+def imports(path: Path, module_level_only: bool = False) -> frozenset[str]:
     """The modules ``path`` imports: csparql modules resolved to the module imported (``from csparql.x import
     y`` is ``csparql.x.y`` when that is a module), other packages by their full dotted name. With
     ``module_level_only``, only the imports that run when the module is imported (not those inside functions
@@ -88,11 +117,11 @@ def imports(path: Path, module_level_only: bool = False) -> set[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & MODULES.keys()
+            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & ALL_MODULES.keys()
             names.update(submodules or {node.module})
             if len(submodules) < len(node.names):
                 names.add(node.module)
-    return names
+    return frozenset(names)
 
 
 def _module_level(statements: list[ast.stmt]):
@@ -109,10 +138,10 @@ def _module_level(statements: list[ast.stmt]):
                                          [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
 
 
-def test_every_module_of_the_package_is_in_a_room():
-    assert len(MODULES) > 80
+def test_every_module_of_the_package_is_in_a_room_and_every_room_in_the_layer_table():
+    assert len(MODULES) > 80 and len(BENCHMARK_MODULES) > 10
     assert [m for m in MODULES if room_of(m) is None] == []
-    assert set(LAYERS) <= set(ROOMS) and all(set(below) <= set(ROOMS) for below, _ in LAYERS.values())
+    assert set(LAYERS) == {*ROOMS, "benchmarks"} and all(set(below) <= set(ROOMS) for below, _ in LAYERS.values())
 
 
 def test_the_layer_table_puts_each_room_above_the_rooms_it_imports():
@@ -127,12 +156,10 @@ def test_the_layer_table_puts_each_room_above_the_rooms_it_imports():
 
 def test_each_room_imports_only_the_rooms_below_it_and_none_of_the_packages_it_must_not():
     crossings, seen = {}, set()
-    for module, path in MODULES.items():
+    for module, path in ALL_MODULES.items():
         room = room_of(module)
-        if room not in LAYERS:
-            continue
         allowed_rooms, forbidden = LAYERS[room]
-        where = str(path.relative_to(PACKAGE))
+        where = str(path.relative_to(PACKAGE.parent if room != "benchmarks" else BENCHMARKS.parent))
         for name in sorted(imports(path)):
             if name.split(".")[0] in forbidden:
                 crossings.setdefault(where, []).append(name)
@@ -143,6 +170,13 @@ def test_each_room_imports_only_the_rooms_below_it_and_none_of_the_packages_it_m
                     crossings.setdefault(where, []).append(f"{name} ({room_of(name)})")
     assert crossings == {}
     assert seen == set(KNOWN_CROSSINGS), "a known crossing is gone: remove it from KNOWN_CROSSINGS"
+
+
+def test_neither_the_package_nor_the_benchmarks_import_the_tests_and_the_package_not_the_benchmarks():
+    wrong = {module: sorted(name for name in imports(path) if name.split(".")[0] in TEST_MODULES
+                            or (room_of(module) != "benchmarks" and name.split(".")[0] == "benchmarks"))
+             for module, path in ALL_MODULES.items()}
+    assert {module: names for module, names in wrong.items() if names} == {}
 
 
 def test_only_the_airflow_integration_the_web_pages_and_the_plugin_import_airflow():
@@ -194,12 +228,25 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
 def loaded_by_importing(modules: list[str], code: str = "") -> set[str]:
     """The top-level packages among pyspark, airflow and deltalake that importing ``modules`` (then running
     ``code``) loads, in a fresh interpreter."""
-    script = (
-        "import sys\n" + "".join(f"import {m}\n" for m in modules) + code +
-        "print(','.join(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'airflow', 'deltalake'})))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    return set(filter(None, result.stdout.strip().split(",")))
+    return loaded_by_importing_each([(modules, code)])[0]
+
+
+def loaded_by_importing_each(imports_and_code: list[tuple[list[str], str]]) -> list[set[str]]:
+    """``loaded_by_importing`` of each (modules, code), each in its own fresh interpreter, run side by side."""
+    processes = []
+    for modules, code in imports_and_code:
+        script = (
+            "import sys\n" + "".join(f"import {m}\n" for m in modules) + code +
+            "print(','.join(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'airflow', 'deltalake'})))\n"
+        )
+        processes.append(subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+    loaded = []
+    for process in processes:
+        out, err = process.communicate()
+        assert process.returncode == 0, err[-3000:]
+        loaded.append(set(filter(None, out.strip().split(","))))
+    return loaded
 
 
 def test_importing_the_core_loads_no_spark_airflow_or_delta():
@@ -218,10 +265,12 @@ def test_the_modules_the_executors_run_load_neither_spark_nor_delta():
     assert loaded_by_importing(list(EXECUTOR_MODULES)) == set()
 
 
-def test_importing_storage_the_deployment_layer_the_web_pages_and_the_stack_loads_what_they_may_use_only():
-    for room in ("storage", "deploy", "web", "stack"):
-        members = [m for m in MODULES if room_of(m) == room]
-        assert members and not loaded_by_importing(members) & set(LAYERS[room][1]), room
+def test_importing_the_rooms_that_may_not_use_spark_airflow_or_delta_loads_none_of_them():
+    rooms = ("storage", "runtime", "deploy", "samples", "web", "stack", "srbench", "commands")
+    members = {room: [m for m in MODULES if room_of(m) == room and not m.endswith(".__main__")] for room in rooms}
+    assert all(members.values())
+    loaded = loaded_by_importing_each([(members[room], "") for room in rooms])
+    assert {room: found & set(LAYERS[room][1]) for room, found in zip(rooms, loaded)} == dict.fromkeys(rooms, set())
 
 
 
@@ -235,13 +284,20 @@ def test_the_optimizer_and_the_pane_decision_are_handed_their_settings_and_never
     assert any(m.startswith("csparql.panes.") for m in pure)
 
 
-def test_the_spark_layer_has_no_import_cycles_even_through_imports_inside_functions():
-    """The compiler, the path evaluator and entailment share ``csparql.spark.frames``: no module of the Spark
-    layer needs an import inside a function to break a cycle."""
-    spark = {module: path for module, path in MODULES.items() if room_of(module) == "spark"}
-    graph = {module: {name for name in imports(path) if name in spark and name != module} for module, path in spark.items()}
+def test_no_import_cycles_in_the_package_or_the_benchmarks_even_through_imports_inside_functions():
+    """An import inside a function does not break a circle, it hides it: modules that need each other are one
+    module, or share a third one (the compiler, the path evaluator and entailment share ``csparql.spark.frames``;
+    the benchmarks' Airflow measurement and capacity sweep share ``benchmarks.observation``)."""
+    graph = {module: {name for name in imports(path) if name in ALL_MODULES and name != module}
+             for module, path in ALL_MODULES.items()}
     cycles = [sorted(component) for component in strongly_connected(graph) if len(component) > 1]
     assert cycles == []
+
+
+def test_no_module_of_the_package_is_longer_than_the_limit():
+    lengths = {str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
+               for path in MODULES.values()}
+    assert {module: lines for module, lines in lengths.items() if lines > MAX_MODULE_LINES} == {}
 
 
 def test_the_compile_path_uses_no_private_name_of_another_module():
@@ -259,3 +315,30 @@ def test_the_compile_path_uses_no_private_name_of_another_module():
                   and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
                 private.append((module, ast.unparse(node)))
     assert private == []
+
+
+def test_the_architecture_document_names_every_module_in_its_rooms_row():
+    """docs/architecture.md's table of rooms says what every module is for: a module ``csparql.p.m`` is named in
+    the row of ``csparql.p`` (``m.py``, or the rule ``m`` it holds), a module of a folder within it with the
+    folder (``pages/``), a top-level module ``csparql.m`` has a row that names ``csparql.m``."""
+    rows: dict[str, str] = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| ") and len(cells) > 2:
+            for package in re.findall(r"`(csparql\.[a-z_]+)`", cells[1]):
+                rows[package] = rows.get(package, "") + line
+    unnamed = []
+    for module, path in MODULES.items():
+        parts = module.split(".")
+        if path.name.startswith("__"):
+            continue
+        row = rows.get(".".join(parts[:2]), "")
+        if len(parts) == 2:
+            named = bool(row)
+        elif len(parts) == 3:
+            named = f"`{parts[2]}.py`" in row or f"`{parts[2]}`" in row
+        else:
+            named = f"{parts[2]}/" in row and re.search(rf"`{parts[3]}`", row) is not None
+        if not named:
+            unnamed.append(module)
+    assert unnamed == []

@@ -7,6 +7,8 @@ grids, or datetime arithmetic), never by calling the function under test again.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -26,30 +28,63 @@ from csparql.windows import (  # noqa: E402
     MAX_DURATION,
     MICROS_PER,
     PHYSICAL_WINDOW_DEFAULT_PERIOD,
-    Evaluation,
     LogicalWindow,
     PhysicalWindow,
+    Window,
     WindowBounds,
     canonical_unit,
     default_period,
     evaluation_period,
     evaluation_times,
-    evaluations,
     format_duration,
     format_instant,
     from_micros,
     latest_window_end,
-    next_evaluation,
     parse_duration,
     parse_evaluation_instant,
     parse_instant,
-    previous_evaluation,
     to_micros,
     unit_micros,
     window_at,
     window_bounds,
-    window_ends_between,
 )
+
+
+# The schedule of one window written out in full, from the module's arithmetic (evaluation_times, window_at):
+# what these tests state the window arithmetic gives, not used by the product itself.
+
+
+def previous_evaluation(period: int, t: int) -> int:
+    """The latest multiple of ``period`` (> 0) that is ``<= t``."""
+    return t - t % period
+
+
+def next_evaluation(period: int, t: int) -> int:
+    """The earliest multiple of ``period`` (> 0) that is strictly ``> t``."""
+    return previous_evaluation(period, t) + period
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation of a query: at instant ``at``, over the window with ``bounds`` (``bounds.end <= at``)."""
+
+    at: int
+    bounds: WindowBounds
+
+
+def evaluations(window: Window, computed_every: int | None, start: int, end: int) -> Iterator[Evaluation]:
+    """One ``Evaluation`` per evaluation instant in ``[start, end]`` (the multiples of
+    ``evaluation_period(window, computed_every)``), each with the latest window closed at that instant."""
+    times = evaluation_times(evaluation_period(window, computed_every), start, end)
+    return (Evaluation(at, window_at(window, at)) for at in times)
+
+
+def window_ends_between(window: Window, start: int, end: int) -> Iterator[int]:
+    """Each end of a window of the logical ``window`` in ``[start, end]``; a physical window has no grid of
+    ends (``TypeError``)."""
+    if not isinstance(window, LogicalWindow):
+        raise TypeError(f"window_ends_between needs a logical (RANGE) window, got {window!r}")
+    return evaluation_times(window.step, start, end)
 
 MS = 1_000
 SEC = 1_000_000

@@ -28,7 +28,7 @@ def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None
     from csparql.engine.runner import Engine, EvaluationFailed
     from csparql.samples import write_samples
     from csparql.schedule import evaluation_period, scheduled_evaluations
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
     from csparql.storage.warehouse import Warehouse, default_query_name
     from csparql.windows import format_instant
 

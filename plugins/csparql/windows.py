@@ -50,11 +50,6 @@ __all__ = [
     "window_bounds",
     "window_at",
     "evaluation_times",
-    "previous_evaluation",
-    "next_evaluation",
-    "Evaluation",
-    "evaluations",
-    "window_ends_between",
     "to_micros",
     "from_micros",
     "parse_instant",
@@ -373,18 +368,6 @@ def window_at(window: Window, t: int) -> WindowBounds:
     return window_bounds(window, latest_window_end(window, t))
 
 
-def previous_evaluation(period: int, t: int) -> int:
-    """The latest multiple of ``period`` (> 0) that is ``<= t``."""
-    _check_period(period)
-    _require_int(t, "instant")
-    return t - t % period
-
-
-def next_evaluation(period: int, t: int) -> int:
-    """The earliest multiple of ``period`` (> 0) that is strictly ``> t``."""
-    return previous_evaluation(period, t) + period
-
-
 def evaluation_times(period: int, start: int, end: int) -> Iterator[int]:
     """Every multiple of ``period`` (> 0) in ``[start, end]``, in increasing order (nothing if start > end)."""
     _check_period(period)
@@ -398,36 +381,6 @@ def _multiples(period: int, start: int, end: int) -> Iterator[int]:
     while at <= end:
         yield at
         at += period
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """One evaluation of a query: at instant ``at``, over the window with ``bounds`` (``bounds.end <= at``)."""
-
-    at: int
-    bounds: WindowBounds
-
-
-def evaluations(window: Window, computed_every: int | None, start: int, end: int) -> Iterator[Evaluation]:
-    """One ``Evaluation`` per evaluation instant in ``[start, end]``, in increasing order.
-
-    The instants are the multiples of ``evaluation_period(window, computed_every)``; each carries the bounds
-    of the latest window closed at that instant (``window_at``).
-    """
-    period = evaluation_period(window, computed_every)
-    times = evaluation_times(period, start, end)
-    return (Evaluation(at, window_at(window, at)) for at in times)
-
-
-def window_ends_between(window: Window, start: int, end: int) -> Iterator[int]:
-    """Each end of a window of the logical ``window`` lying in ``[start, end]``, in increasing order.
-
-    These are the multiples of the step in the range: every distinct window that closes there (as a replay
-    needs). A physical window has no grid of ends, so it raises ``TypeError``.
-    """
-    if not isinstance(window, LogicalWindow):
-        raise TypeError(f"window_ends_between needs a logical (RANGE) window, got {window!r}")
-    return evaluation_times(window.step, start, end)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from conformance import harness
 @pytest.fixture(scope="session")
 def spark():
     harness.prepare_environment()
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
 
     return spark_session("local[2]")
 

@@ -115,7 +115,7 @@ class Prefetcher:
 
 
 def _main(argv: list[str]) -> int:
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
 
     what = argv[0] if argv else "w3c"
     prepare_environment()

@@ -23,7 +23,7 @@ from csparql.storage.instants import bucket_of, micros_of
 from csparql.storage.terms import term_array
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import from_micros, parse_instant
-from engine.storage_helpers import write_static, write_stream
+from storage.helpers import write_static, write_stream
 
 MINUTE = 60_000_000
 HOUR = 60 * MINUTE
@@ -253,27 +253,27 @@ def test_the_page_signature_changes_when_a_committed_windows_airflow_run_finishe
 
 
 def test_stale_windows_show_per_window_and_late_triples_per_stream(settings):
-    from csparql.storage import revisions as rv
+    from csparql.storage import stale_windows as sw
 
     def stale(query: str, end: int, version: int, late: int, p50: int, high: int, status: str, detected: int,
-              stream: str = STREAM) -> rv.StaleWindow:
-        return rv.StaleWindow(query, end - 10 * MINUTE, end, stream, version, T0 + HOUR, rv.LATE_TRIPLES, late, p50,
-                              high, detected, status != rv.BEYOND_HORIZON, status)
+              stream: str = STREAM) -> sw.StaleWindow:
+        return sw.StaleWindow(query, end - 10 * MINUTE, end, stream, version, T0 + HOUR, sw.LATE_TRIPLES, late, p50,
+                              high, detected, status != sw.BEYOND_HORIZON, status)
 
-    pending = stale("Tollgates", T0 + 10 * MINUTE, 4, 2, 1_000, 3_000, rv.PENDING, T0 + HOUR)
-    rv.append_stale_windows(settings.warehouse, [
+    pending = stale("Tollgates", T0 + 10 * MINUTE, 4, 2, 1_000, 3_000, sw.PENDING, T0 + HOUR)
+    sw.append_stale_windows(settings.warehouse, [
         pending,
-        stale("Tollgates", T0 + 15 * MINUTE, 4, 3, 2_000, 5_000, rv.PENDING, T0 + HOUR),  # overlaps: shares triples
-        stale("Tollgates", T0 - HOUR, 4, 1, 9_000, 9_000, rv.BEYOND_HORIZON, T0 + HOUR),
-        stale("Other", T0 + 10 * MINUTE, 7, 4, 500, 700, rv.PENDING, T0 + 2 * HOUR),
+        stale("Tollgates", T0 + 15 * MINUTE, 4, 3, 2_000, 5_000, sw.PENDING, T0 + HOUR),  # overlaps: shares triples
+        stale("Tollgates", T0 - HOUR, 4, 1, 9_000, 9_000, sw.BEYOND_HORIZON, T0 + HOUR),
+        stale("Other", T0 + 10 * MINUTE, 7, 4, 500, 700, sw.PENDING, T0 + 2 * HOUR),
     ])
-    rv.append_stale_windows(settings.warehouse, [
-        rv.StaleWindow(**{**pending.__dict__, "status": rv.REVISED, "revision": 1, "detected_at": T0 + 2 * HOUR})])
+    sw.append_stale_windows(settings.warehouse, [
+        sw.StaleWindow(**{**pending.__dict__, "status": sw.REVISED, "revision": 1, "detected_at": T0 + 2 * HOUR})])
 
     windows = monitoring.window_staleness(settings.warehouse, "Tollgates")
 
     assert {end: w.status for end, w in windows.items()} == {
-        T0 + 10 * MINUTE: rv.REVISED, T0 + 15 * MINUTE: rv.PENDING, T0 - HOUR: rv.BEYOND_HORIZON}
+        T0 + 10 * MINUTE: sw.REVISED, T0 + 15 * MINUTE: sw.PENDING, T0 - HOUR: sw.BEYOND_HORIZON}
     assert windows[T0 + 10 * MINUTE].reasons == (f"late triples on <{STREAM}>",)
     late = monitoring.late_triples_by_stream(settings.warehouse)
     # no stream table here to read the commits' event times from: what the windows recorded (commit 4 reached

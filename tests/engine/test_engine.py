@@ -24,7 +24,7 @@ from csparql.storage import delta
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, output_stream_iri
 from csparql.windows import from_micros, parse_instant
-from engine.storage_helpers import kill_when_signalled, write_static, write_stream
+from storage.helpers import kill_when_signalled, write_static, write_stream
 
 C = "http://linkedurbandata.org/city#"
 T = "http://linkedurbandata.org/traffic#"

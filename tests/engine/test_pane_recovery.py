@@ -30,7 +30,7 @@ from csparql.storage.warehouse import Warehouse
 
 from conformance import reference
 from conformance.compare import compare, from_engine
-from engine.storage_helpers import write_static, write_stream
+from storage.helpers import write_static, write_stream
 
 EX = "http://example.org/"
 STREAM = EX + "posts"

@@ -19,7 +19,7 @@ from csparql.frontend import compile_query
 from csparql.storage import delta
 from csparql.storage.maintenance import delta_tables, prune_panes
 from csparql.storage.warehouse import Warehouse
-from tests.engine.storage_helpers import write_static, write_stream
+from storage.helpers import write_static, write_stream
 
 EX = "http://example.org/"
 STREAM = EX + "posts"

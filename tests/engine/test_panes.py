@@ -31,7 +31,7 @@ from csparql.storage.warehouse import Warehouse
 
 from conformance import harness, reference
 from conformance.compare import compare, from_engine
-from engine.storage_helpers import write_static, write_stream
+from storage.helpers import write_static, write_stream
 
 EX = "http://example.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"

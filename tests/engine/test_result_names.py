@@ -87,12 +87,12 @@ def test_sql_shows_every_table_of_a_warehouse_written_before_names_were_checked(
 
 
 def test_sql_reads_and_lists_the_stale_windows_table(tmp_path, capsys):
-    from csparql.storage import revisions as rv
+    from csparql.storage import stale_windows as sw
 
     warehouse = Warehouse(tmp_path / "wh")
-    rv.append_stale_windows(warehouse, [rv.StaleWindow(
-        "passages", T0, T0 + 60_000_000, "http://example.org/s", 3, T0 + 90_000_000, rv.LATE_TRIPLES, 2, 30_000,
-        40_000, T0 + 91_000_000, True, rv.PENDING)])
+    sw.append_stale_windows(warehouse, [sw.StaleWindow(
+        "passages", T0, T0 + 60_000_000, "http://example.org/s", 3, T0 + 90_000_000, sw.LATE_TRIPLES, 2, 30_000,
+        40_000, T0 + 91_000_000, True, sw.PENDING)])
     assert sql_tables(warehouse) == {"stale_windows": warehouse.stale_windows}
     code = main(["sql", "--warehouse", str(warehouse.root), "--tables"])
     listed = capsys.readouterr().out

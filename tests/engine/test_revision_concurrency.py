@@ -30,7 +30,7 @@ WORKER = textwrap.dedent('''
     from csparql.deploy.revisions import check_evaluation, mark_revised, pending_windows
     from csparql.deploy.settings import Settings
     from csparql.engine.runner import Engine
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
     from csparql.storage import revisions as rv
 
     mode, registry, warehouse, at, go = sys.argv[1:]

@@ -24,7 +24,7 @@ from csparql.storage.statistics import read_table
 from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import format_instant
-from engine.storage_helpers import kill_when_signalled
+from storage.helpers import kill_when_signalled
 from engine.test_revisions import EX, MINUTE, QUERY, STREAM, T0, cars, nquads
 
 CHILD_ENVIRONMENT = {**os.environ, "PYTHONPATH": str(Path(csparql.__file__).resolve().parents[1])}
@@ -55,7 +55,7 @@ REPLAYER = textwrap.dedent(
     from pathlib import Path
     from csparql.engine.runner import Engine
     from csparql.frontend import compile_query
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
     from csparql.storage.warehouse import Warehouse
 
     warehouse, query_file, start, end, go = sys.argv[1:]

@@ -20,6 +20,7 @@ from csparql.ingest.ingest import ingest_stream
 from csparql.engine.runner import Engine
 from csparql.engine.stored import StoredResults
 from csparql.storage import revisions as rv
+from csparql.storage import stale_windows as sw
 from csparql.storage.statistics import read_table
 from csparql.windows import format_instant
 
@@ -82,16 +83,16 @@ def test_a_commit_makes_the_evaluated_windows_its_triples_fall_in_stale_inside_o
     stale = detect_after_commits(settings, STREAM, before, now=now)
 
     assert [(w.window_end, w.late_triples, w.within_horizon, w.status) for w in stale] == [
-        (T0 + MINUTE, 1, False, rv.BEYOND_HORIZON), (T0 + 3 * MINUTE, 2, True, rv.PENDING)]
+        (T0 + MINUTE, 1, False, sw.BEYOND_HORIZON), (T0 + 3 * MINUTE, 2, True, sw.PENDING)]
     third = stale[1]
-    committed = rv.stream_commits(settings.warehouse.stream(STREAM), before)[0]
+    committed = sw.stream_commits(settings.warehouse.stream(STREAM), before)[0]
     assert (third.query, third.stream, third.stream_version, third.reason) == (
-        "passages", STREAM, report.version, rv.LATE_TRIPLES)
+        "passages", STREAM, report.version, sw.LATE_TRIPLES)
     # how late: the commit's time minus each triple's event time, p50 and max (ms)
     assert (third.lateness_p50_ms, third.lateness_max_ms) == (
         (committed.committed_at - T0 - 2 * MINUTE - 40_000_000) // 1000,
         (committed.committed_at - T0 - 2 * MINUTE - 20_000_000) // 1000)
-    assert rv.stale_windows(settings.warehouse, "passages") == stale  # recorded
+    assert sw.stale_windows(settings.warehouse, "passages") == stale  # recorded
     assert detect_after_commits(settings, STREAM, before, now=now) == []  # once
 
     # only the window inside the horizon is revised: its evaluation is revision 1, the others stay revision 0
@@ -102,7 +103,7 @@ def test_a_commit_makes_the_evaluated_windows_its_triples_fall_in_stale_inside_o
     revision = rv.evaluated_windows(settings.warehouse, {"passages"})["passages"][T0 + 3 * MINUTE].revision
     mark_revised(settings, pending[0].stale, revision)
     assert revision == 1 and pending_windows(settings, "passages") == []
-    assert [w.status for w in rv.stale_windows(settings.warehouse, "passages")] == [rv.BEYOND_HORIZON, rv.REVISED]
+    assert [w.status for w in sw.stale_windows(settings.warehouse, "passages")] == [sw.BEYOND_HORIZON, sw.REVISED]
 
     current = cars(settings.warehouse, "passages")
     assert current == {**old, T0 + 3 * MINUTE: Counter({(EX + "g2", 3): 1})}  # one copy per window
@@ -140,7 +141,7 @@ def test_a_query_sets_its_own_revision_horizon(evaluated, spark, tmp_path):
 
     stale = detect_after_commits(settings, STREAM, before, now=T0 + 30 * MINUTE)
 
-    assert [(w.window_end, w.status) for w in stale] == [(T0 + MINUTE, rv.PENDING)]
+    assert [(w.window_end, w.status) for w in stale] == [(T0 + MINUTE, sw.PENDING)]
 
 
 def test_an_evaluation_finds_its_window_stale_when_triples_of_it_landed_while_it_ran(evaluated, spark, tmp_path):
@@ -152,7 +153,7 @@ def test_an_evaluation_finds_its_window_stale_when_triples_of_it_landed_while_it
 
     stale = check_evaluation(settings, deployment, T0 + 2 * MINUTE, started, now=T0 + 3 * MINUTE)
 
-    assert [(w.window_end, w.late_triples, w.status) for w in stale] == [(T0 + 2 * MINUTE, 1, rv.PENDING)]
+    assert [(w.window_end, w.late_triples, w.status) for w in stale] == [(T0 + 2 * MINUTE, 1, sw.PENDING)]
     assert check_evaluation(settings, deployment, T0 + 2 * MINUTE, started, now=T0 + 3 * MINUTE) == []
 
 
@@ -211,14 +212,14 @@ def test_after_a_run_of_an_unregistered_query_ingest_succeeds_and_finds_its_stal
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "error" not in err and "warning" not in err
-    assert rv.stale_windows(settings.warehouse) == []
+    assert sw.stale_windows(settings.warehouse) == []
 
     nquads(tmp_path / "late.nq", [("g1", "late1", T0 + MINUTE + 30_000_000)])
     code = main(["ingest", *base, "--stream", STREAM, str(tmp_path / "late.nq")])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "1 window evaluated before these triples landed are stale (0 within the revision horizon" in out
-    [stale] = rv.stale_windows(settings.warehouse)
+    [stale] = sw.stale_windows(settings.warehouse)
     assert (stale.query, stale.window_start, stale.window_end, stale.stream, stale.late_triples) == (
         "passages", T0 + MINUTE, T0 + 2 * MINUTE, STREAM, 1)
-    assert stale.status == rv.BEYOND_HORIZON  # it ended in 2020, long before the one-hour horizon
+    assert stale.status == sw.BEYOND_HORIZON  # it ended in 2020, long before the one-hour horizon

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from engine.storage_helpers import iri, write_static
+from storage.helpers import iri, write_static
 
 from csparql.cli import main
 from csparql.engine.stored import SqlError, SqlRefused, read_only_sql

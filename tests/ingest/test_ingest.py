@@ -19,7 +19,7 @@ from csparql.engine.catalog import Catalog
 from csparql.ingest import ingest as ingest_module
 from csparql.ingest import lines as nt
 from csparql.ingest.ingest import InputError, ingest_stream, load_static
-from csparql.spark.session import spark_session
+from csparql.runtime.session import spark_session
 from csparql.storage import delta, schema
 from csparql.storage.instants import bucket_of
 from csparql.storage.terms import term_dict

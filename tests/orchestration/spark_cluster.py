@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyspark
 
-from csparql.spark.session import LOG4J_CONFIGURATION
+from csparql.runtime.session import LOG4J_CONFIGURATION
 from csparql.jobs import job_path
 
 VENV_BIN = Path(sys.executable).parent

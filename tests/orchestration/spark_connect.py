@@ -1,6 +1,6 @@
 """A real Spark Connect server on 127.0.0.1 for tests, and windows evaluated through it in a fresh process.
 
-``test_server(work)`` is the product's launcher (``csparql.spark.connect_server.ConnectServer``: the settings a
+``test_server(work)`` is the product's launcher (``csparql.runtime.connect_server.ConnectServer``: the settings a
 Connect client cannot send, the token, the process group) sized for a test: ``local[1]``, a 1 GB driver, a free
 port, and a JVM tuned for a short life. Start it early (``start``), take its URL when needed
 (``wait_until_answering``), ``stop`` it at the end.
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from csparql.spark.connect_server import ConnectServer
+from csparql.runtime.connect_server import ConnectServer
 from orchestration.spark_cluster import RESULT_PREFIX, free_port, spark_environment
 
 SERVER_MASTER = "local[1]"
@@ -48,7 +48,7 @@ import json, sys
 from pathlib import Path
 from csparql.engine.runner import Engine
 from csparql.frontend import compile_query
-from csparql.spark.session import spark_session
+from csparql.runtime.session import spark_session
 from csparql.storage.warehouse import Warehouse
 
 url, warehouse, at, *pairs = sys.argv[1:]

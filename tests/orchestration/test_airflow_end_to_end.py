@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
@@ -23,6 +21,7 @@ import pytest
 from rdflib import Graph, URIRef
 
 from csparql import samples
+from csparql.cli import main as cli_main
 from csparql.deploy.plan import deployment_of, ingest_dag_id
 from csparql.deploy.registration import register, register_text
 from csparql.deploy.settings import Settings
@@ -243,12 +242,10 @@ def test_a_backfill_gives_the_same_windows_as_replay_and_running_it_again_keeps_
     replayed = world["root"] / "replayed"
     shutil.copytree(settings.warehouse.root, replayed)
     shutil.rmtree(replayed / "results")
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("csparql")), "replay", str(world["root"] / "tollgates.rq"),
-         "--from", start, "--to", end, "--name", "tollgates", "--warehouse", str(replayed)],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
+    # the command line's replay, in this process: on the module's SparkSession instead of a JVM of its own
+    replay = ["replay", str(world["root"] / "tollgates.rq"), "--from", start, "--to", end, "--name", "tollgates",
+              "--warehouse", str(replayed)]
+    assert cli_main(replay) == 0
     assert rows_by_window(Warehouse(replayed), "tollgates") == airflow_rows
 
     # A triple arrives late, for the window ending at 32 (already evaluated): it is stored, the window's
@@ -448,7 +445,8 @@ def test_late_triples_revise_their_windows_inside_the_horizon_by_themselves_and_
 
     from conformance import reference
     from conformance.compare import compare, from_engine
-    from csparql.storage import revisions as rv
+    from csparql.storage import stale_windows as sw
+    from csparql.storage.instants import micros_of
     from csparql.storage.statistics import read_table
 
     stack, settings = world["stack"], world["settings"]
@@ -482,7 +480,7 @@ def test_late_triples_revise_their_windows_inside_the_horizon_by_themselves_and_
 
     def revisions() -> dict[tuple[str, int], int]:
         runs = read_table(settings.warehouse.runs).to_pylist()
-        return {(r["query"], rv._micros(r["window_end"])): r["revision"] or 0
+        return {(r["query"], micros_of(r["window_end"])): r["revision"] or 0
                 for r in sorted(runs, key=lambda r: r["started_at"]) if r["status"] == "succeeded"}
 
     wanted = {("late_counts", b): 1, ("late_counts", c): 1, ("late_producer", b): 1, ("late_consumer", b): 1}
@@ -507,20 +505,20 @@ def test_late_triples_revise_their_windows_inside_the_horizon_by_themselves_and_
     assert not compare(from_engine(result), oracle(LATE_CONSUMER, "urn:csparql:stream:LatePassages", passages, b))
     assert rows_by_window(settings.warehouse, "late_consumer")[b] != before["late_consumer"][b]
     assert {r["revision"] for r in read_table(settings.warehouse.results("late_counts", "bindings")).to_pylist()
-            if rv._micros(r["window_end"]) in (b, c)} == {1}
+            if micros_of(r["window_end"]) in (b, c)} == {1}
     # the earlier revision stays readable (Delta time travel)
     assert {e: Counter(tuple(zip(map(str, r.vars), map(str, row), strict=True)) for row in r.rows)
             for _, e, r in StoredResults(settings.warehouse, "late_counts").windows(revision=0)} == before["late_counts"]
 
-    stale = {(w.query, w.window_end): w for w in rv.stale_windows(settings.warehouse)}
-    assert (stale[("late_counts", a)].status, stale[("late_counts", a)].within_horizon) == (rv.BEYOND_HORIZON, False)
-    assert {key: stale[key].status for key in wanted} == dict.fromkeys(wanted, rv.REVISED)
+    stale = {(w.query, w.window_end): w for w in sw.stale_windows(settings.warehouse)}
+    assert (stale[("late_counts", a)].status, stale[("late_counts", a)].within_horizon) == (sw.BEYOND_HORIZON, False)
+    assert {key: stale[key].status for key in wanted} == dict.fromkeys(wanted, sw.REVISED)
     assert stale[("late_consumer", b)].stream == "urn:csparql:stream:LatePassages"
     assert stale[("late_counts", b)].late_triples == 1 and stale[("late_counts", b)].lateness_max_ms > 7 * 60_000
     # the query page marks them: revised (revision 1, why and when) and stale beyond the horizon
     shown = {end: _window_shown(stack, "late_counts", format_instant(end)) for end in (a, b, c)}
-    assert (shown[a]["revision"], shown[a]["stale"]["status"]) == (0, rv.BEYOND_HORIZON)
-    assert {(shown[e]["revision"], shown[e]["stale"]["status"]) for e in (b, c)} == {(1, rv.REVISED)}
+    assert (shown[a]["revision"], shown[a]["stale"]["status"]) == (0, sw.BEYOND_HORIZON)
+    assert {(shown[e]["revision"], shown[e]["stale"]["status"]) for e in (b, c)} == {(1, sw.REVISED)}
     assert shown[b]["stale"]["reasons"] == [f"late triples on <{LATE}>"] and shown[b]["stale"]["late_triples"] == 1
     request = urllib.request.Request(f"{stack.url}/csparql/streams", headers={"Authorization": f"Bearer {stack.token()}"})
     with urllib.request.urlopen(request, timeout=60) as response:

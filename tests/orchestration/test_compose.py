@@ -347,11 +347,11 @@ def test_the_connect_connection_reaches_the_connect_server(monkeypatch):
 
 
 def test_the_connect_server_applies_the_settings_its_clients_cannot_set():
-    from csparql.spark import session
+    from csparql.runtime import session
 
     result_settings = getattr(session, "RESULT_SETTINGS", None)
     assert result_settings is not None, (
-        "csparql.spark.session.RESULT_SETTINGS is gone: update this test with where the settings results depend "
+        "csparql.runtime.session.RESULT_SETTINGS is gone: update this test with where the settings results depend "
         "on now live")
     confs = spark_confs(command(SPARK_CONNECT))
     server_side = {key: value for key, value in result_settings.items() if not key.startswith("spark.sql.")}

@@ -237,7 +237,7 @@ def test_an_evaluation_reports_its_windows_static_graphs_and_result_table_with_t
     from csparql.engine.runner import Engine
     from csparql.orchestration.lineage import evaluation_lineage
     from csparql.deploy.plan import deployment_of_query
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
 
     settings, files = landed["settings"], landed["files"]
     if not (settings.warehouse.stream(CITY) / "_delta_log").is_dir():

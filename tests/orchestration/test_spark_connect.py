@@ -94,7 +94,7 @@ def test_the_server_runs_only_requests_that_carry_its_token(starting_server):
     from pyspark.errors import PySparkException
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    from csparql.spark.connect_server import close_session, connect_mode_left_alone
+    from csparql.runtime.connect_server import close_session, connect_mode_left_alone
 
     starting_server.wait_until_answering()  # with the token: answers
     with connect_mode_left_alone():
@@ -136,7 +136,7 @@ def test_an_exported_spark_remote_is_the_master_of_the_spark_commands(city_hour,
 
 
 def test_spark_remote_is_the_master_unless_one_is_chosen(monkeypatch):
-    from csparql.spark.session import configured_master
+    from csparql.runtime.session import configured_master
 
     monkeypatch.delenv("CSPARQL_SPARK_MASTER", raising=False)
     monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:15002")

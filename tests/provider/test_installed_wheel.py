@@ -72,7 +72,7 @@ TRIPLES = [(f"gate{i % 3}", f"car{i}", START + 17 * MINUTE + i * 20_000_000) for
 CONNECT_SERVER = """
 import os, signal, sys
 from pathlib import Path
-from csparql.spark.connect_server import ConnectServer
+from csparql.runtime.connect_server import ConnectServer
 server = ConnectServer(Path(sys.argv[1]), port=int(sys.argv[2]), master="local[1]", memory="1g",
                        token=os.environ["PROVIDER_TEST_TOKEN"])
 server.start()
@@ -114,7 +114,10 @@ def installed(tmp_path_factory) -> Path:
     run([sys.executable, "-m", "venv", work / "venv"], cwd=work)
     python = work / "venv" / "bin" / "python"
     clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    run([python, "-m", "pip", "install", "--quiet", "-c", REPOSITORY / "constraints.txt", wheel], cwd=work, env=clean)
+    # no bytecode compiled at install (most of pip's time for Airflow and pyspark): the modules a process
+    # imports are compiled as it imports them
+    run([python, "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check", "-c",
+         REPOSITORY / "constraints.txt", wheel], cwd=work, env=clean)
     return python
 
 

@@ -169,7 +169,7 @@ def _max_future_skew(text: str | None) -> int:
 def run_ingest(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
         from csparql.ingest.ingest import check_stream_request, content_digest, ingest_stream, landed_content
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
         from csparql.storage.revisions import table_version
 
         skew = _max_future_skew(args.max_future_skew)
@@ -228,7 +228,7 @@ def _report_stale_windows(warehouse, stream: str, before: int) -> None:
 def run_load_static(args: argparse.Namespace) -> int:
     def work(warehouse) -> int:
         from csparql.ingest.ingest import check_static_request, content_digest, landed_content, load_static
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
 
         graph, inputs, _ = check_static_request(args.graph, args.files, args.format, args.rejects)  # before Spark
         landed = not (args.again or args.replace) and landed_content(

@@ -50,7 +50,7 @@ def run_generate(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     if args.load:
         from csparql.srbench.workload import generate_workload
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
         from csparql.storage.warehouse import Warehouse
 
         warehouse = Warehouse.locate(args.warehouse)

@@ -173,7 +173,7 @@ class Staleness:
 def window_staleness(warehouse: Warehouse, query: str) -> dict[int, Staleness]:
     """Per window end, the staleness of the query's windows that late triples reached (``Staleness``): pending
     when one of its records is, else beyond the horizon when one is, else revised."""
-    from csparql.storage.revisions import stale_windows
+    from csparql.storage.stale_windows import stale_windows
 
     by_end: dict[int, list] = defaultdict(list)
     for window in stale_windows(warehouse, query):
@@ -203,10 +203,10 @@ class LateTriples:
 def late_triples_by_stream(warehouse: Warehouse) -> dict[str, LateTriples]:
     """Per stream IRI, its ``LateTriples``: the triples of each commit (its event times, from the stream's log)
     that fall in a window the commit made stale, each counted once, and how late they were. For a commit older
-    than the log's history read (``csparql.storage.revisions.HISTORY_LOOKBACK``), what its stale windows
+    than the log's history read (``csparql.storage.stale_windows.HISTORY_LOOKBACK``), what its stale windows
     recorded: the most late triples of one of them, and their medians weighted by their triples."""
     from csparql.lateness import lateness
-    from csparql.storage.revisions import stale_windows, stream_commits
+    from csparql.storage.stale_windows import stale_windows, stream_commits
 
     per_commit: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for window in stale_windows(warehouse):

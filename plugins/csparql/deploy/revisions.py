@@ -1,7 +1,7 @@
 """Which evaluated windows late triples made stale, and which of them to revise.
 
 A stream commit (an ingest, a landed file, a ``REGISTER STREAM`` window written) records its event times
-(``csparql.storage.revisions``). Two checks together find every window evaluated without some of its triples,
+(``csparql.storage.stale_windows``). Two checks together find every window evaluated without some of its triples,
 whatever the order in which an ingest and an evaluation of the same window finish:
 
 - after a commit, ``detect_after_commits`` looks at the windows the runs table says were evaluated before it
@@ -30,7 +30,8 @@ from csparql.deploy.registry import QueryFacts, RegistrationError, registry_fact
 from csparql.deploy.settings import Settings
 from csparql.lateness import LateWindow, late_in_bounds, late_windows, lateness, within_horizon
 from csparql.storage import revisions as rv
-from csparql.storage.revisions import StaleWindow, StreamCommit
+from csparql.storage import stale_windows as sw
+from csparql.storage.stale_windows import StaleWindow, StreamCommit
 
 
 def readers_of(stream: str, settings: Settings,
@@ -53,7 +54,7 @@ def detect_after_commits(settings: Settings, stream: str, after_version: int,
     ``after_version`` that those commits' triples reach: of the registered queries reading ``stream``, by their
     schedules, and of the queries evaluated without being registered (``csparql run``, ``replay``), by the
     bounds their runs recorded (``late_in_bounds``)."""
-    commits = rv.stream_commits(settings.warehouse.stream(stream), after_version=after_version)
+    commits = sw.stream_commits(settings.warehouse.stream(stream), after_version=after_version)
     commits = [c for c in commits if c.event_times]
     if not commits:
         return []
@@ -96,7 +97,7 @@ def check_evaluation(settings: Settings, deployment: Deployment, window_end: int
     now = time.time_ns() // 1000 if now is None else now
     found = []
     for stream in deployment.inputs:
-        for commit in rv.stream_commits(settings.warehouse.stream(stream.iri), after_time=started_at):
+        for commit in sw.stream_commits(settings.warehouse.stream(stream.iri), after_time=started_at):
             found += _stale(deployment, settings, stream.iri, commit, [window_end], now)
     return _record_new(settings, found)
 
@@ -116,9 +117,9 @@ def _stale_window(query: str, stream: str, commit: StreamCommit, window: LateWin
     return StaleWindow(
         query=query, window_start=window.window_start, window_end=window.window_end, stream=stream,
         stream_version=commit.version, committed_at=commit.committed_at,
-        reason=rv.PREVIOUS_WINDOW if window.previous_changed else rv.LATE_TRIPLES,
+        reason=sw.PREVIOUS_WINDOW if window.previous_changed else sw.LATE_TRIPLES,
         late_triples=window.late_triples, lateness_p50_ms=median // 1000, lateness_max_ms=greatest // 1000,
-        detected_at=now, within_horizon=inside, status=rv.PENDING if inside else rv.BEYOND_HORIZON,
+        detected_at=now, within_horizon=inside, status=sw.PENDING if inside else sw.BEYOND_HORIZON,
     )
 
 
@@ -127,9 +128,9 @@ def _record_new(settings: Settings, found: list[StaleWindow]) -> list[StaleWindo
     if not found:
         return []
     queries = {w.query for w in found}
-    known = {w.key for query in queries for w in rv.stale_windows(settings.warehouse, query)}
+    known = {w.key for query in queries for w in sw.stale_windows(settings.warehouse, query)}
     new = list({w.key: w for w in found if w.key not in known}.values())
-    rv.append_stale_windows(settings.warehouse, new)
+    sw.append_stale_windows(settings.warehouse, new)
     return new
 
 
@@ -146,8 +147,8 @@ def pending_windows(settings: Settings, query: str) -> list[PendingWindow]:
     them stale, oldest window first. Records found settled by such an evaluation (a backfill, a re-run) are
     marked ``revised`` on the way."""
     pending: dict[int, list[StaleWindow]] = {}
-    for window in rv.stale_windows(settings.warehouse, query):
-        if window.status == rv.PENDING:
+    for window in sw.stale_windows(settings.warehouse, query):
+        if window.status == sw.PENDING:
             pending.setdefault(window.window_end, []).append(window)
     if not pending:
         return []
@@ -167,6 +168,6 @@ def mark_revised(settings: Settings, windows: list[StaleWindow] | tuple[StaleWin
                  now: int | None = None) -> None:
     """Record that ``revision`` of their windows saw the commits that made them stale."""
     now = time.time_ns() // 1000 if now is None else now
-    rv.append_stale_windows(settings.warehouse, [
-        StaleWindow(**{**w.__dict__, "status": rv.REVISED, "revision": revision, "detected_at": now}) for w in windows
+    sw.append_stale_windows(settings.warehouse, [
+        StaleWindow(**{**w.__dict__, "status": sw.REVISED, "revision": revision, "detected_at": now}) for w in windows
     ])

@@ -37,6 +37,7 @@ from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
 from csparql.storage.results import STREAM, QueryResult, ResultTable
 from csparql.storage import revisions as rv
+from csparql.storage import stale_windows as sw
 from csparql.storage.failures import NO_SPACE_LEFT, first_line, no_space_left
 from csparql.storage.tables import OUTPUT_PREDICATES, RUN_METADATA
 from csparql.storage.watermarks import advance_watermark
@@ -157,7 +158,7 @@ class Engine:
     @property
     def spark(self):
         if self._spark is None:
-            from csparql.spark.session import spark_session
+            from csparql.runtime.session import spark_session
 
             self._spark = spark_session(self.master)
         return self._spark
@@ -358,7 +359,7 @@ class Engine:
             # Readers of the stream that evaluated this window before (a revision) must see it changed, even when
             # it is now empty: its end is the event time of what was replaced.
             extra = {OUTPUT_PREDICATES: json.dumps(counts, sort_keys=True),
-                     rv.EVENT_TIMES: rv.encode_event_times(((window.end, max(len(result), 1)),))}
+                     sw.EVENT_TIMES: sw.encode_event_times(((window.end, max(len(result), 1)),))}
         completed: list[RunRecord] = []  # the run as the commit being tried records it
 
         def commit_metadata(revision: int, rows: pa.Table) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The event times a stream commit records (``csparql.storage.revisions.EVENT_TIMES``), read from the Parquet
+"""The event times a stream commit records (``csparql.storage.stale_windows.EVENT_TIMES``), read from the Parquet
 files an ingest staged, before they are committed."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from csparql.spark.schema import STREAM_FILE_SCHEMA
 from csparql.lateness import keep_until
 from csparql.storage import revisions as rv
+from csparql.storage import stale_windows as sw
 from csparql.storage.warehouse import Warehouse
 
 
@@ -20,9 +21,9 @@ def staged_event_times(spark: SparkSession, warehouse: Warehouse, files: list[st
     for no window, and an evaluation running now evaluates no window past the clock unless asked to), coarsened
     as ``csparql.lateness.keep_until`` says."""
     if not files:
-        return {rv.EVENT_TIMES: rv.encode_event_times(())}
+        return {sw.EVENT_TIMES: sw.encode_event_times(())}
     until = max(rv.latest_evaluated_end(warehouse) or 0, time.time_ns() // 1000)
     frame = spark.read.schema(STREAM_FILE_SCHEMA).parquet(*files)
     micros = F.unix_micros("ts")
     rows = frame.where(micros <= F.lit(until)).groupBy(micros.alias("t")).count().collect()
-    return {rv.EVENT_TIMES: rv.encode_event_times(keep_until([(r["t"], r["count"]) for r in rows], until))}
+    return {sw.EVENT_TIMES: sw.encode_event_times(keep_until([(r["t"], r["count"]) for r in rows], until))}

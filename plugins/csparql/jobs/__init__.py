@@ -7,7 +7,7 @@ from importlib.resources import files
 from pathlib import Path
 
 EVALUATE_WINDOW = "evaluate_window.py"
-LOG4J_CONFIGURATION = Path(str(files("csparql") / "spark" / "log4j2.properties"))
+LOG4J_CONFIGURATION = Path(str(files("csparql") / "runtime" / "log4j2.properties"))
 """The log4j configuration the jobs' drivers are started with (quiet Spark logs)."""
 
 

@@ -8,7 +8,7 @@ It compiles the registry file, evaluates the window that closes at or before ``-
 an ISO 8601 instant with a zone) with ``Engine.evaluate``, which replaces that window's results in the
 ``--name`` result tables and appends a row to the runs table (``--complete`` is recorded there), and prints
 one line ``CSPARQL_RESULT {json}`` on standard output. The SparkSession is the one spark-submit configures,
-with the project's settings added (``csparql.spark.session.submitted_session``).
+with the project's settings added (``csparql.runtime.session.submitted_session``).
 
 Exit status: 0 on success; 2 when the arguments or the query are unusable (nothing is evaluated, no Spark is
 started); 1 when the evaluation failed (the runs table records the failure). Failures print one plain
@@ -114,7 +114,7 @@ def run(argv: list[str] | None = None) -> dict:
     from pyspark.sql import SparkSession
 
     from csparql.engine.runner import Engine, EvaluationFailed
-    from csparql.spark.session import submitted_session
+    from csparql.runtime.session import submitted_session
 
     started_here = SparkSession.getActiveSession() is None
     try:

@@ -189,7 +189,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
     def _evaluate_here(self, settings: Settings, at: int, complete: bool | None) -> dict:
         from csparql.engine.runner import Engine, EvaluationFailed
         from csparql.orchestration.lineage import evaluation_lineage
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
 
         engine = Engine(self.settings.warehouse, spark_session(connect_url(settings) if settings.spark == "connect" else None))
         output = self.settings.warehouse.stream(self.deployment.output_stream) if self.deployment.output_stream else None
@@ -293,7 +293,7 @@ class CsparqlIngestOperator(BaseOperator):
     def execute(self, context):
         from csparql.ingest.landing import land_waiting_files
         from csparql.orchestration.lineage import ingest_lineage
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
 
         settings = settings_for_connection(self.settings, self.conn_id)
 

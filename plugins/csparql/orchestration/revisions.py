@@ -22,7 +22,7 @@ from airflow.sdk import DAG, Asset, AssetAlias, BaseOperator
 from csparql.deploy.registry import DAG_ID, registry_facts, registry_name
 from csparql.orchestration.config import deployment_settings
 from csparql.deploy.settings import Settings
-from csparql.storage.revisions import PENDING, StaleWindow
+from csparql.storage.stale_windows import PENDING, StaleWindow
 from csparql.windows import format_instant
 
 REVISIONS = AssetAlias(name="csparql_revisions")
@@ -82,7 +82,7 @@ class ReviseStaleWindowsOperator(BaseOperator):
         from csparql.engine.runner import Engine, EvaluationFailed
         from csparql.orchestration.connections import connect_url, settings_for_connection
         from csparql.orchestration.triggers import WindowCompleteTrigger
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
         from csparql.storage import revisions as rv
 
         spark = settings_for_connection(self.settings, self.conn_id)

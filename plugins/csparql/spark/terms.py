@@ -63,8 +63,3 @@ def _string(value: str | None) -> Column:
 def null_term() -> Column:
     """An unbound term (a typed null)."""
     return F.lit(None).cast(TERM_STRUCT)
-
-
-def literal_term(value: Column, datatype: str | Column) -> Column:
-    """A literal of the given datatype; null when ``value`` is null."""
-    return make_term(LITERAL, value, datatype, None)

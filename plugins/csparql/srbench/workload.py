@@ -91,7 +91,7 @@ def generate_workload(
     if not isinstance(warehouse, Warehouse):
         warehouse = Warehouse(warehouse)
     if spark is None:
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
 
         spark = spark_session()
     folder = Path(folder) if folder is not None else warehouse.root / "landing" / "srbench"

@@ -122,7 +122,7 @@ class AirflowStack:
 
     def environment(self) -> dict[str, str]:
         """The environment every component and ``airflow`` command runs with."""
-        from csparql.spark.connect_server import CLIENT_MODE_VARIABLES
+        from csparql.runtime.connect_server import CLIENT_MODE_VARIABLES
 
         if self.isolated:
             env = {key: value for key, value in os.environ.items() if key in ISOLATED_VARIABLES}

@@ -42,7 +42,7 @@ from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.samples import SampleFiles
 from csparql.stack.airflow_stack import AirflowStack, NoAnswer, ServerError, StackError
-from csparql.spark.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
+from csparql.runtime.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
                                          connect_mode_left_alone, port_in_use)
 from csparql.storage.watermarks import advance_watermark, read_watermarks
 from csparql.windows import format_instant, to_micros
@@ -239,7 +239,7 @@ class EmbeddedStack:
     def load_static_graphs(self, files: SampleFiles) -> None:
         """Load the sample static graphs (through the Connect server, else with a local Spark)."""
         from csparql.ingest.ingest import load_static
-        from csparql.spark.session import spark_session
+        from csparql.runtime.session import spark_session
 
         if self.server is not None:
             with connect_mode_left_alone():

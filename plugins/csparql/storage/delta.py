@@ -32,7 +32,8 @@ from deltalake.transaction import AddAction, RemoveAction
 
 from csparql.storage.failures import NO_SPACE_LEFT, StorageError, corrupt_log_entry, no_space_left
 from csparql.storage.instants import instant_of, micros_of
-from csparql.storage.pruning import STATISTICS_TRUNCATION_MICROS, may_hold_instant, may_hold_string  # noqa: F401
+from csparql.storage.pruning import (  # noqa: F401
+    STATISTICS_TRUNCATION_MICROS, FileInfo, may_hold_instant, may_hold_string)
 
 STANDARD_CONFIGURATION = {"delta.enableDeletionVectors": "false", "delta.columnMapping.mode": "none"}
 REFUSED_READER_FEATURES = {"deletionVectors", "columnMapping", "v2Checkpoint", "variantType", "typeWidening"}
@@ -66,19 +67,6 @@ def named_failures(path, doing: str) -> Iterator[None]:
                 f"(_delta_log/{version:020d}.json: {what})"
             ) from error
         raise
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    """One live data file of a table version, with what the log says about it."""
-
-    uri: str  # absolute path a reader can open
-    size: int
-    records: int | None
-    min_ts: int | None  # the bounds of its timestamp column (µs), truncated to milliseconds as Delta stores them
-    max_ts: int | None
-    partition: Mapping[str, str | None]
-    written: int | None = None  # when the file was written (its add action's modification time), µs
 
 
 def exists(path: str | os.PathLike) -> bool:

@@ -9,13 +9,28 @@ runs table (by ``window_end``) are all pruned through these functions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from csparql.storage.instants import bucket_of
 
 if TYPE_CHECKING:
-    from csparql.storage.delta import FileInfo
     from csparql.windows import WindowBounds
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One live data file of a table version, with what the log says about it."""
+
+    uri: str  # absolute path a reader can open
+    size: int
+    records: int | None
+    min_ts: int | None  # the bounds of its timestamp column (µs), truncated to milliseconds as Delta stores them
+    max_ts: int | None
+    partition: Mapping[str, str | None]
+    written: int | None = None  # when the file was written (its add action's modification time), µs
+
 
 STATISTICS_TRUNCATION_MICROS = 1_000
 """Delta stores timestamp statistics truncated to milliseconds: a file's true maximum can be up to this much

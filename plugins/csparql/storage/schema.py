@@ -148,7 +148,7 @@ STALE_WINDOWS = pa.schema(
         pa.field("revision", pa.int64()),
     ]
 )
-"""Windows already evaluated that a later stream commit touched (``csparql.storage.revisions``): an append-only
+"""Windows already evaluated that a later stream commit touched (``csparql.storage.stale_windows``): an append-only
 log; a window's staleness by one commit (query, window_end, stream, stream_version) is its latest row: status
 ``pending`` (to be revised), ``beyond_horizon`` (recorded, never revised) or ``revised`` (with the revision that
 saw the commit)."""

@@ -78,7 +78,7 @@ RUNS = SystemTable("runs", "_csparql/runs", schema.RUNS)
 STATISTICS = SystemTable("statistics", "_csparql/statistics", schema.STATISTICS)
 """Per source and predicate, how many triples were loaded (the optimizer's statistics)."""
 STALE_WINDOWS = SystemTable("stale_windows", "_csparql/stale_windows", schema.STALE_WINDOWS)
-"""Windows evaluated before late triples of their streams landed (``csparql.storage.revisions``)."""
+"""Windows evaluated before late triples of their streams landed (``csparql.storage.stale_windows``)."""
 WATERMARKS = SystemTable("watermarks", "_csparql/watermarks", schema.WATERMARKS, in_sql=False)
 """Per stream, how far its triples are known to have landed."""
 CLOSURES = SystemTable("closures", "_csparql/closures", schema.CLOSURES, tuple(schema.CLOSURES_PARTITIONS),

@@ -199,7 +199,7 @@ class Warehouse:
 
     @property
     def stale_windows(self) -> Path:
-        """Windows evaluated before late triples of their streams landed (``csparql.storage.revisions``)."""
+        """Windows evaluated before late triples of their streams landed (``csparql.storage.stale_windows``)."""
         return self.root / tables.STALE_WINDOWS.folder
 
     @property

@@ -18,7 +18,7 @@ from csparql.cli import main
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import parse_instant
-from engine.storage_helpers import write_stream
+from storage.helpers import write_stream
 
 STREAM = "http://example.org/full/stream"
 P = "http://example.org/full/p"

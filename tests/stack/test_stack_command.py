@@ -26,7 +26,7 @@ import pytest
 from csparql.deploy.plan import ingest_dag_id
 from csparql.deploy.settings import Settings
 from csparql.samples import STREAMS
-from csparql.spark.connect_server import SERVER_CLASS
+from csparql.runtime.connect_server import SERVER_CLASS
 from csparql.stack.airflow_stack import AirflowStack, free_port
 from csparql.storage import delta
 from csparql.storage.statistics import read_table

@@ -92,7 +92,7 @@ def _store(default, named=None):
 def spark():
     from pyspark.sql import SparkSession
 
-    from csparql.spark.session import spark_session
+    from csparql.runtime.session import spark_session
 
     if SparkSession.getActiveSession() is not None:
         return spark_session("local[2]")

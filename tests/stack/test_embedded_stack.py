@@ -18,7 +18,7 @@ from csparql.cli import main
 from csparql.deploy.plan import ingest_dag_id
 from csparql.deploy.settings import Settings
 from csparql.samples import SampleFiles
-from csparql.spark.connect_server import ConnectServer
+from csparql.runtime.connect_server import ConnectServer
 from csparql.stack import embedded as embedded_module
 from csparql.stack.airflow_stack import AirflowStack, ServerError
 from csparql.stack.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress

@@ -9,7 +9,7 @@ stops the launcher, the JVM and its Python workers.
 
 What the server is told, since a Connect client can only set ``spark.sql.*`` settings of its session: every
 other setting the engine's results and table layout depend on, as a local session gets them
-(``csparql.spark.session.session_settings``: the driver's UTC zone, the raw local file system, no
+(``csparql.runtime.session.session_settings``: the driver's UTC zone, the raw local file system, no
 ``_SUCCESS`` files, quiet log4j), and the Python its workers run: this interpreter, with the folder
 holding this csparql package first on ``PYTHONPATH``, so that the ingest's parsers (``mapInArrow`` over ``csparql.engine``
 functions) import the same csparql as the client. Its files are read and written by path, so clients must
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pyspark
 
-from csparql.spark.session import session_settings
+from csparql.runtime.session import session_settings
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 HOST = "127.0.0.1"

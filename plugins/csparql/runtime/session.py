@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER = "local[*]"
 _LOCK = threading.Lock()
 log = logging.getLogger(__name__)
-_LOG4J = Path(str(resources.files("csparql") / "spark" / "log4j2.properties"))
+_LOG4J = Path(str(resources.files("csparql") / "runtime" / "log4j2.properties"))
 LOG4J_CONFIGURATION = _LOG4J
 """The log4j2 configuration that keeps Spark to warnings and errors (for ``-Dlog4j2.configurationFile``)."""
 
@@ -175,11 +175,3 @@ def submitted_session(app_name: str = "csparql") -> SparkSession:
         session = configure(builder, master, app_name, given, launch=False).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         return session
-
-
-def stop_spark_session() -> None:
-    """Stop the process's session, if any."""
-    with _LOCK:
-        active = SparkSession.getActiveSession()
-        if active is not None:
-            active.stop()

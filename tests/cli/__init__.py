@@ -1,0 +1,1 @@
+"""Tests of csparql.cli: what a user meets on the command line."""
