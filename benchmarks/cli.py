@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                                                         "sc://host:port for a Spark Connect server)")
     parser.add_argument("--workloads", metavar="NAMES", help="--profile: comma-separated workloads (default: "
                                                              "district_count,two_streams,srbench_q01,srbench_q04,srbench_q12)")
+    parser.add_argument("--data", metavar="DIR", help="--profile: evaluate the warehouses an earlier profile built "
+                                                      "(its data/ folder) instead of building them")
     parser.add_argument("--set", metavar="FIELD=VALUE", action="append", default=[],
                         help="override a parameter, e.g. --set window_sizes=10000,100000 --set repetitions=3 "
                              "(see benchmarks/profiles.py); repeatable")
@@ -71,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
 
         out = Path(args.out) if args.out else DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-profile"
         names = tuple(args.workloads.split(",")) if args.workloads else window_profile.WORKLOADS
-        window_profile.profile(out.resolve(), master=args.master, names=names)
+        window_profile.profile(out.resolve(), master=args.master, names=names,
+                               data_folder=Path(args.data).resolve() if args.data else None)
         print((out / "profile.md").read_text(encoding="utf-8"))
         return 0
     profile = PROFILES[args.mode]

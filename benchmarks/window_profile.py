@@ -5,7 +5,13 @@ Spark Connect server) evaluates its window ``warmups`` times, then ``repetitions
 registered query's run does (``Engine.evaluate``): each repetition's phases (``csparql.engine.runner.Phases``:
 recording lost runs, statistics, Delta logs and pruning, the optimizer and the Spark plan, Spark's planning,
 run and collection, the result commit, the runs commit), and on a classic session the Spark jobs and stages
-it ran. The report is the median of each.
+it ran. The report is the median of each. pyoxigraph answers the same window in the same run (a new in-memory
+store, ``bulk_load`` of the exported window and static graphs, the SPARQL 1.1 query:
+``benchmarks.systems.Pyoxigraph``), ``repetitions`` times after one warm-up; its median is reported beside the
+engine's, and whether both gave the same answer.
+
+``data``: the data folder of an earlier profile (its ``data/``), whose warehouses are evaluated again rather
+than built anew — how two versions of the engine are profiled over the same data, one process each, in turn.
 
 An engine older than ``Phases`` is profiled with wrappers around the functions it had (``Engine.compile``,
 the collection, ``Engine._write``, ``Engine._record``), so the figures before and after a change compare
@@ -31,8 +37,10 @@ SRBENCH_RATE = 6
 
 
 def profile(out: Path, master: str | None = None, names: tuple[str, ...] = WORKLOADS, warmups: int = 2,
-            repetitions: int = 7, seed: int = 2010) -> dict:
-    """Profile each workload (see the module docstring); writes ``profile.json`` and ``profile.md`` in ``out``."""
+            repetitions: int = 7, seed: int = 2010, data_folder: Path | None = None) -> dict:
+    """Profile each workload (see the module docstring); writes ``profile.json`` and ``profile.md`` in ``out``.
+    ``data_folder``: evaluate the warehouses built there by an earlier profile (same seed) instead of building
+    them."""
     from csparql.runtime.session import spark_session
 
     out.mkdir(parents=True, exist_ok=True)
@@ -42,20 +50,68 @@ def profile(out: Path, master: str | None = None, names: tuple[str, ...] = WORKL
     for name in names:
         if name.startswith("srbench_"):
             if srbench is None:
-                srbench = data.build_srbench(spark, out / "data", SRBENCH_STATIONS, SRBENCH_RATE, seed)
+                srbench = (_existing_srbench(data_folder, seed) if data_folder is not None else
+                           data.build_srbench(spark, out / "data", SRBENCH_STATIONS, SRBENCH_RATE, seed))
             dataset, generated = srbench
             workload = workloads.srbench(int(name[len("srbench_q"):]))
             at = generated.instant(workloads.SRBENCH_WINDOW_HOUR[workload.parameters["query"]])
         else:
             workload = getattr(workloads, name)()
-            dataset = data.build(spark, workload.dataset, out / "data", SIZES[name], 1, seed)
+            dataset = (_existing(data_folder, workload.dataset, SIZES[name], seed) if data_folder is not None else
+                       data.build(spark, workload.dataset, out / "data", SIZES[name], 1, seed))
             at = dataset.at
-        points.append(_profile_point(spark, workload, dataset, at, warmups, repetitions))
+        point = _profile_point(spark, workload, dataset, at, warmups, repetitions)
+        point.update(_pyoxigraph(workload, dataset, at, out / "work" / workload.name, repetitions, point))
+        points.append(point)
     result = {"master": master or "local[2]", "warmups": warmups, "repetitions": repetitions, "points": points,
               "versions": _git_commit()}
     (out / "profile.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     (out / "profile.md").write_text(table(result), encoding="utf-8")
     return result
+
+
+def _existing(folder: Path, kind: str, size: int, seed: int):
+    """The data set ``data.build`` landed in ``folder`` (history 1)."""
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(folder / f"{kind}-n{size}-h1" / "warehouse")
+    if not warehouse.root.exists():
+        raise FileNotFoundError(f"{warehouse.root}: no data set there to profile again")
+    return data.Dataset(kind, size, 1, 0, warehouse, seed=seed)
+
+
+def _existing_srbench(folder: Path, seed: int):
+    """The SRBench data set ``data.build_srbench`` landed in ``folder``, and its generated scenario (generated
+    again, not landed)."""
+    from csparql.srbench import Size
+    from csparql.srbench.workload import DEFAULT_START, generate
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(folder / f"srbench-s{SRBENCH_STATIONS}-r{SRBENCH_RATE}" / "warehouse")
+    if not warehouse.root.exists():
+        raise FileNotFoundError(f"{warehouse.root}: no data set there to profile again")
+    generated = generate(Size(stations=SRBENCH_STATIONS, hours=data.SRBENCH_HOURS, rate=SRBENCH_RATE), seed,
+                         DEFAULT_START)
+    return data.Dataset("srbench", 0, data.SRBENCH_HOURS, 0, warehouse, seed=seed), generated
+
+
+def _pyoxigraph(workload, dataset, at: int, work: Path, repetitions: int, point: dict) -> dict:
+    """pyoxigraph over the same window (see the module docstring): its median milliseconds, and whether its
+    answer is the engine's."""
+    from benchmarks.systems import Point, Pyoxigraph
+
+    system = Pyoxigraph()
+    window = Point("profile", workload, dataset, at, work)
+    system.prepare(window)
+    times = []
+    raw = None
+    for repetition in range(repetitions + 1):
+        clock = time.perf_counter()
+        raw = system.run(window)
+        if repetition:
+            times.append((time.perf_counter() - clock) * 1000)
+    agrees = workloads.agree(point.pop("answer"), system.answer(window, raw), workload.tolerance)
+    return {"pyoxigraph_ms": statistics.median(times), "same_answer": agrees}
 
 
 def _profile_point(spark, workload, dataset, at: int, warmups: int, repetitions: int) -> dict:
@@ -85,6 +141,8 @@ def _profile_point(spark, workload, dataset, at: int, warmups: int, repetitions:
         "rows": runs[-1]["rows"], "total_ms": statistics.median(run["total"] for run in runs), "phases_ms": medians,
         "jobs": _median_or_none(run.get("jobs") for run in runs),
         "stages": _median_or_none(run.get("stages") for run in runs), "runs": runs,
+        "answer": workloads.answer_of_rows(evaluation.result.rows) if evaluation.result.form == "select"
+        else workloads.answer_of_triples(evaluation.result.triples),
     }
 
 
@@ -169,19 +227,27 @@ def _git_commit() -> dict:
                                 cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = None
-    return {"commit": commit}
+    import csparql
+
+    return {"commit": commit, "engine": str(Path(csparql.__file__).resolve().parent)}
 
 
 def table(result: dict) -> str:
     """The profile as a Markdown table: medians in milliseconds."""
     phases = sorted({p for point in result["points"] for p in point["phases_ms"]}, key=_phase_order)
-    header = ["workload", "triples read", "total", *phases, "Spark jobs", "stages"]
+    header = ["workload", "triples read", "total", *phases, "Spark jobs", "stages", "pyoxigraph", "ratio",
+              "same answer"]
     lines = [f"Warm evaluations on `{result['master']}`, medians of {result['repetitions']} (after "
-             f"{result['warmups']} warm-ups), milliseconds; commit {result['versions'].get('commit')}.", "",
+             f"{result['warmups']} warm-ups), milliseconds; commit {result['versions'].get('commit')}, engine "
+             f"`{result['versions'].get('engine')}`; pyoxigraph: median of {result['repetitions']} over the same "
+             "window (load + query).", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for point in result["points"]:
         cells = [point["title"], f"{point['triples_read']:,}", f"{point['total_ms']:.0f}"]
         cells += [f"{point['phases_ms'][p]:.0f}" if p in point["phases_ms"] else "—" for p in phases]
         cells += ["—" if point[k] is None else f"{point[k]:.0f}" for k in ("jobs", "stages")]
+        oxigraph = point.get("pyoxigraph_ms")
+        cells += ["—", "—", "—"] if oxigraph is None else [
+            f"{oxigraph:.0f}", f"{point['total_ms'] / oxigraph:.1f}×", "yes" if point["same_answer"] else "**no**"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
 from csparql.spark.compiler import COMPACT_TRIPLES, SparkCompiler, construct_triples, describe_triples
 from csparql.spark.entailment import Entailment
 from csparql.spark.frames import SourceFrames
+from csparql.runtime.session import compact_execution
 from csparql.spark.sources import SourceReader
 from csparql.spark.terms import NULLABLE_TERM_STRUCT
 from csparql.storage.results import QueryResult, Triple, terms_table  # noqa: F401 (their home is storage)
@@ -33,13 +34,21 @@ class CompiledEvaluation:
     form: str
     df: DataFrame  # SELECT: one column per projected variable (term structs); graphs: s, p, o
     columns: dict[Variable, str]
+    compact: bool = False  # compiled for one partition (``is_compact``)
 
     def result(self) -> QueryResult:
         """Run the plan (one Spark action) and collect its results to the driver through Arrow.
 
         This is the only way results leave Spark: ``csparql run``, replays, the Airflow task, the demo and the
         conformance harness all come through it, so what the harness checks is what gets written. The terms
-        stay Arrow columns (``QueryResult.terms``), which the result tables are written from."""
+        stay Arrow columns (``QueryResult.terms``), which the result tables are written from. A compact
+        evaluation runs with ``csparql.runtime.session.COMPACT_SETTINGS`` (one Spark job)."""
+        if not self.compact:
+            return self._collect()
+        with compact_execution(self.df.sparkSession):
+            return self._collect()
+
+    def _collect(self) -> QueryResult:
         if self.form == "ask":
             return QueryResult("ask", boolean=self.df.limit(1).count() > 0)
         if self.form == "select":
@@ -97,20 +106,21 @@ def compile_plan(
         statistics = entailment.statistics(statistics)
     if not optimized:
         plan = optimize(plan, statistics)
+    compact = is_compact(reader, plan, compact_triples)
     compiler = SparkCompiler(spark, reader, plan, now=at, statistics=statistics, entailment=entailment,
-                             compact=is_compact(reader, plan, compact_triples), pane=pane)
+                             compact=compact, pane=pane)
     solutions = compiler.compile()
     form = plan.form
     if isinstance(form, alg.SelectResult):
         df = compiler.ordered(solutions)
         columns = {var: compiler.column(var) for var in form.vars}
         df = df.select(*[F.col(columns[var]) for var in form.vars])
-        return CompiledEvaluation(plan, "select", df, columns)
+        return CompiledEvaluation(plan, "select", df, columns, compact)
     if isinstance(form, alg.AskResult):
-        return CompiledEvaluation(plan, "ask", solutions.df, {})
+        return CompiledEvaluation(plan, "ask", solutions.df, {}, compact)
     if isinstance(form, alg.ConstructResult):
-        return CompiledEvaluation(plan, "construct", construct_triples(compiler, solutions, form.template), {})
-    return CompiledEvaluation(plan, "describe", describe_triples(compiler, solutions, form.terms), {})
+        return CompiledEvaluation(plan, "construct", construct_triples(compiler, solutions, form.template), {}, compact)
+    return CompiledEvaluation(plan, "describe", describe_triples(compiler, solutions, form.terms), {}, compact)
 
 
 def is_compact(reader: SourceReader, plan: alg.QueryPlan, limit: int = COMPACT_TRIPLES) -> bool:
@@ -134,7 +144,8 @@ def window_to_stream(current: CompiledEvaluation, previous: CompiledEvaluation, 
     now = current.df.select(*[F.col(current.columns[var]).alias(name) for var, name in zip(vars_, names)])
     before = previous.df.select(*[F.col(previous.columns[var]).alias(name) for var, name in zip(vars_, names)])
     df = now.exceptAll(before) if operator == alg.ISTREAM else before.exceptAll(now)
-    return CompiledEvaluation(dataclasses.replace(current.plan, stream_operator=operator), "select", df, current.columns)
+    return CompiledEvaluation(dataclasses.replace(current.plan, stream_operator=operator), "select", df, current.columns,
+                              current.compact and previous.compact)
 
 
 def evaluate_plan(

@@ -21,7 +21,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -87,6 +88,9 @@ def session_settings(master: str, app_name: str = "csparql", launch: bool = True
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": shuffle_partitions,
         "spark.sql.adaptive.enabled": "true",
+        # A join of two one-partition sides (a compact evaluation, csparql.spark.compiler.COMPACT_TRIPLES) stays
+        # in one partition whatever its estimated size, rather than being shuffled for parallelism.
+        "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
         **RESULT_SETTINGS,
     }
     if master.startswith("sc://"):
@@ -175,3 +179,43 @@ def submitted_session(app_name: str = "csparql") -> SparkSession:
         session = configure(builder, master, app_name, given, launch=False).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         return session
+
+
+COMPACT_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+"""What a compact evaluation (one partition, ``csparql.spark.compiler.COMPACT_TRIPLES``) runs with: without
+adaptive execution, which runs each shuffle of a plan as a Spark job of its own and plans the rest again after
+each, and with one partition for whatever shuffle Spark still adds (a join of two one-partition sides whose
+estimated size is large). Neither changes a result."""
+
+_compact_runs: dict[int, list] = {}  # id(session) -> [runs in progress, the settings they replaced]
+_COMPACT_LOCK = threading.Lock()
+
+
+@contextmanager
+def compact_execution(spark: SparkSession) -> Iterator[None]:
+    """Run the Spark actions inside with ``COMPACT_SETTINGS``, and restore the session's own settings after
+    the last compact run in progress on the session ends (runs of several threads overlap safely; a
+    non-compact action another thread starts meanwhile runs with them too, which changes its speed, never its
+    result)."""
+    key = id(spark)
+    with _COMPACT_LOCK:
+        runs = _compact_runs.get(key)
+        if runs is None:
+            saved = {name: spark.conf.get(name, None) for name in COMPACT_SETTINGS}
+            for name, value in COMPACT_SETTINGS.items():
+                spark.conf.set(name, value)
+            runs = _compact_runs[key] = [0, saved]
+        runs[0] += 1
+    try:
+        yield
+    finally:
+        with _COMPACT_LOCK:
+            runs[0] -= 1
+            if runs[0] == 0:
+                del _compact_runs[key]
+                for name, value in runs[1].items():
+                    if value is None:
+                        spark.conf.unset(name)
+                    else:
+                        spark.conf.set(name, value)
+

@@ -231,7 +231,7 @@ class SparkCompiler:
             names = [str(s.graph_name) for s in self.frames.expand(self.plan.dataset.named)]
             frame = self.spark.createDataFrame([(n,) for n in names], f"{GRAPH_COLUMN} string")
             return Solutions(frame, (), {}, True)
-        return Solutions(self.spark.range(1).select(), (), {}, False)
+        return Solutions(self.spark.range(0, 1, 1, 1).select(), (), {}, False)
 
     def _PathPattern(self, op: alg.PathPattern) -> Solutions:
         return evaluate_path(op, self.frames, self.statistics, self.entailment, self.column, self._graph_mode)
@@ -242,7 +242,9 @@ class SparkCompiler:
         """``left.join(right, on, how)``; in a compact evaluation as a sort-merge join, which one partition
         needs no shuffle for (a broadcast would cost a Spark job of its own)."""
         if self.compact:
-            right = right.hint("merge")
+            # One partition in, one out: a join's output is a collection of its sides' partitionings, which
+            # Spark would shuffle again to join it with anything else.
+            return left.join(right.hint("merge"), on, how).coalesce(1)
         return left.join(right, on, how)
 
     def _shared(self, left: Solutions, right: Solutions) -> list[Variable]:
@@ -339,6 +341,8 @@ class SparkCompiler:
     def _Union(self, op: alg.Union) -> Solutions:
         left, right = self.compile(op.left), self.compile(op.right)
         df = left.df.unionByName(right.df, allowMissingColumns=True)
+        if self.compact:
+            df = df.coalesce(1)  # a union has a partition per side's
         stamps = {var: list(cols) for var, cols in left.stamps.items()}
         for var, cols in right.stamps.items():
             stamps.setdefault(var, []).extend(cols)
@@ -469,6 +473,8 @@ class SparkCompiler:
         else:
             rows = [tuple(None if t is None else term_dict(t) for t in row) for row in op.rows]
             df = self.spark.createDataFrame(rows, schema)
+        if self.compact:
+            df = df.coalesce(1)
         return Solutions(df, op.vars, {}, False)
 
     # aggregation

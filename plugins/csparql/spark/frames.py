@@ -84,13 +84,14 @@ class SourceFrames:
         frames = []
         for source in self.expand(sources):
             frame = self._window_set(source) if self.shares_window(source) else self._with_pane(self.reader.read(source))
-            if self.compact:
-                frame = frame.coalesce(1)
             label = str(source.graph_name) if source.graph_name is not None else None
             frames.append(frame.withColumn("src", F.lit(label).cast(StringType())))
         if not frames:
             return self._with_pane(empty_triples(self.spark)).withColumn("src", F.lit(None).cast(StringType()))
-        return reduce(lambda a, b: a.unionByName(b), frames)
+        union = reduce(lambda a, b: a.unionByName(b), frames)
+        # One partition for the whole union: a union of one-partition frames has one partition per frame, and
+        # every join or aggregate above it would shuffle.
+        return union.coalesce(1) if self.compact else union
 
     def _with_pane(self, frame: DataFrame) -> DataFrame:
         """In pane mode, the frame with its ``pane`` column: the least multiple of ``pane`` at or after ``ts``

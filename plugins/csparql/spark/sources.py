@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+import pyarrow as pa
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rdflib import URIRef
@@ -24,6 +26,8 @@ from csparql.windows import LogicalWindow, Window, WindowBounds, from_micros
 
 TRIPLES_SCHEMA = spark_schema(schema.STREAM_FILE, nullable=("ts", "arrival"))
 """Triples as a source gives them to the compiler: a stream's files, or a static graph's triples (no ``ts``)."""
+_TRIPLES_ARROW = pa.schema([field.with_nullable(True) if field.name in ("ts", "arrival") else field
+                            for field in schema.STREAM_FILE])
 
 Triple = tuple[Identifier, Identifier, Identifier]
 TimedTriple = tuple[Identifier, Identifier, Identifier, int]  # (s, p, o, τ in microseconds)
@@ -39,8 +43,17 @@ class SourceReader(Protocol):
         """The IRIs of every named static graph (what ``ALL_NAMED_GRAPHS`` stands for)."""
 
 
+_EMPTY_TRIPLES: dict = {}
+
+
 def empty_triples(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([], TRIPLES_SCHEMA)
+    """No triples, as an empty local relation (built once per session): Spark's optimizer knows it is empty and
+    drops it from unions and joins, where an empty frame of Python rows would be scanned as a data set of
+    its own (and split a one-partition evaluation into several)."""
+    cached = _EMPTY_TRIPLES.get(id(spark))
+    if cached is None or cached[0] is not spark:
+        cached = _EMPTY_TRIPLES[id(spark)] = (spark, spark.createDataFrame(_TRIPLES_ARROW.empty_table(), TRIPLES_SCHEMA))
+    return cached[1]
 
 
 def _row(term: Identifier) -> dict:
