@@ -63,7 +63,7 @@ def unescape(text: str, iri: bool = False) -> str:
         if char in "uU":
             digits = 4 if char == "u" else 8
             shown = text[match.start():match.start() + 2 + digits]
-            raise EscapeError(f"the escape '{shown}' needs {digits} hexadecimal digits after '\\{char}'",
+            raise EscapeError(f"the escape '{shown}' needs {digits} hexadecimal digits",
                               match.start(), kind)
         if iri:
             raise EscapeError(f"invalid escape '\\{char}' in an IRI (an IRI may only use \\uXXXX and \\UXXXXXXXX)",
