@@ -159,7 +159,7 @@ class TreeBuilder:
         )
 
     def duration(self, tree: Tree) -> sx.Duration:
-        number_token = pt.first_token(pt.child(tree, "duration_number"))
+        number_token = pt.only_child(pt.child(tree, "duration_number"))
         unit = pt.token(tree, "TIME_UNIT")
         span = Span(number_token.line, number_token.column, unit.end_column - number_token.column if unit.line == number_token.line else len(number_token))
         amount = Decimal(str(number_token))
@@ -302,7 +302,7 @@ class TreeBuilder:
     def whole_number(self, tree: Tree, clause: str, allow_negative: bool = False) -> int:
         """The integer a ``count_number`` holds; a clear error when it is not a whole number, is negative, or is
         larger than ``MAX_COUNT`` (Spark's LIMIT takes a 32-bit int)."""
-        token = pt.first_token(tree)
+        token = pt.only_child(tree)
         if token.type not in ("INTEGER", "INTEGER_POSITIVE", "INTEGER_NEGATIVE") or (
             token.type == "INTEGER_NEGATIVE" and not allow_negative
         ):
@@ -591,10 +591,10 @@ class TreeBuilder:
         return method(node)
 
     def boolean_literal(self, tree: Tree):
-        return literal(str(pt.first_token(tree)).lower(), XSD_BOOLEAN)
+        return literal(str(pt.only_child(tree)).lower(), XSD_BOOLEAN)
 
     def blank_node(self, tree: Tree):
-        token = pt.first_token(tree)
+        token = pt.only_child(tree)
         if token.type == "ANON":
             index = self.anonymous_count
             self.anonymous_count += 1
@@ -619,7 +619,7 @@ class TreeBuilder:
         return RDF_TYPE
 
     def var(self, tree: Tree) -> Variable:
-        return Variable(str(pt.first_token(tree))[1:])
+        return Variable(str(pt.only_child(tree))[1:])
 
     def iriref(self, token: Token) -> str:
         """The IRI an ``IRIREF`` token writes: escapes decoded, resolved against BASE."""
@@ -629,7 +629,7 @@ class TreeBuilder:
             raise _escape_error(token, 1, error) from None
 
     def iri(self, tree: Tree) -> URIRef:
-        token = pt.first_token(tree)
+        token = pt.only_child(tree)
         if token.type == "IRIREF":
             return URIRef(self.iriref(token))
         prefix, _, local = str(token).partition(":")
@@ -643,7 +643,7 @@ class TreeBuilder:
         return URIRef(self.prefixes[prefix] + _PN_LOCAL_ESCAPE.sub(r"\1", local))
 
     def string(self, tree: Tree) -> str:
-        token = pt.first_token(tree)
+        token = pt.only_child(tree)
         quote = 3 if token.type.startswith("STRING_LITERAL_LONG") else 1
         try:
             return unescape(str(token)[quote:-quote])
@@ -661,8 +661,8 @@ class TreeBuilder:
         return literal(lexical)
 
     def numeric_literal(self, tree: Tree):
-        signed = pt.child(tree, "numeric_literal_signed")
-        return self.number(pt.first_token(signed if signed is not None else tree))
+        number = pt.only_child(tree)
+        return self.number(pt.only_child(number) if isinstance(number, Tree) else number)
 
     def number(self, token: Token):
         """The literal of a number token: an xsd:double, xsd:decimal or xsd:integer as written."""
@@ -721,7 +721,7 @@ class TreeBuilder:
         """A signed number, or a signed number times or divided by an operand."""
         operator = pt.token(tree, "MULTIPLICATIVE_OP")
         if operator is None:
-            return self.number(pt.first_token(pt.only_subtree(tree)))
+            return self.number(pt.only_child(pt.only_subtree(tree)))
         left, right = pt.subtrees(tree)
         return ex.Arithmetic(str(operator), self.expression(left), self.expression(right))
 

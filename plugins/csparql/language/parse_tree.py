@@ -30,9 +30,18 @@ def only_subtree(tree: Tree) -> Tree:
     return child
 
 
+def only_child(tree: Tree) -> Tree | Token:
+    """The one child of a rule that wraps one token or tree (``var``, ``iri``, ``string``, ``count_number``)."""
+    (node,) = tree.children
+    return node
+
+
 def child(tree: Tree, *rules: str) -> Tree | None:
     """The first child of ``tree`` of one of ``rules``, or None."""
-    return next((node for node in tree.children if isinstance(node, Tree) and node.data in rules), None)
+    for node in tree.children:
+        if isinstance(node, Tree) and node.data in rules:
+            return node
+    return None
 
 
 def children(tree: Tree, *rules: str) -> list[Tree]:
@@ -42,9 +51,15 @@ def children(tree: Tree, *rules: str) -> list[Tree]:
 
 def token(tree: Tree, *types: str) -> Token | None:
     """The first token of ``tree`` of one of the terminals ``types``, or None."""
-    return next((node for node in tree.children if isinstance(node, Token) and node.type in types), None)
+    for node in tree.children:
+        if isinstance(node, Token) and node.type in types:
+            return node
+    return None
 
 
 def first_token(tree: Tree) -> Token:
     """The token that begins ``tree`` (its keyword, function name or the one token it holds)."""
-    return next(node for node in tree.children if isinstance(node, Token))
+    for node in tree.children:
+        if isinstance(node, Token):
+            return node
+    raise ValueError(f"{tree.data} has no token")
