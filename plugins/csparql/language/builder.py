@@ -22,6 +22,7 @@ from lark import Token, Tree
 from rdflib import BNode, URIRef, Variable
 
 from csparql.language import expressions as ex
+from csparql.language import parse_tree as pt
 from csparql.language import syntax as sx
 from csparql.language.errors import (
     Diagnostic,
@@ -32,13 +33,12 @@ from csparql.language.errors import (
     shorten,
 )
 from csparql.language.escapes import EscapeError, unescape
-from csparql.language import parse_tree as pt
 from csparql.language.limits import MAX_INTEGER_DIGITS
 from csparql.terms import RDF_NIL, RDF_TYPE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
 from csparql.windows import MAX_COUNT, canonical_unit, unit_micros
 
 _PN_LOCAL_ESCAPE = re.compile(r"\\([_~.\-!$&'()*+,;=/?#@%])")
-# Solution modifiers that need no expression of their own: how GROUP BY tells `?x` and `(…)` apart.
+# The GROUP BY conditions written without brackets (a variable, a call); any other is an expression in brackets.
 _UNBRACKETED_CONDITIONS = frozenset(
     {"var", "builtin_call", "builtin_fixed", "builtin_list", "function_call", "exists", "not_exists", "timestamp_call"}
 )
