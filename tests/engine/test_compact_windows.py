@@ -15,7 +15,7 @@ from csparql.engine.runner import Engine
 from csparql.frontend import compile_query
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import parse_instant
-from engine.storage_helpers import write_static, write_stream
+from storage.helpers import write_static, write_stream
 
 OM = "http://example.org/om#"
 WEATHER = "http://example.org/weather#"

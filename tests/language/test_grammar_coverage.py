@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lark import Token
 
-from csparql.language.parser import _lark
+from csparql.language.parser import lark_parser
 from support import LANGUAGE_FIXTURES, read_blocks, spec_query_files
 
 REFUSED = {"service_graph_pattern", "SERVICE", "SILENT"}
@@ -17,7 +17,7 @@ def used_rules_and_terminals() -> tuple[set[str], set[str]]:
     terminals: set[str] = set()
     texts = [b.text for b in read_blocks(LANGUAGE_FIXTURES / "valid_queries.rq")]
     texts += [p.read_text(encoding="utf-8") for p in spec_query_files()]
-    parser = _lark()
+    parser = lark_parser()
     for text in texts:
         tree = parser.parse(text)
         for node in tree.iter_subtrees():
@@ -28,7 +28,7 @@ def used_rules_and_terminals() -> tuple[set[str], set[str]]:
 
 def grammar_rules_and_terminals() -> tuple[set[str], set[str]]:
     """Rule names (aliases included) that appear as tree nodes, and the grammar's named terminals."""
-    parser = _lark()
+    parser = lark_parser()
     rules = set()
     for rule in parser.rules:
         name = rule.alias or rule.origin.name

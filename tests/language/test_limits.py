@@ -15,7 +15,8 @@ from csparql.cli import main
 from csparql.frontend import compile_query, parse_query
 from csparql.language.dialect import detect_dialect
 from csparql.language.errors import EXCERPT_WIDTH, MAX_REPORTED, Diagnostic, QueryError, Span
-from csparql.language.parser import MAX_NESTING, MAX_QUERY_CHARACTERS, MAX_TERMS, _lark, nesting_depth
+from csparql.language.limits import MAX_NESTING, MAX_QUERY_CHARACTERS, MAX_TERMS, nesting_depth
+from csparql.language.parser import lark_parser
 from csparql.language.printer import format_query
 from csparql.optimizer import SourceStatistics, optimize
 from csparql.schedule import Schedule
@@ -153,7 +154,7 @@ SHAPES = {
 
 def depth_of(text: str) -> int:
     """How deep a query nests, parsed in its own dialect (the examples hold RSP-QL queries too)."""
-    return nesting_depth(_lark(detect_dialect(text)).parse(text))
+    return nesting_depth(lark_parser(detect_dialect(text)).parse(text))
 
 
 def largest_accepted(shape) -> int:
@@ -301,7 +302,7 @@ def test_a_query_of_more_terms_than_the_limit_is_refused_where_it_crosses_it_bef
     text = one_literal_objects(99_908)  # 99,906 triple patterns
     assert len(text) <= MAX_QUERY_CHARACTERS
     walked = []
-    monkeypatch.setattr(parser, "_check_nesting", walked.append)
+    monkeypatch.setattr(parser, "check_nesting", walked.append)
     with pytest.raises(QueryError) as caught:
         compile_query(text, "big.rq", dialect=dialect)
     assert not walked  # refused while it was being parsed, before anything walked its tree

@@ -15,9 +15,9 @@ QUERY = "SELECT ?s WHERE { ?s ?p ?o }"
 def fresh(monkeypatch, tmp_path):
     """An empty cache folder and no parser built in this process yet."""
     monkeypatch.setenv("CSPARQL_CACHE_DIR", str(tmp_path / "cache"))
-    parser._lark.cache_clear()
+    parser.lark_parser.cache_clear()
     yield tmp_path / "cache"
-    parser._lark.cache_clear()
+    parser.lark_parser.cache_clear()
 
 
 def _built_fresh(monkeypatch) -> list[int]:
@@ -37,7 +37,7 @@ def test_the_parser_is_built_once_then_loaded(fresh, monkeypatch):
     built = _built_fresh(monkeypatch)
     parser.parse(QUERY)
     assert len(built) == 1 and len(list(fresh.glob("*.lark"))) == 1
-    parser._lark.cache_clear()  # as in a new process
+    parser.lark_parser.cache_clear()  # as in a new process
     parser.parse(QUERY)
     assert len(built) == 1, "the second process built the parser again instead of loading it"
 
@@ -46,11 +46,11 @@ def test_a_damaged_cache_is_built_again_and_replaced(fresh, monkeypatch):
     parser.parse(QUERY)
     (cached,) = fresh.glob("*.lark")
     cached.write_bytes(cached.read_bytes()[:100])
-    parser._lark.cache_clear()
+    parser.lark_parser.cache_clear()
     built = _built_fresh(monkeypatch)
     assert parser.parse(QUERY).form is not None
     assert len(built) == 1
-    parser._lark.cache_clear()
+    parser.lark_parser.cache_clear()
     parser.parse(QUERY)
     assert len(built) == 1, "the damaged file was not replaced by a whole one"
     assert not list(fresh.glob("*.tmp"))

@@ -20,6 +20,7 @@ from rdflib import BNode, URIRef, Variable
 from csparql.algebra import operators as alg
 from csparql.language import expressions as ex
 from csparql.language import syntax as sx
+from csparql.language.escapes import EscapeError, unescape
 from csparql.terms import XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, literal
 from csparql.windows import LogicalWindow, PhysicalWindow, parse_duration
 
@@ -67,8 +68,6 @@ _NUMBERS = (
     (XSD_DECIMAL, re.compile(r"[+-]?[0-9]*\.[0-9]+")),
     (XSD_DOUBLE, re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)[eE][+-]?[0-9]+")),
 )
-_UNICODE_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
-_STRING_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 COMPARISONS = ("=", "!=", "<", ">", "<=", ">=")
 AGGREGATES = {name.lower(): name for name in ex.AGGREGATE_NAMES}
 
@@ -154,30 +153,6 @@ def _where(item) -> str:
     return item.where()
 
 
-def _unescape_iri(text: str) -> str:
-    return _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
-
-
-def _unescape_string(body: str) -> str:
-    out, index = [], 0
-    while index < len(body):
-        char = body[index]
-        if char != "\\":
-            out.append(char)
-            index += 1
-            continue
-        escape = _UNICODE_ESCAPE.match(body, index)
-        if escape is not None:
-            out.append(chr(int(escape.group(1) or escape.group(2), 16)))
-            index = escape.end()
-        elif body[index + 1:index + 2] in _STRING_ESCAPES:
-            out.append(_STRING_ESCAPES[body[index + 1]])
-            index += 2
-        else:
-            raise ValueError(f"unknown escape {body[index:index + 2]!r}")
-    return "".join(out)
-
-
 # --- nested lists to the algebra -----------------------------------------------------------------------
 
 
@@ -192,7 +167,10 @@ class _Reader:
             raise SexprError(f"{_where(item)}: expected a term, found a list")
         text = item.text
         if item.kind == "iri" and not text.startswith("^"):
-            return URIRef(_unescape_iri(text[1:-1]))
+            try:
+                return URIRef(unescape(text[1:-1], iri=True))
+            except EscapeError as error:
+                raise SexprError(f"{item.where()}: {error}") from None
         if item.kind == "literal":
             return self.literal(item)
         if text.startswith("?") and len(text) > 1:
@@ -215,8 +193,8 @@ class _Reader:
         text = item.text
         string = _STRING.match(text)
         try:
-            lexical = _unescape_string(string.group()[1:-1])
-        except ValueError as error:
+            lexical = unescape(string.group()[1:-1])
+        except EscapeError as error:
             raise SexprError(f"{item.where()}: {error}") from None
         rest = text[string.end():]
         if rest.startswith("@"):

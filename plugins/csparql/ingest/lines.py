@@ -1,8 +1,9 @@
 """N-Triples and timestamped N-Quads, one line at a time, as Spark executors parse them.
 
 This module runs inside the executors' Python workers (``mapInArrow``, through ``csparql.ingest.ranges``), so
-it imports neither Spark nor Delta: only the standard library, pyarrow and the storage contract
-(``csparql.storage.schema``, ``vocabulary``, ``instants``).
+it imports neither Spark nor Delta: only the standard library, pyarrow, the storage contract
+(``csparql.storage.schema``, ``vocabulary``, ``instants``) and the escapes every reader decodes alike
+(``csparql.language.escapes``).
 
 A line is a triple, optionally followed by its timestamp as the fourth term (timestamped N-Quads, 003 §3.1)::
 
@@ -37,6 +38,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from csparql.language.escapes import EscapeError
+from csparql.language.escapes import unescape as decode_escapes
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS, hour_buckets
 from csparql.storage.schema import BLANK, IRI, LITERAL, PARSED_STATIC, PARSED_STREAM, TERM_TYPE
 from csparql.storage.vocabulary import DATETIME_TYPES, EPOCH_MILLIS_TYPES, RDF_LANGSTRING, XSD_DATETIME, XSD_STRING
@@ -82,30 +85,14 @@ _FAST = re.compile(
 # Escapes
 # ---------------------------------------------------------------------------------------------------------
 
-_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.)|$)", re.S)
-_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def unescape(text: str, iri: bool = False) -> str:
-    """Decode N-Triples escapes: ``\\uXXXX``, ``\\UXXXXXXXX`` and, outside IRIs, ``\\t \\b \\n \\r \\f \\" \\' \\\\``."""
-    if "\\" not in text:
-        return text
-
-    def replace(match: re.Match) -> str:
-        short, long_, char = match.group(1), match.group(2), match.group(3)
-        if short or long_:
-            code = int(short or long_, 16)
-            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                raise LineError(f"the escape '{match.group(0)}' is not a Unicode character")
-            return chr(code)
-        if char is not None and not iri and char in _ECHAR:
-            return _ECHAR[char]
-        if char is None:
-            raise LineError("a backslash ends the text without an escape")
-        where = "an IRI (only \\u and \\U escapes)" if iri else "a string"
-        raise LineError(f"invalid escape '\\{char}' in {where}")
-
-    return _ESCAPE.sub(replace, text)
+def _decoded(text: str, start: int, iri: bool = False) -> str:
+    """``text`` with its N-Triples escapes decoded (``csparql.language.escapes.unescape``: ``\\uXXXX``,
+    ``\\UXXXXXXXX`` and, outside IRIs, ``\\t \\b \\n \\r \\f \\" \\' \\\\``); a bad escape is a ``LineError``
+    saying where: the column of the line (``start`` is the index in the line where ``text`` begins)."""
+    try:
+        return decode_escapes(text, iri=iri)
+    except EscapeError as error:
+        raise LineError(f"{error.reason}, at column {start + error.offset + 1}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -246,8 +233,9 @@ _WS_AT = re.compile(_WS)
 _FORBIDDEN_IRI = re.compile(r'[\x00-\x20<>"{}|^`]')
 
 
-def _iri(body: str) -> str:
-    value = unescape(body, iri=True)
+def _iri(body: str, start: int) -> str:
+    """The IRI written ``<body>``, ``body`` starting at index ``start`` of its line."""
+    value = _decoded(body, start, iri=True)
     bad = _FORBIDDEN_IRI.search(value)
     if bad is not None:
         raise LineError(f"the IRI <{body}> contains the character {bad.group(0)!r}, which IRIs cannot hold")
@@ -284,7 +272,7 @@ class _Tokens:
             shown = bad.group(0) if bad else "?"
             raise LineError(f"the IRI <{inner}> contains the character {shown!r}, which IRIs cannot hold")
         self.pos = match.end()
-        return _iri(match.group(1))
+        return _iri(match.group(1), match.start(1))
 
     def bnode(self) -> str:
         match = _BNODE_AT.match(self.line, self.pos)
@@ -301,7 +289,7 @@ class _Tokens:
                 raise LineError("a string literal ends with a lone backslash")
             raise LineError("a string literal is not closed with '\"'")
         self.pos = match.end()
-        lexical = unescape(match.group(1))
+        lexical = _decoded(match.group(1), match.start(1))
         if self.peek() == "@":
             lang = _LANG_AT.match(self.line, self.pos)
             if lang is None:
@@ -504,25 +492,25 @@ class LineParser:
         s_iri, s_bnode, p, o_iri, o_bnode, o_lex, o_lang, o_dt, g_lex, g_dt, g_int = match.groups()
         # Compute everything first: a LineError must leave no half-added row.
         if s_iri is not None:
-            s_kind, s_value = IRI, (_iri(s_iri) if "\\" in s_iri else s_iri)
+            s_kind, s_value = IRI, (_iri(s_iri, match.start(1)) if "\\" in s_iri else s_iri)
         else:
             s_kind, s_value = BLANK, self.scope + s_bnode
         if "\\" in p:
-            p = _iri(p)
+            p = _iri(p, match.start(3))
         if o_iri is not None:
-            o = (IRI, _iri(o_iri) if "\\" in o_iri else o_iri, None, None)
+            o = (IRI, _iri(o_iri, match.start(4)) if "\\" in o_iri else o_iri, None, None)
         elif o_bnode is not None:
             o = (BLANK, self.scope + o_bnode, None, None)
         else:
-            lexical = unescape(o_lex) if "\\" in o_lex else o_lex
+            lexical = _decoded(o_lex, match.start(6)) if "\\" in o_lex else o_lex
             if o_lang is not None:
                 o = (LITERAL, lexical, RDF_LANGSTRING, o_lang.lower())
             elif o_dt is not None:
-                o = (LITERAL, lexical, _iri(o_dt) if "\\" in o_dt else o_dt, None)
+                o = (LITERAL, lexical, _iri(o_dt, match.start(8)) if "\\" in o_dt else o_dt, None)
             else:
                 o = (LITERAL, lexical, XSD_STRING, None)
         if g_lex is not None:
-            g = (LITERAL, unescape(g_lex) if "\\" in g_lex else g_lex, g_dt, None)
+            g = (LITERAL, _decoded(g_lex, match.start(9)) if "\\" in g_lex else g_lex, g_dt, None)
         elif g_int is not None:
             g = (LITERAL, g_int, None, "bare")
         else:

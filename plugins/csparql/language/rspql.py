@@ -34,7 +34,9 @@ from rdflib import URIRef
 
 from csparql.language import syntax as sx
 from csparql.language.errors import Diagnostic, QuerySemanticError, Span, UnsupportedFeatureError, shorten
-from csparql.language.parser import _is_token, _tree, _TreeBuilder, parse_with
+from csparql.language import parse_tree as pt
+from csparql.language.builder import TreeBuilder
+from csparql.language.parser import parse_with
 from csparql.windows import MICROS_PER
 
 QUERY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
@@ -59,7 +61,7 @@ def parse_rspql(text: str, source_name: str = "<query>") -> sx.Query:
     Raises ``QueryError`` (with line, column and caret) as ``csparql.language.parser.parse`` does: a syntax
     error, an RSP-QL construct csparql cannot evaluate, or a C-SPARQL construct written in an RSP-QL query.
     """
-    return parse_with(text, source_name, "rspql", _RspqlTreeBuilder)
+    return parse_with(text, source_name, "rspql", RspqlTreeBuilder)
 
 
 def query_name_of(output: URIRef) -> str | None:
@@ -105,8 +107,11 @@ def iso_duration_micros(text: str) -> int:
     return int(micros)
 
 
-class _RspqlTreeBuilder(_TreeBuilder):
-    """Builds the C-SPARQL syntax tree from the parse tree of an RSP-QL query."""
+class RspqlTreeBuilder(TreeBuilder):
+    """Builds the C-SPARQL syntax tree from the parse tree of an RSP-QL query: the C-SPARQL builder with the
+    RSP-QL rules added (registration, named windows, ``WINDOW <w> { … }``) and the C-SPARQL-only ones refused."""
+
+    UNION_OPERANDS = {**TreeBuilder.UNION_OPERANDS, "window_graph_pattern": "window_graph_pattern"}
 
     def __init__(self) -> None:
         super().__init__()
@@ -114,33 +119,27 @@ class _RspqlTreeBuilder(_TreeBuilder):
         self.windows: dict[URIRef, tuple[sx.FromStream, Span | None]] = {}
 
     def build(self, tree: Tree) -> sx.Query:
-        children = list(tree.children)
-        declarations = []
-        if _tree(children[0], "leading_prologue"):
-            declarations = list(children.pop(0).children)
-        registration_tree = children[0] if len(children) == 2 else None
-        query_tree = children[-1]
+        leading = pt.child(tree, "leading_prologue")
+        registration_tree = pt.child(tree, "registration", "rspql_registration")
         if registration_tree is not None and registration_tree.data == "registration":
             raise UnsupportedFeatureError(
                 Diagnostic(
-                    f"REGISTER {str(registration_tree.children[1].children[0]).upper()} <name> is C-SPARQL; an "
-                    "RSP-QL query registers with REGISTER RSTREAM <output-iri> AS (or ISTREAM, DSTREAM)",
+                    f"REGISTER {str(pt.first_token(pt.child(registration_tree, 'registration_kind'))).upper()} "
+                    "<name> is C-SPARQL; an RSP-QL query registers with REGISTER RSTREAM <output-iri> AS (or "
+                    "ISTREAM, DSTREAM)",
                     Span.of_meta(registration_tree.meta),
                 )
             )
-        prologue = self.prologue(Tree("prologue", declarations + list(query_tree.children[0].children)))
-        query = self.query_form(query_tree.children[1])
-        values = self.values_clause(query_tree.children[2]) if len(query_tree.children) > 2 else None
-        built = sx.Query(prologue=prologue, values=values, **query)
+        built = self.query(pt.child(tree, "query"), leading=leading.children if leading is not None else ())
         if registration_tree is not None:
             built = self.registered(built, registration_tree)
         return built
 
     def registered(self, query: sx.Query, tree: Tree) -> sx.Query:
         """``query`` with the registration ``REGISTER RSTREAM|ISTREAM|DSTREAM <output> AS`` says."""
-        operator_token = tree.children[1].children[0]
+        operator_token = pt.first_token(pt.child(tree, "stream_operator"))
         operator = str(operator_token).upper()
-        iri_tree = next(c for c in tree.children if _tree(c, "iri"))
+        iri_tree = pt.child(tree, "iri")
         output = self.iri(iri_tree)
         name = query_name_of(output)
         if name is None:
@@ -174,14 +173,14 @@ class _RspqlTreeBuilder(_TreeBuilder):
     # C-SPARQL constructs have RSP-QL spellings, or none
 
     def select_clause(self, tree: Tree) -> sx.SelectForm:
-        operator = next((c for c in tree.children if _tree(c, "stream_operator")), None)
+        operator = pt.child(tree, "stream_operator")
         if operator is not None:
-            word = str(operator.children[0]).upper()
+            word = str(pt.first_token(operator)).upper()
             raise UnsupportedFeatureError(
                 Diagnostic(
                     f"SELECT {word} is the C-SPARQL spelling; in RSP-QL the operator goes in the registration: "
                     f"REGISTER {word} <output-iri> AS SELECT …",
-                    Span.of_token(operator.children[0]),
+                    Span.of_token(pt.first_token(operator)),
                 )
             )
         return super().select_clause(tree)
@@ -191,20 +190,18 @@ class _RspqlTreeBuilder(_TreeBuilder):
             Diagnostic(
                 "AGGREGATE clauses are C-SPARQL, not RSP-QL: use GROUP BY with aggregates in SELECT, or write the "
                 "query in C-SPARQL",
-                Span.of_token(tree.children[0]),
+                Span.of_token(pt.token(tree, "AGGREGATE")),
             )
         )
 
-    def expression(self, node):
-        if _tree(node, "timestamp_call"):
-            raise UnsupportedFeatureError(
-                Diagnostic(
-                    "timestamp() is a C-SPARQL function that RSP-QL does not have: write the query in C-SPARQL "
-                    "to use it",
-                    Span.of_token(node.children[0]),
-                )
+    def timestamp_call(self, tree: Tree):
+        raise UnsupportedFeatureError(
+            Diagnostic(
+                "timestamp() is a C-SPARQL function that RSP-QL does not have: write the query in C-SPARQL "
+                "to use it",
+                Span.of_token(pt.token(tree, "TIMESTAMP")),
             )
-        return super().expression(node)
+        )
 
     # windows
 
@@ -215,9 +212,9 @@ class _RspqlTreeBuilder(_TreeBuilder):
             )
         if not tree.data.startswith("from_named_window"):
             return super().dataset(tree)
-        name_tree, stream_tree = [c for c in tree.children if _tree(c, "iri")]
+        name_tree, stream_tree = pt.children(tree, "iri")
         name, stream = self.iri(name_tree), self.iri(stream_tree)
-        window = self.window(tree.children[-1])
+        window = self.window(next(c for c in pt.subtrees(tree) if c.data.endswith("_window")))
         clause = sx.FromStream(
             stream, window, named=True, span=Span.of_meta(stream_tree.meta), window_name=name,
             on_stream=tree.data == "from_named_window_on_stream",
@@ -260,18 +257,18 @@ class _RspqlTreeBuilder(_TreeBuilder):
                 )
             )
         if tree.data == "count_window":
-            count_tree = tree.children[1]
+            count_tree = pt.child(tree, "count_number")
             count = self.whole_number(count_tree, "ROWS", allow_negative=True)
             if count < 1:
                 raise QuerySemanticError(
                     Diagnostic(f"a count window needs at least one triple: ROWS {count} is not allowed",
-                               Span.of_token(count_tree.children[0]))
+                               Span.of_token(pt.first_token(count_tree)))
                 )
-            return sx.PhysicalWindowSpec(count=count, span=Span.of_token(count_tree.children[0]))
+            return sx.PhysicalWindowSpec(count=count, span=Span.of_token(pt.first_token(count_tree)))
         if tree.data == "iso_logical_window":
-            range_token, step_token = [c for c in tree.children if _is_token(c, "ISO_DURATION")]
+            range_token, step_token = [c for c in tree.children if pt.is_token(c, "ISO_DURATION")]
             return sx.LogicalWindowSpec(self.iso_duration(range_token), self.iso_duration(step_token), span=span)
-        range_tree, step_tree = [c for c in tree.children if _tree(c, "count_number")]
+        range_tree, step_tree = pt.children(tree, "count_number")
         return sx.LogicalWindowSpec(
             self.milliseconds(range_tree, "RANGE"), self.milliseconds(step_tree, "STEP"), span=span
         )
@@ -286,7 +283,7 @@ class _RspqlTreeBuilder(_TreeBuilder):
 
     def milliseconds(self, tree: Tree, clause: str) -> sx.Duration:
         """A duration written as a whole number of milliseconds (``ON STREAM`` windows)."""
-        token = tree.children[0]
+        token = pt.first_token(tree)
         span = Span.of_token(token)
         if token.type not in ("INTEGER", "INTEGER_POSITIVE", "INTEGER_NEGATIVE"):
             raise QuerySemanticError(
@@ -303,24 +300,23 @@ class _RspqlTreeBuilder(_TreeBuilder):
 
     # WINDOW <w> { … }
 
-    def union_operand(self, tree: Tree):
-        if tree.data == "graph_graph_pattern":
-            pattern = super().union_operand(tree)
-            if isinstance(pattern.name, URIRef) and self.has_several_windows(pattern.name):
-                names = " or ".join(f"WINDOW <{shorten(str(n), 40)}>" for n, (c, _) in self.windows.items()
-                                    if c.iri == pattern.name)
-                raise QuerySemanticError(
-                    Diagnostic(
-                        f"GRAPH <{shorten(str(pattern.name), 60)}> names a stream the query reads through several "
-                        f"different windows, each a graph of its own: say which, with {names} {{ … }}",
-                        Span.of_meta(tree.children[1].meta),
-                    )
+    def graph_pattern(self, tree: Tree) -> sx.GraphPattern:
+        pattern = super().graph_pattern(tree)
+        if isinstance(pattern.name, URIRef) and self.has_several_windows(pattern.name):
+            names = " or ".join(f"WINDOW <{shorten(str(n), 40)}>" for n, (c, _) in self.windows.items()
+                                if c.iri == pattern.name)
+            raise QuerySemanticError(
+                Diagnostic(
+                    f"GRAPH <{shorten(str(pattern.name), 60)}> names a stream the query reads through several "
+                    f"different windows, each a graph of its own: say which, with {names} {{ … }}",
+                    Span.of_meta(pt.subtrees(tree)[0].meta),
                 )
-            return pattern
-        if tree.data != "window_graph_pattern":
-            return super().union_operand(tree)
-        name_node = tree.children[1]
-        if _tree(name_node, "var"):
+            )
+        return pattern
+
+    def window_graph_pattern(self, tree: Tree) -> sx.GraphPattern:
+        name_node, pattern_tree = pt.subtrees(tree)
+        if name_node.data == "var":
             raise UnsupportedFeatureError(
                 Diagnostic(
                     "WINDOW ?variable is not supported: csparql reads each window by its name; write "
@@ -339,7 +335,7 @@ class _RspqlTreeBuilder(_TreeBuilder):
                 )
             )
         graph = name if self.has_several_windows(declared[0].iri) else declared[0].iri
-        return sx.GraphPattern(graph, self.group_graph_pattern(tree.children[2]), span=Span.of_meta(tree.meta), window=name)
+        return sx.GraphPattern(graph, self.group_graph_pattern(pattern_tree), span=Span.of_meta(tree.meta), window=name)
 
 
 def _window_key(window: sx.WindowSpec | None):

@@ -17,6 +17,7 @@ import pyarrow as pa
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Identifier
 
+from csparql.language.escapes import unescape
 from csparql.storage.schema import BLANK, IRI, LITERAL, TERM_TYPE
 from csparql.terms import RDF_LANGSTRING, XSD_STRING, format_ntriples_term
 
@@ -53,7 +54,7 @@ def from_row(kind: int, value: str, datatype: str | None = None, language: str |
             return Literal(value, lang=language, normalize=False)
         if datatype is None or datatype == str(XSD_STRING):
             return Literal(value, normalize=False)
-        return Literal(value, datatype=URIRef(datatype), normalize=False)
+        return Literal(value, datatype=URIRef(unescape(datatype, iri=True)), normalize=False)
     raise ValueError(f"unknown term kind {kind}")
 
 
@@ -77,11 +78,11 @@ def term_array(terms: list[Identifier | None]) -> pa.Array:
 
 
 _NT_TERM = re.compile(r'^(?:<([^>]*)>|_:(\S+)|"((?:[^"\\]|\\.)*)"(?:@([A-Za-z0-9-]+)|\^\^<([^>]*)>)?)$', re.S)
-_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 
 
 def parse_ntriples_term(text: str | None) -> Identifier | None:
-    """The term an N-Triples string (as result tables hold them) stands for."""
+    """The term an N-Triples string (as result tables hold them) stands for; ``ValueError`` (an ``EscapeError``
+    for a bad escape) when it is none."""
     if text is None:
         return None
     match = _NT_TERM.match(text)
@@ -89,23 +90,13 @@ def parse_ntriples_term(text: str | None) -> Identifier | None:
         raise ValueError(f"not an N-Triples term: {text!r}")
     iri, label, lexical, language, datatype = match.groups()
     if iri is not None:
-        return URIRef(_unescape(iri))
+        return URIRef(unescape(iri, iri=True))
     if label is not None:
         return BNode(label)
-    value = _unescape(lexical)
+    value = unescape(lexical)
     if language:
         return Literal(value, lang=language, normalize=False)
     if datatype:
-        return Literal(value, datatype=URIRef(datatype), normalize=False)
+        return Literal(value, datatype=URIRef(unescape(datatype, iri=True)), normalize=False)
     return Literal(value, normalize=False)
-
-
-def _unescape(text: str) -> str:
-    def replace(match: re.Match) -> str:
-        code = match.group(1)
-        if code[0] in "uU":
-            return chr(int(code[1:], 16))
-        return _ESCAPES[code]
-
-    return re.sub(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", replace, text)
 
