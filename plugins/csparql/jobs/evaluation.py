@@ -74,3 +74,21 @@ def evaluate_deployment_window(engine: Engine, deployment: Deployment, settings:
     if output_before is not None:
         stale += detect_after_commits(settings, deployment.output_stream, output_before)
     return WindowEvaluation(deployment.name, evaluation, complete, deployment.version, tuple(stale))
+
+
+def task_value(record: dict, missing: list[str]) -> dict:
+    """The value (XCom) of a window task, from a ``WindowEvaluation.record()``: the window, rows written, run
+    id, completeness, query version and what was still missing when it was evaluated."""
+    return {"window_end": record["window_end"], "window_start": record.get("window_start"),
+            "rows_written": record.get("rows_written"), "run_id": record.get("run_id"),
+            "complete": record.get("complete"), "query_version": record.get("query_version"), "missing": missing}
+
+
+def describe(record: dict) -> str:
+    """One line saying which window an evaluation (a ``WindowEvaluation.record()``) wrote and how many rows."""
+    from csparql.windows import format_instant
+
+    start = record.get("window_start")
+    took = f" in {record['duration_ms']} ms" if record.get("duration_ms") is not None else ""
+    return (f"window ({format_instant(start) if start is not None else '-'}, {format_instant(record['window_end'])}]"
+            f": {record.get('rows_written')} row(s) written{took}")

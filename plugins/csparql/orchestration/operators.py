@@ -29,13 +29,13 @@ from csparql.deploy.plan import Deployment, deployment_of_query
 from csparql.deploy.revisions import detect_after_commits
 from csparql.jobs import LOG4J_CONFIGURATION, job_path
 from csparql.jobs.evaluate_window import RESULT_PREFIX
-from csparql.jobs.evaluation import evaluate_deployment_window, stale_windows_of
+from csparql.jobs.evaluation import describe, evaluate_deployment_window, stale_windows_of, task_value
 from csparql.deploy.settings import Settings
 from csparql.orchestration.config import deployment_settings
 from csparql.orchestration.assets import result_asset, stream_asset
 from csparql.orchestration.connections import connect_url, evaluation_engine, settings_for_connection
 from csparql.orchestration.revisions import REVISIONS, announce
-from csparql.orchestration.triggers import WindowCompleteTrigger
+from csparql.orchestration.triggers import WindowCompleteTrigger, evaluation_arguments
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run
@@ -140,9 +140,14 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         return timedelta(microseconds=self.settings.wait_timeout)
 
     def _trigger_arguments(self, window_instant: str) -> dict:
-        """The arguments of the run's ``WindowCompleteTrigger``; ``window_instant`` a template or an instant."""
-        return {"warehouse": str(self.settings.warehouse.root), "wait": self.deployment.wait.to_dict(),
-                "window_instant": window_instant, "poll_seconds": self.settings.poll_interval / 1e6}
+        """The arguments of the run's ``WindowCompleteTrigger``; ``window_instant`` a template or an instant.
+        When Spark may be a Spark Connect server (the settings say so, or a connection decides when the task
+        runs) the trigger gets what it needs to evaluate the window itself."""
+        arguments = {"warehouse": str(self.settings.warehouse.root), "wait": self.deployment.wait.to_dict(),
+                     "window_instant": window_instant, "poll_seconds": self.settings.poll_interval / 1e6}
+        if self.settings.spark == "connect" or self.conn_id is not None:
+            arguments["evaluation"] = evaluation_arguments(self.deployment, self.settings, self.conn_id)
+        return arguments
 
     def execute(self, context):
         """Only when the task did not start on the triggerer: evaluate now if nothing is missing, else defer."""
@@ -163,7 +168,17 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
             return self.evaluate_after_timeout(context)
 
     def evaluate(self, context, event: dict | None = None) -> dict:
-        """Evaluate the run's window, complete: nothing was missing when the wait ended."""
+        """Evaluate the run's window, complete: nothing was missing when the wait ended. When the trigger has
+        evaluated it already (``{"status": "evaluated"}``: it found stale windows to announce, or wrote an
+        output stream whose Asset event only a worker can record), only finish the task with its record."""
+        if event and event.get("status") == "evaluated":
+            record = event["record"]
+            run = latest_run(self.settings.warehouse, self.deployment.name, record["window_end"])
+            self.lineage = submitted_lineage(self.settings.warehouse, self.deployment,
+                                             parse_instant(self.window_instant), run)
+            self.log.info("the triggerer evaluated the window (run %s): announcing what it found",
+                          record.get("run_id"))
+            return self.finish(context, record, [])
         return self._evaluate(context, complete=True, missing=[])
 
     def evaluate_after_timeout(self, context) -> dict:
@@ -187,7 +202,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         its ``WindowEvaluation.record()``: logs the window, announces the stale windows it found to their
         revision DAGs (``csparql.orchestration.revisions``), gives the output stream's Asset event what it
         wrote; returns the task's value (XCom)."""
-        log_window(self.log, record)
+        self.log.info("%s", describe(record))
         announce(context, stale_windows_of(record), self.log)
         if self.deployment.output_stream and stream_asset(self.deployment.output_stream) in self.outlets:
             context["outlet_events"][stream_asset(self.deployment.output_stream)].extra = {
@@ -250,21 +265,6 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         """The stream windows and static graphs this run read and the table it wrote, with their Delta
         versions (``lineage``)."""
         return self.lineage or _no_lineage()
-
-
-def log_window(log, record: dict) -> None:
-    """One log line saying which window an evaluation wrote and how many rows."""
-    start = record.get("window_start")
-    log.info("window (%s, %s]: %s row(s) written in %s ms", format_instant(start) if start is not None else "-",
-             format_instant(record["window_end"]), record.get("rows_written"), record.get("duration_ms", "?"))
-
-
-def task_value(record: dict, missing: list[str]) -> dict:
-    """The value (XCom) of an evaluation task: the window, rows written, run id, completeness, query version
-    and what was still missing when it was evaluated."""
-    return {"window_end": record["window_end"], "window_start": record.get("window_start"),
-            "rows_written": record.get("rows_written"), "run_id": record.get("run_id"),
-            "complete": record.get("complete"), "query_version": record.get("query_version"), "missing": missing}
 
 
 class EvaluationSubmitHook(SparkSubmitHook):
