@@ -63,7 +63,8 @@ def query_dag(deployment: Deployment, settings: Settings, conn_id: str | None = 
             task_id="evaluate_window", query=deployment, settings=settings, conn_id=conn_id, pool=settings.pool,
             doc_md="Waits, deferred on the triggerer (no task process), until the window's streams have landed: "
                    "watermarks past the window's end plus the allowed lateness, producers' windows written; "
-                   "then evaluates the window on Spark and replaces its results.",
+                   "then evaluates the window on Spark and replaces its results (with Spark Connect on the "
+                   "triggerer, else in a worker).",
         )
     return dag
 

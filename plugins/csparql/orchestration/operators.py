@@ -99,14 +99,23 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
 
     The task starts deferred on Airflow's triggerer (``start_from_trigger``): the scheduler hands the wait,
     ``WindowCompleteTrigger``, straight to the triggerer, so a waiting run has no task process and holds no
-    worker or pool slot. When the window is complete the task resumes in a worker, in ``evaluate``: one task
-    process per run. After ``Settings.wait_timeout`` Airflow ends the wait (the trigger timeout) and the task
-    resumes all the same: the window is evaluated anyway and recorded as incomplete when something is still
+    worker or pool slot. When the window is complete:
+
+    - with Spark Connect (``Settings.spark == "connect"``, or a ``spark_connect`` connection), the trigger
+      evaluates the window itself, in a thread of the triggerer, and ends the task from there: success with
+      the task's value as XCom, or failure (the message in the task's log, retried as any failure). The run
+      has no task process, except when it has stale windows to announce or an output stream's Asset event to
+      record: then the task resumes in ``evaluate`` with the trigger's record and only finishes (a trigger
+      cannot add Asset events). A run ended on the triggerer sends no OpenLineage event;
+    - with a local Spark or spark-submit, the task resumes in a worker, in ``evaluate``: one task process.
+
+    After ``Settings.wait_timeout`` Airflow ends the wait (the trigger timeout) and the task resumes in a
+    worker all the same: the window is evaluated anyway and recorded as incomplete when something is still
     missing, which the log names. Run without the triggerer (``airflow tasks test``), ``execute`` evaluates a
     complete window at once and defers from the worker otherwise.
 
-    Spark runs where ``Settings.spark`` says: in the task's process (local), on a standalone cluster through
-    spark-submit, or on a Spark Connect server."""
+    Every path evaluates through ``csparql.jobs.evaluation.evaluate_deployment_window``, which runs the
+    staleness check after the evaluation; the task announces what it found to the revision DAGs."""
 
     template_fields = ("window_instant",)
     start_from_trigger = True
