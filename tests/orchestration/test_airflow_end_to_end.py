@@ -97,6 +97,12 @@ SELECT ?s ?p ?o
 FROM STREAM <{BROKEN}> [RANGE 5m STEP 5m]
 WHERE {{ ?s ?p ?o }}
 """
+TRIGGERER_STREAM = """REGISTER STREAM TriggererPassages AS
+PREFIX t: <http://linkedurbandata.org/traffic#>
+CONSTRUCT { ?car t:passedBy ?tollgate }
+FROM STREAM <http://streams.org/milantollgates.trdf> [RANGE 5m STEP 5m]
+WHERE { ?tollgate t:registers ?car . }
+"""
 CONNECT_CONNECTION = "csparql_connect"
 TRIGGERER_DAGS = """# Airflow DAGs whose Spark is a Spark Connect server: their windows are evaluated on the triggerer.
 from datetime import timedelta
@@ -141,9 +147,11 @@ def world(tmp_path_factory, spark):
     (dags / "user_cars_per_district.py").write_text(USER_DAG.format(
         query=str(root / "user" / "cars_per_district.rq"), warehouse=str(root / "warehouse")), encoding="utf-8")
     (root / "user" / "broken_windows.rq").write_text(BROKEN_QUERY, encoding="utf-8")
+    (root / "user" / "triggerer_passages.rq").write_text(TRIGGERER_STREAM, encoding="utf-8")
     (dags / "on_triggerer.py").write_text(TRIGGERER_DAGS.format(dags=[
         ("on_triggerer", str(root / "user" / "cars_per_district.rq"), "triggerer_cars"),
         ("failing_on_triggerer", str(root / "user" / "broken_windows.rq"), "broken_windows"),
+        ("stream_on_triggerer", str(root / "user" / "triggerer_passages.rq"), "triggerer_passages"),
     ], warehouse=str(root / "warehouse"), connection=CONNECT_CONNECTION), encoding="utf-8")
     # the Spark Connect server of the DAGs above: its address and token now, started by the tests that use it
     connect = test_server(root / "connect")
@@ -169,7 +177,7 @@ def world(tmp_path_factory, spark):
         ingest_dag = ingest_dag_id(MILAN)
         stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag, ingest_dag_id(LATE),
                              *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES), "user_cars_per_district",
-                             "on_triggerer", "failing_on_triggerer"])
+                             "on_triggerer", "failing_on_triggerer", "stream_on_triggerer"])
         yield {"root": root, "files": files, "settings": settings, "stack": stack, "ingest_dag": ingest_dag,
                "spark": spark, "connect": connect}
     finally:
@@ -744,19 +752,50 @@ def test_a_killed_triggerer_loses_no_window_and_its_window_is_written_once(world
     stack, settings, files = world["stack"], world["settings"], world["files"]
     at = files.start + 35 * MINUTE
     run, task = _trigger(stack, "on_triggerer", at)
-    log = stack.home / "logs" / "dag_id=on_triggerer" / f"run_id={run['dag_run_id']}" / \
-        "task_id=evaluate_window" / "attempt=1.log"
+    folder = stack.home / "logs" / "dag_id=on_triggerer" / f"run_id={run['dag_run_id']}" / "task_id=evaluate_window"
+
+    def evaluations_begun() -> int:  # the triggerer writes the trigger's part of the log beside the task's own
+        return sum(path.read_text(errors="replace").count("evaluating it on the triggerer")
+                   for path in folder.glob("attempt=1.log*"))
+
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not (
-            log.exists() and "evaluating it on the triggerer" in log.read_text(errors="replace")):
+    while time.monotonic() < deadline and not evaluations_begun():
         time.sleep(0.1)
+    assert evaluations_begun() == 1, "the triggerer did not begin the evaluation"
     os.killpg(stack.processes["triggerer"].pid, signal.SIGKILL)
+    killed = time.monotonic()
 
     finished = _wait_for_run(stack, "on_triggerer", run["dag_run_id"], timeout=600)
 
     assert finished["state"] == "success", stack.task_log_tail("on_triggerer", finished, lines=200)
     assert any(name == "triggerer" for name, _ in stack.restarts)
+    assert _task(stack, "on_triggerer", run, "evaluate_window")["try_number"] == 1  # taken up, not retried
+    print(f"killed mid-evaluation; the run ended {time.monotonic() - killed:.0f} s later, "
+          f"{evaluations_begun()} evaluation(s) begun in its log")
     [stored] = [result for _, end, result in StoredResults(settings.warehouse, "triggerer_cars").windows() if end == at]
     found = from_engine(stored)
     assert found.rows and not compare(found, _truth_of_user_query(files, at))
     assert len(stored.rows) == latest_run(settings.warehouse, "triggerer_cars", at)["rows_written"]
+
+
+def test_an_output_stream_written_on_the_triggerer_gets_its_asset_event_from_a_short_worker_finish(
+        world, connect_server):
+    """A trigger cannot add Asset events: a REGISTER STREAM query evaluated on the triggerer resumes in a worker
+    with the evaluation's record, which evaluates nothing and records its output stream's Asset event."""
+    stack, settings, files = world["stack"], world["settings"], world["files"]
+    at = files.start + 40 * MINUTE
+    run, task = _trigger(stack, "stream_on_triggerer", at)
+
+    processes = _watch_task_processes(stack, "stream_on_triggerer", run["dag_run_id"], task["id"])
+
+    finished = _wait_for_run(stack, "stream_on_triggerer", run["dag_run_id"])
+    assert finished["state"] == "success", stack.task_log_tail("stream_on_triggerer", finished, lines=200)
+    assert len(processes) == 1  # the finish: announcing and the Asset event, no Spark
+    runs = [r for r in delta_runs(settings.warehouse) if r["query"] == "triggerer_passages"]
+    assert [(r["status"], r["complete"]) for r in runs] == [("succeeded", True)]  # evaluated once, on the triggerer
+    log = _log(stack, "stream_on_triggerer", run, 1)
+    assert "evaluating it on the triggerer" in log and "the triggerer evaluated the window" in log, log
+    [asset] = stack.api("GET", "assets?uri_pattern=TriggererPassages")["assets"]
+    events = stack.api("GET", f"assets/events?asset_id={asset['id']}")["asset_events"]
+    assert [(e["source_run_id"], e["extra"].get("window_end")) for e in events] == [
+        (run["dag_run_id"], format_instant(at))]
