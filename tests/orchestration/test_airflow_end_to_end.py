@@ -767,7 +767,10 @@ def test_a_killed_triggerer_loses_no_window_and_its_window_is_written_once(world
     finished = _wait_for_run(stack, "on_triggerer", run["dag_run_id"], timeout=600)
 
     assert finished["state"] == "success", stack.task_log_tail("on_triggerer", finished, lines=200)
-    assert any(name == "triggerer" for name, _ in stack.restarts)
+    deadline = time.monotonic() + 60
+    while not any(name == "triggerer" for name, _ in stack.restarts) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert any(name == "triggerer" for name, _ in stack.restarts)  # the supervisor started it again
     assert _task(stack, "on_triggerer", run, "evaluate_window")["try_number"] == 1  # taken up, not retried
     [stored] = [result for _, end, result in StoredResults(settings.warehouse, "triggerer_cars").windows() if end == at]
     found = from_engine(stored)
