@@ -20,7 +20,7 @@ from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingest
 from csparql.deploy.registry import RegistrationError
 from csparql.orchestration.config import deployment_settings
 from csparql.deploy.settings import Settings
-from csparql.orchestration.defaults import RETRY_DELAY, START_DATE, task_defaults  # noqa: F401 (also named here)
+from csparql.orchestration.defaults import START_DATE, task_defaults
 from csparql.orchestration.operators import CsparqlEvaluateWindowOperator, CsparqlIngestOperator
 from csparql.orchestration.timetable import WindowTimetable
 

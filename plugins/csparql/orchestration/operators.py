@@ -13,14 +13,12 @@ and reports the same tables, with their Delta versions, to OpenLineage (``lineag
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 from airflow.exceptions import AirflowException
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import TaskDeferralTimeout
 from airflow.triggers.base import StartTriggerArgs
@@ -28,7 +26,6 @@ from airflow.triggers.base import StartTriggerArgs
 from csparql.deploy.plan import Deployment, deployment_of_query
 from csparql.deploy.revisions import detect_after_commits
 from csparql.jobs import LOG4J_CONFIGURATION, job_path
-from csparql.jobs.evaluate_window import RESULT_PREFIX
 from csparql.jobs.evaluation import describe, evaluate_deployment_window, stale_windows_of, task_value
 from csparql.deploy.settings import Settings
 from csparql.orchestration.config import deployment_settings
@@ -232,6 +229,8 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         return evaluated.record()
 
     def _submit(self, settings: Settings, at: int, complete: bool | None) -> dict:
+        from csparql.orchestration.submit import EvaluationSubmitHook
+
         arguments = ["--query", str(self.deployment.path), "--name", self.deployment.name, "--at", str(at),
                      "--warehouse", str(self.settings.warehouse.root), "--registry", str(self.settings.registry),
                      "--revision-horizon", str(self.settings.revision_horizon)]
@@ -274,25 +273,6 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         """The stream windows and static graphs this run read and the table it wrote, with their Delta
         versions (``lineage``)."""
         return self.lineage or _no_lineage()
-
-
-class EvaluationSubmitHook(SparkSubmitHook):
-    """``SparkSubmitHook`` that also keeps the job's ``CSPARQL_RESULT`` line (``record``: its evaluation, the
-    stale windows it found included) from the driver's output it logs (client deploy mode)."""
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.record: dict | None = None
-
-    def _process_spark_submit_log(self, itr) -> None:
-        def kept(lines):
-            for line in lines:
-                text = line.decode() if isinstance(line, bytes) else str(line)
-                if text.startswith(RESULT_PREFIX):
-                    self.record = json.loads(text[len(RESULT_PREFIX):])
-                yield line
-
-        super()._process_spark_submit_log(kept(itr))
 
 
 class CsparqlIngestOperator(BaseOperator):
