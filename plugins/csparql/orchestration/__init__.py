@@ -1,5 +1,5 @@
 """The Airflow layer: registered queries as DAGs (``dags``), their schedule (``timetable``), the wait for
-complete windows (``triggers``), the public operators that wait, evaluate and ingest (``operators``), Spark
+complete windows, and with Spark Connect their evaluation (``triggers``), the public operators that wait, evaluate and ingest (``operators``), Spark
 through Airflow connections (``connections``), the Assets of tables (``assets``), OpenLineage lineage
 (``lineage``) and the DAG factory ``csparql_dags()`` (``factory``).
 
