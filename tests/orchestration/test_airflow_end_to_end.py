@@ -3,12 +3,16 @@
 
 One stack serves the module (starting it takes about a minute). The windows evaluated by Airflow are
 compared with ``csparql replay`` of the same range, run as a separate process over a copy of the warehouse.
+Its tasks run a local Spark, except those of the DAGs whose Spark is a Spark Connect server (the connection
+``csparql_connect``, a server the tests that need it start): those evaluate their windows on the triggerer.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import sqlite3
 import time
 import urllib.request
@@ -33,6 +37,7 @@ from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run, read_watermarks
 from csparql.windows import format_instant, parse_instant
+from orchestration.spark_connect import test_server
 
 pytestmark = pytest.mark.airflow
 
@@ -85,6 +90,32 @@ from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
 with DAG("user_cars_per_district", schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")):
     CsparqlEvaluateWindowOperator(task_id="evaluate", query={query!r}, name="user_cars", warehouse={warehouse!r})
 """
+BROKEN = "http://example.org/broken/stream"
+BROKEN_QUERY = f"""REGISTER QUERY BrokenWindows AS
+SELECT ?s ?p ?o
+FROM STREAM <{BROKEN}> [RANGE 5m STEP 5m]
+WHERE {{ ?s ?p ?o }}
+"""
+TRIGGERER_STREAM = """REGISTER STREAM TriggererPassages AS
+PREFIX t: <http://linkedurbandata.org/traffic#>
+CONSTRUCT { ?car t:passedBy ?tollgate }
+FROM STREAM <http://streams.org/milantollgates.trdf> [RANGE 5m STEP 5m]
+WHERE { ?tollgate t:registers ?car . }
+"""
+CONNECT_CONNECTION = "csparql_connect"
+TRIGGERER_DAGS = """# Airflow DAGs whose Spark is a Spark Connect server: their windows are evaluated on the triggerer.
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import DAG
+
+from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
+
+for dag_id, query, name in {dags!r}:
+    with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")):
+        CsparqlEvaluateWindowOperator(task_id="evaluate_window", query=query, name=name, warehouse={warehouse!r},
+                                      conn_id={connection!r}, retries=1, retry_delay=timedelta(seconds=1))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +145,15 @@ def world(tmp_path_factory, spark):
     (root / "user" / "cars_per_district.rq").write_text(USER_QUERY, encoding="utf-8")
     (dags / "user_cars_per_district.py").write_text(USER_DAG.format(
         query=str(root / "user" / "cars_per_district.rq"), warehouse=str(root / "warehouse")), encoding="utf-8")
+    (root / "user" / "broken_windows.rq").write_text(BROKEN_QUERY, encoding="utf-8")
+    (root / "user" / "triggerer_passages.rq").write_text(TRIGGERER_STREAM, encoding="utf-8")
+    (dags / "on_triggerer.py").write_text(TRIGGERER_DAGS.format(dags=[
+        ("on_triggerer", str(root / "user" / "cars_per_district.rq"), "triggerer_cars"),
+        ("failing_on_triggerer", str(root / "user" / "broken_windows.rq"), "broken_windows"),
+        ("stream_on_triggerer", str(root / "user" / "triggerer_passages.rq"), "triggerer_passages"),
+    ], warehouse=str(root / "warehouse"), connection=CONNECT_CONNECTION), encoding="utf-8")
+    # the Spark Connect server of the DAGs above: its address and token now, started by the tests that use it
+    connect = test_server(root / "connect")
     stack = AirflowStack(home=root / "airflow", dags=dags, settings_environment=environment, port=free_port(),
                          pool_slots=2,
                          extra_environment={
@@ -125,6 +165,8 @@ def world(tmp_path_factory, spark):
                              "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-e2e",
                              # events are sent from a thread of the task process, not from forks of it
                              "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
+                             f"AIRFLOW_CONN_{CONNECT_CONNECTION.upper()}":
+                                 f"spark-connect://:{connect.token}@localhost:{connect.port}",
                          })
     stack.set_up()
     stack.start()
@@ -133,11 +175,13 @@ def world(tmp_path_factory, spark):
         stack.wait_until_healthy()
         ingest_dag = ingest_dag_id(MILAN)
         stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag, ingest_dag_id(LATE),
-                             *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES), "user_cars_per_district"])
+                             *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES), "user_cars_per_district",
+                             "on_triggerer", "failing_on_triggerer", "stream_on_triggerer"])
         yield {"root": root, "files": files, "settings": settings, "stack": stack, "ingest_dag": ingest_dag,
-               "spark": spark}
+               "spark": spark, "connect": connect}
     finally:
         stack.stop()
+        connect.stop()
 
 
 def rows_by_window(warehouse: Warehouse, name: str) -> dict[int, Counter]:
@@ -588,3 +632,168 @@ def test_no_airflow_component_exited_while_the_module_ran(world):
     # the supervisor restarts a component that exits (supervise_in_background), as a safety net: on SQLite the
     # scheduler exited with StaleDataError when a backfill's clean-up deleted runs it had started (issue 25)
     assert not world["stack"].restarts, world["stack"].restarts
+
+
+@pytest.fixture(scope="module")
+def connect_server(world):
+    """The Spark Connect server of the triggerer's evaluations (the connection ``csparql_connect``), answering."""
+    server = world["connect"]
+    if server.process is None:
+        server.start()
+    server.wait_until_answering()
+    return server
+
+
+def _trigger(stack: AirflowStack, dag: str, at: int) -> tuple[dict, dict]:
+    """A manual run of ``dag`` evaluating the window ending ``at``, and its task instance once it exists."""
+    stack.unpause(dag)
+    run = stack.api("POST", f"dags/{dag}/dagRuns", {
+        "logical_date": format_instant(at), "data_interval_start": format_instant(at),
+        "data_interval_end": format_instant(at)})
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        task = _task(stack, dag, run, "evaluate_window", allow=(404,))
+        if task.get("id"):
+            return run, task
+        time.sleep(0.5)
+    raise AssertionError(f"{dag}: the run {run['dag_run_id']} has no task instance after 180 s")
+
+
+def _log(stack: AirflowStack, dag: str, run: dict, try_number: int) -> str:
+    """The task's log of one try as the UI reads it (the REST API), one event a line."""
+    answer = stack.api("GET", f"dags/{dag}/dagRuns/{run['dag_run_id']}/taskInstances/evaluate_window/logs/"
+                              f"{try_number}?full_content=true")
+    content = answer.get("content") or []
+    return "\n".join(str(line.get("event", line)) if isinstance(line, dict) else str(line) for line in content)
+
+
+def _truth_of_user_query(files, at: int):
+    from conformance import reference
+
+    return reference.evaluate(reference.Case(
+        "user", USER_QUERY, {URIRef(MILAN): stream_quads(files.streams[MILAN])},
+        {None: list(Graph().parse(files.graphs[None]))}, at))
+
+
+def test_a_window_evaluated_on_the_triggerer_ends_its_task_with_no_task_process(world, connect_server):
+    """With Spark Connect the trigger evaluates the complete window itself and ends the task: no executor ever
+    starts a task process for it; the results are pyoxigraph's; the task's value and log are Airflow's."""
+    from conformance.compare import compare, from_engine
+
+    stack, settings, files = world["stack"], world["settings"], world["files"]
+    assert read_watermarks(settings.warehouse).get(MILAN), "the ingest test lands the stream first"
+    at = files.start + 30 * MINUTE
+    run, task = _trigger(stack, "on_triggerer", at)
+
+    processes = _watch_task_processes(stack, "on_triggerer", run["dag_run_id"], task["id"])
+
+    finished = _wait_for_run(stack, "on_triggerer", run["dag_run_id"])
+    assert finished["state"] == "success", stack.task_log_tail("on_triggerer", finished, lines=200)
+    assert processes == set()  # the whole run took no task process
+    task = _task(stack, "on_triggerer", run, "evaluate_window")
+    assert (task["state"], task["try_number"], task["pid"]) == ("success", 1, None)
+    [(start, end, stored)] = list(StoredResults(settings.warehouse, "triggerer_cars").windows())
+    assert (start, end) == (at - 30 * MINUTE, at)
+    found = from_engine(stored)
+    assert found.rows and not compare(found, _truth_of_user_query(files, at))
+    outcome = stack.api("GET", f"dags/on_triggerer/dagRuns/{run['dag_run_id']}/taskInstances/evaluate_window/"
+                               "xcomEntries/return_value")["value"]
+    outcome = json.loads(outcome) if isinstance(outcome, str) else outcome
+    recorded = latest_run(settings.warehouse, "triggerer_cars", at)
+    assert (recorded["status"], recorded["complete"]) == ("succeeded", True)
+    assert (outcome["window_end"], outcome["rows_written"], outcome["run_id"], outcome["complete"]) == (
+        at, len(stored.rows), recorded["run_id"], True)
+    log = _log(stack, "on_triggerer", run, 1)
+    assert "evaluating it on the triggerer" in log and "row(s) written" in log, log
+
+
+def test_a_failing_evaluation_on_the_triggerer_fails_its_task_with_the_message_and_is_retried(world, connect_server):
+    from deltalake import write_deltalake
+    import pyarrow as pa
+
+    from csparql.storage.watermarks import advance_watermark
+
+    stack, settings = world["stack"], world["settings"]
+    # a stream table with deletion vectors: the engine refuses to read it, so every evaluation fails
+    write_deltalake(str(settings.warehouse.stream(BROKEN)), pa.table({"x": [1]}),
+                    configuration={"delta.enableDeletionVectors": "true"})
+    at = parse_instant("2020-01-01T00:10:00Z")
+    advance_watermark(settings.warehouse, BROKEN, at, "test: the window is complete")
+    run, task = _trigger(stack, "failing_on_triggerer", at)
+
+    processes = _watch_task_processes(stack, "failing_on_triggerer", run["dag_run_id"], task["id"])
+
+    finished = _wait_for_run(stack, "failing_on_triggerer", run["dag_run_id"])
+    assert finished["state"] == "failed"
+    assert processes == set()
+    task = _task(stack, "failing_on_triggerer", run, "evaluate_window")
+    assert (task["state"], task["try_number"]) == ("failed", 2)  # retried once (retries=1), then failed
+    for try_number in (1, 2):
+        log = _log(stack, "failing_on_triggerer", run, try_number)
+        assert "the evaluation of the window at 2020-01-01T00:10:00Z failed" in log and "deletionVectors" in log, log
+    failed = [r for r in delta_runs(settings.warehouse) if r["query"] == "broken_windows"]
+    assert [r["status"] for r in failed] == ["failed", "failed"]
+
+
+def delta_runs(warehouse: Warehouse) -> list[dict]:
+    from csparql.storage.statistics import read_table
+
+    return read_table(warehouse.runs).to_pylist()
+
+
+def test_a_killed_triggerer_loses_no_window_and_its_window_is_written_once(world, connect_server):
+    """The triggerer is killed (kill -9) while it evaluates a window; the supervisor starts it again, which
+    takes up the run's trigger once Airflow sees the old one dead, evaluates the window and ends the task. The
+    window's results are one copy, pyoxigraph's."""
+    from conformance.compare import compare, from_engine
+
+    stack, settings, files = world["stack"], world["settings"], world["files"]
+    at = files.start + 35 * MINUTE
+    run, task = _trigger(stack, "on_triggerer", at)
+    folder = stack.home / "logs" / "dag_id=on_triggerer" / f"run_id={run['dag_run_id']}" / "task_id=evaluate_window"
+
+    def evaluations_begun() -> int:  # the triggerer writes the trigger's part of the log beside the task's own
+        return sum(path.read_text(errors="replace").count("evaluating it on the triggerer")
+                   for path in folder.glob("attempt=1.log*"))
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not evaluations_begun():
+        time.sleep(0.1)
+    assert evaluations_begun() == 1, "the triggerer did not begin the evaluation"
+    os.killpg(stack.processes["triggerer"].pid, signal.SIGKILL)
+
+    finished = _wait_for_run(stack, "on_triggerer", run["dag_run_id"], timeout=600)
+
+    assert finished["state"] == "success", stack.task_log_tail("on_triggerer", finished, lines=200)
+    deadline = time.monotonic() + 60
+    while not any(name == "triggerer" for name, _ in stack.restarts) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert any(name == "triggerer" for name, _ in stack.restarts)  # the supervisor started it again
+    assert _task(stack, "on_triggerer", run, "evaluate_window")["try_number"] == 1  # taken up, not retried
+    [stored] = [result for _, end, result in StoredResults(settings.warehouse, "triggerer_cars").windows() if end == at]
+    found = from_engine(stored)
+    assert found.rows and not compare(found, _truth_of_user_query(files, at))
+    assert len(stored.rows) == latest_run(settings.warehouse, "triggerer_cars", at)["rows_written"]
+
+
+def test_an_output_stream_written_on_the_triggerer_gets_its_asset_event_from_a_short_worker_finish(
+        world, connect_server):
+    """A trigger cannot add Asset events: a REGISTER STREAM query evaluated on the triggerer resumes in a worker
+    with the evaluation's record, which evaluates nothing and records its output stream's Asset event."""
+    stack, settings, files = world["stack"], world["settings"], world["files"]
+    at = files.start + 40 * MINUTE
+    run, task = _trigger(stack, "stream_on_triggerer", at)
+
+    processes = _watch_task_processes(stack, "stream_on_triggerer", run["dag_run_id"], task["id"])
+
+    finished = _wait_for_run(stack, "stream_on_triggerer", run["dag_run_id"])
+    assert finished["state"] == "success", stack.task_log_tail("stream_on_triggerer", finished, lines=200)
+    assert len(processes) == 1  # the finish: announcing and the Asset event, no Spark
+    runs = [r for r in delta_runs(settings.warehouse) if r["query"] == "triggerer_passages"]
+    assert [(r["status"], r["complete"]) for r in runs] == [("succeeded", True)]  # evaluated once, on the triggerer
+    log = _log(stack, "stream_on_triggerer", run, 1)
+    assert "evaluating it on the triggerer" in log and "the triggerer evaluated the window" in log, log
+    [asset] = stack.api("GET", "assets?uri_pattern=TriggererPassages")["assets"]
+    events = stack.api("GET", f"assets/events?asset_id={asset['id']}")["asset_events"]
+    assert [(e["source_run_id"], e["extra"].get("window_end")) for e in events] == [
+        (run["dag_run_id"], format_instant(at))]

@@ -2,13 +2,17 @@
 
     spark-submit --master spark://host:7077 --deploy-mode client "$(python -c "from csparql.jobs import job_path; print(job_path())")" \\
         --query dags/queries/cars.rq --name cars --at 1269252600000000 --warehouse /data/delta_tables \\
-        [--complete true|false]
+        [--complete true|false] [--registry dags/queries] [--revision-horizon MICROS]
 
-It compiles the registry file, evaluates the window that closes at or before ``--at`` (µs since the epoch, or
-an ISO 8601 instant with a zone) with ``Engine.evaluate``, which replaces that window's results in the
-``--name`` result tables and appends a row to the runs table (``--complete`` is recorded there), and prints
-one line ``CSPARQL_RESULT {json}`` on standard output. The SparkSession is the one spark-submit configures,
-with the project's settings added (``csparql.runtime.session.submitted_session``).
+It builds the query's deployment from the registry file and runs the evaluation step every path shares
+(``csparql.jobs.evaluation.evaluate_deployment_window``): it evaluates the window that closes at or before
+``--at`` (µs since the epoch, or an ISO 8601 instant with a zone), replacing that window's results in the
+``--name`` result tables and appending a row to the runs table (``--complete`` is recorded there), then
+records the windows the evaluation finds stale (commits to its streams while it ran; for a ``REGISTER
+STREAM`` query, its consumers' windows its output reaches: the registry, ``--registry``, else
+``CSPARQL_REGISTRY``, says who reads it). It prints one line ``CSPARQL_RESULT {json}`` on standard output,
+the stale windows included (``stale``), for the task that submitted it to announce. The SparkSession is the
+one spark-submit configures, with the project's settings added (``csparql.runtime.session.submitted_session``).
 
 Exit status: 0 on success; 2 when the arguments or the query are unusable (nothing is evaluated, no Spark is
 started); 1 when the evaluation failed (the runs table records the failure). Failures print one plain
@@ -46,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--warehouse", required=True, metavar="DIR", help="the warehouse folder")
     parser.add_argument("--complete", choices=("true", "false"),
                         help="whether every input of the window had landed (recorded in the runs table)")
+    parser.add_argument("--registry", metavar="DIR",
+                        help="the registry folder (who reads the query's output stream); else CSPARQL_REGISTRY")
+    parser.add_argument("--revision-horizon", metavar="MICROS", type=int,
+                        help="how long after a window's end its staleness is revised (µs); else "
+                             "CSPARQL_REVISION_HORIZON")
     return parser
 
 
@@ -62,7 +71,8 @@ def _instant(text: str) -> int:
 
 
 def _compile(path: Path):
-    """(plan, version of the text, its pane mode: ``csparql.panes.PANE_MODES``) of a registry file."""
+    """Check that the registry file is a valid query (one message with the parser's report if not); (plan,
+    version of the text, its pane mode: ``csparql.panes.PANE_MODES``)."""
     from csparql.deploy.history import text_version
     from csparql.deploy.plan import panes_setting_of
     from csparql.deploy.registry import RegistrationError
@@ -94,7 +104,7 @@ def _one_line(error: BaseException) -> str:
 def run(argv: list[str] | None = None) -> dict:
     """Evaluate the window the arguments name; the CSPARQL_RESULT record, or ``JobError``."""
     args = _parser().parse_args(argv)
-    from csparql.storage.warehouse import InvalidName, Warehouse, check_query_name
+    from csparql.storage.warehouse import InvalidName, check_query_name
     from csparql.windows import format_instant
 
     at = _instant(args.at)
@@ -103,24 +113,26 @@ def run(argv: list[str] | None = None) -> dict:
     except InvalidName as error:
         raise JobError(f"--name: {error}", USAGE_ERROR) from None
     query = Path(args.query)
-    plan, version, panes = _compile(query)
+    _compile(query)
     if not Path(args.warehouse).is_dir():
         message = f"{query}: the warehouse {args.warehouse} is not a folder, so nothing was evaluated"
         raise JobError(message, USAGE_ERROR)
-    warehouse = Warehouse(args.warehouse)
+    settings = _settings(args, query)
+    deployment = _deployment(query, name, settings)
+    warehouse = settings.warehouse
     complete = None if args.complete is None else args.complete == "true"
 
     # Spark only now: a bad query or argument fails fast, without a JVM.
     from pyspark.sql import SparkSession
 
     from csparql.engine.runner import Engine, EvaluationFailed
+    from csparql.jobs.evaluation import evaluate_deployment_window
     from csparql.runtime.session import submitted_session
 
     started_here = SparkSession.getActiveSession() is None
     try:
         spark = submitted_session(app_name=f"csparql-{name}")
-        evaluation = Engine(warehouse, spark).evaluate(plan, at, name, complete=complete, version=version,
-                                                       panes=panes)
+        evaluated = evaluate_deployment_window(Engine(warehouse, spark), deployment, settings, at, complete)
     except EvaluationFailed as error:
         message = f"{query}: {_one_line(error)} (the runs table of {warehouse.root} records it)"
         raise JobError(message, EVALUATION_FAILED) from None
@@ -132,26 +144,50 @@ def run(argv: list[str] | None = None) -> dict:
             active = SparkSession.getActiveSession()
             if active is not None:
                 active.stop()
+    evaluation = evaluated.evaluation
     window = evaluation.window
     if window.start is not None:
         span = f"({format_instant(window.start)}, {format_instant(window.end)}]"
     else:
         span = f"ending {format_instant(window.end)}"
     return {
-        "query": name,
+        **evaluated.record(),
         "file": str(query),
         "at": at,
-        "window_start": window.start,
-        "window_end": window.end,
         "window": span,
         "form": evaluation.result.form,
         "results": len(evaluation.result),
-        "rows_written": evaluation.rows_written,
-        "duration_ms": evaluation.duration_ms,
-        "run_id": evaluation.run_id,
-        "complete": complete,
-        "query_version": version,
     }
+
+
+def _settings(args: argparse.Namespace, query: Path):
+    """The deployment settings of the job: ``CSPARQL_*`` with the warehouse, registry and horizon given."""
+    import dataclasses
+
+    from csparql.deploy.settings import Settings
+    from csparql.storage.warehouse import Warehouse
+
+    try:
+        settings = Settings.from_environment()
+    except ValueError as error:
+        raise JobError(f"{query}: {error}", USAGE_ERROR) from None
+    changes = {"warehouse": Warehouse(args.warehouse)}
+    if args.registry is not None:
+        changes["registry"] = Path(args.registry).resolve()
+    if args.revision_horizon is not None:
+        changes["revision_horizon"] = args.revision_horizon
+    return dataclasses.replace(settings, **changes)
+
+
+def _deployment(query: Path, name: str, settings):
+    """The deployment of the query file as ``name`` (as the task that submitted the job built it)."""
+    from csparql.deploy.plan import deployment_of_query
+    from csparql.deploy.registry import RegistrationError
+
+    try:
+        return deployment_of_query(query.resolve(), settings, None if query.stem == name else name)
+    except RegistrationError as error:
+        raise JobError(" ".join(str(error).split()), USAGE_ERROR) from None
 
 
 def main(argv: list[str] | None = None) -> int:

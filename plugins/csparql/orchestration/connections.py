@@ -53,3 +53,12 @@ def connect_url(settings: Settings) -> str:
     from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
     return SparkConnectHook(conn_id=settings.connection_id).get_connection_url()
+
+
+def evaluation_engine(settings: Settings):
+    """The engine evaluations run with where ``settings.spark`` says: a client of the Spark Connect server of
+    ``settings.connection_id`` (``connect``), else the process's own Spark (``local``)."""
+    from csparql.engine.runner import Engine
+    from csparql.runtime.session import spark_session
+
+    return Engine(settings.warehouse, spark_session(connect_url(settings) if settings.spark == "connect" else None))

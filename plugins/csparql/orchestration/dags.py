@@ -14,37 +14,23 @@ import dataclasses
 from datetime import timedelta
 from pathlib import Path
 
-import pendulum
 from airflow.sdk import DAG
 
 from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingested_streams
 from csparql.deploy.registry import RegistrationError, RegistrySnapshot
 from csparql.orchestration.config import deployment_settings
 from csparql.deploy.settings import Settings
+from csparql.orchestration.defaults import START_DATE, task_defaults
 from csparql.orchestration.operators import CsparqlEvaluateWindowOperator, CsparqlIngestOperator
 from csparql.orchestration.timetable import WindowTimetable
 
-START_DATE = pendulum.datetime(2000, 1, 1, tz="UTC")
-"""The earliest instant any schedule or backfill may reach. Scheduled runs start at the latest window when a
-DAG is unpaused (no catch-up); history is replayed with backfills."""
-
-
 MAX_ACTIVE_RUNS = 4
 """Runs of one query DAG at a time (scheduled ones mostly wait, deferred, for their window to be complete)."""
-
-RETRY_DELAY = timedelta(seconds=30)
 
 INGEST_PRIORITY = 1000
 """The priority of an ingestion task, above any evaluation's (at most a few, counted upstream): when the
 executor has fewer free slots than tasks are ready, fresh data lands first. Ingests also have a pool of their
 own (``Settings.ingest_pool``), so no backlog of evaluations in ``Settings.pool`` holds them back."""
-
-
-def task_defaults(settings: Settings) -> dict:
-    """The default arguments of every csparql task: ``settings.retries`` retries, ``RETRY_DELAY`` apart. Both
-    kinds of task may run again safely: an evaluation replaces its window's results, and an ingest lands each
-    waiting file exactly once (``csparql.ingest.landing``)."""
-    return {"retries": settings.retries, "retry_delay": RETRY_DELAY}
 
 
 def registered_query_dag(loader: str | Path, settings: Settings | None = None) -> DAG:
@@ -77,7 +63,8 @@ def query_dag(deployment: Deployment, settings: Settings, conn_id: str | None = 
             task_id="evaluate_window", query=deployment, settings=settings, conn_id=conn_id, pool=settings.pool,
             doc_md="Waits, deferred on the triggerer (no task process), until the window's streams have landed: "
                    "watermarks past the window's end plus the allowed lateness, producers' windows written; "
-                   "then evaluates the window on Spark and replaces its results.",
+                   "then evaluates the window on Spark and replaces its results (with Spark Connect on the "
+                   "triggerer, else in a worker).",
         )
     return dag
 

@@ -15,22 +15,24 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
 from airflow.exceptions import AirflowException
-from airflow.sdk import Asset, BaseOperator, get_current_context
+from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import TaskDeferralTimeout
 from airflow.triggers.base import StartTriggerArgs
 
 from csparql.deploy.plan import Deployment, deployment_of_query
+from csparql.deploy.revisions import detect_after_commits
 from csparql.jobs import LOG4J_CONFIGURATION, job_path
+from csparql.jobs.evaluation import describe, evaluate_deployment_window, stale_windows_of, task_value
 from csparql.deploy.settings import Settings
 from csparql.orchestration.config import deployment_settings
 from csparql.orchestration.assets import result_asset, stream_asset
-from csparql.orchestration.connections import connect_url, settings_for_connection
+from csparql.orchestration.connections import connect_url, evaluation_engine, settings_for_connection
 from csparql.orchestration.revisions import REVISIONS, announce
+from csparql.orchestration.triggers import WindowCompleteTrigger, evaluation_arguments
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run
@@ -94,14 +96,23 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
 
     The task starts deferred on Airflow's triggerer (``start_from_trigger``): the scheduler hands the wait,
     ``WindowCompleteTrigger``, straight to the triggerer, so a waiting run has no task process and holds no
-    worker or pool slot. When the window is complete the task resumes in a worker, in ``evaluate``: one task
-    process per run. After ``Settings.wait_timeout`` Airflow ends the wait (the trigger timeout) and the task
-    resumes all the same: the window is evaluated anyway and recorded as incomplete when something is still
+    worker or pool slot. When the window is complete:
+
+    - with Spark Connect (``Settings.spark == "connect"``, or a ``spark_connect`` connection), the trigger
+      evaluates the window itself, in a thread of the triggerer, and ends the task from there: success with
+      the task's value as XCom, or failure (the message in the task's log, retried as any failure). The run
+      has no task process, except when it has stale windows to announce or an output stream's Asset event to
+      record: then the task resumes in ``evaluate`` with the trigger's record and only finishes (a trigger
+      cannot add Asset events). A run ended on the triggerer sends no OpenLineage event;
+    - with a local Spark or spark-submit, the task resumes in a worker, in ``evaluate``: one task process.
+
+    After ``Settings.wait_timeout`` Airflow ends the wait (the trigger timeout) and the task resumes in a
+    worker all the same: the window is evaluated anyway and recorded as incomplete when something is still
     missing, which the log names. Run without the triggerer (``airflow tasks test``), ``execute`` evaluates a
     complete window at once and defers from the worker otherwise.
 
-    Spark runs where ``Settings.spark`` says: in the task's process (local), on a standalone cluster through
-    spark-submit, or on a Spark Connect server."""
+    Every path evaluates through ``csparql.jobs.evaluation.evaluate_deployment_window``, which runs the
+    staleness check after the evaluation; the task announces what it found to the revision DAGs."""
 
     template_fields = ("window_instant",)
     start_from_trigger = True
@@ -135,14 +146,17 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         return timedelta(microseconds=self.settings.wait_timeout)
 
     def _trigger_arguments(self, window_instant: str) -> dict:
-        """The arguments of the run's ``WindowCompleteTrigger``; ``window_instant`` a template or an instant."""
-        return {"warehouse": str(self.settings.warehouse.root), "wait": self.deployment.wait.to_dict(),
-                "window_instant": window_instant, "poll_seconds": self.settings.poll_interval / 1e6}
+        """The arguments of the run's ``WindowCompleteTrigger``; ``window_instant`` a template or an instant.
+        When Spark may be a Spark Connect server (the settings say so, or a connection decides when the task
+        runs) the trigger gets what it needs to evaluate the window itself."""
+        arguments = {"warehouse": str(self.settings.warehouse.root), "wait": self.deployment.wait.to_dict(),
+                     "window_instant": window_instant, "poll_seconds": self.settings.poll_interval / 1e6}
+        if self.settings.spark == "connect" or self.conn_id is not None:
+            arguments["evaluation"] = evaluation_arguments(self.deployment, self.settings, self.conn_id)
+        return arguments
 
     def execute(self, context):
         """Only when the task did not start on the triggerer: evaluate now if nothing is missing, else defer."""
-        from csparql.orchestration.triggers import WindowCompleteTrigger
-
         trigger = WindowCompleteTrigger(**self._trigger_arguments(self.window_instant))
         missing = trigger.missing()
         if not missing:
@@ -160,13 +174,21 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
             return self.evaluate_after_timeout(context)
 
     def evaluate(self, context, event: dict | None = None) -> dict:
-        """Evaluate the run's window, complete: nothing was missing when the wait ended."""
+        """Evaluate the run's window, complete: nothing was missing when the wait ended. When the trigger has
+        evaluated it already (``{"status": "evaluated"}``: it found stale windows to announce, or wrote an
+        output stream whose Asset event only a worker can record), only finish the task with its record."""
+        if event and event.get("status") == "evaluated":
+            record = event["record"]
+            run = latest_run(self.settings.warehouse, self.deployment.name, record["window_end"])
+            self.lineage = submitted_lineage(self.settings.warehouse, self.deployment,
+                                             parse_instant(self.window_instant), run)
+            self.log.info("the triggerer evaluated the window (run %s): announcing what it found",
+                          record.get("run_id"))
+            return self.finish(context, record, [])
         return self._evaluate(context, complete=True, missing=[])
 
     def evaluate_after_timeout(self, context) -> dict:
         """Evaluate the run's window after the wait timed out: incomplete if something is still missing."""
-        from csparql.orchestration.triggers import WindowCompleteTrigger
-
         missing = WindowCompleteTrigger(**self._trigger_arguments(self.window_instant)).missing()
         if missing:
             self.log.warning("wait timed out; evaluating an incomplete window, still missing: %s", "; ".join(missing))
@@ -176,61 +198,47 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         at = parse_instant(self.window_instant)
         settings = settings_for_connection(self.settings, self.conn_id)
         if settings.spark == "standalone":
-            outcome = self._submit(settings, at, complete)
+            record = self._submit(settings, at, complete)
         else:
-            outcome = self._evaluate_here(settings, at, complete)
+            record = self._evaluate_here(settings, at, complete)
+        return self.finish(context, record, missing)
+
+    def finish(self, context, record: dict, missing: list[str]) -> dict:
+        """What a task does in Airflow after the shared evaluation step (``csparql.jobs.evaluation``), given
+        its ``WindowEvaluation.record()``: logs the window, announces the stale windows it found to their
+        revision DAGs (``csparql.orchestration.revisions``), gives the output stream's Asset event what it
+        wrote; returns the task's value (XCom)."""
+        self.log.info("%s", describe(record))
+        announce(context, stale_windows_of(record), self.log)
         if self.deployment.output_stream and stream_asset(self.deployment.output_stream) in self.outlets:
-            for outlet in [stream_asset(self.deployment.output_stream)]:
-                context["outlet_events"][outlet].extra = {
-                    "stream": self.deployment.output_stream, "window_end": format_instant(outcome["window_end"])
-                }
-        return {**outcome, "missing": missing}
+            context["outlet_events"][stream_asset(self.deployment.output_stream)].extra = {
+                "stream": self.deployment.output_stream, "window_end": format_instant(record["window_end"])
+            }
+        return task_value(record, missing)
 
     def _evaluate_here(self, settings: Settings, at: int, complete: bool | None) -> dict:
-        from csparql.engine.runner import Engine, EvaluationFailed
+        from csparql.engine.runner import EvaluationFailed
         from csparql.orchestration.lineage import evaluation_lineage
-        from csparql.runtime.session import spark_session
 
-        engine = Engine(self.settings.warehouse, spark_session(connect_url(settings) if settings.spark == "connect" else None))
-        output = self.settings.warehouse.stream(self.deployment.output_stream) if self.deployment.output_stream else None
-        output_before = table_version(output) if output is not None else None
-        started = time.time_ns() // 1000
         try:
-            evaluation = engine.evaluate(self.deployment.plan, at, self.deployment.name, complete=complete,
-                                         version=self.deployment.version, panes=self.deployment.panes)
+            evaluated = evaluate_deployment_window(evaluation_engine(settings), self.deployment, self.settings,
+                                                   at, complete)
         except EvaluationFailed as error:
             raise AirflowException(str(error)) from None
-        self._check_staleness(evaluation.window.end, started, output_before)
-        self.lineage = evaluation_lineage(self.settings.warehouse, self.deployment.plan, evaluation)
-        window = evaluation.window
-        self.log.info("window (%s, %s]: %d row(s) written in %d ms",
-                      format_instant(window.start) if window.start is not None else "-", format_instant(window.end),
-                      evaluation.rows_written, evaluation.duration_ms)
-        return {"window_end": window.end, "window_start": window.start, "rows_written": evaluation.rows_written,
-                "run_id": evaluation.run_id, "complete": complete, "query_version": self.deployment.version}
-
-    def _check_staleness(self, window_end: int, started: int, output_before: int | None) -> None:
-        """After an evaluation: record its window stale when triples of it landed while it ran, and the
-        consumers' windows its output made stale (a window evaluated again); announce them to their revision
-        DAGs (``csparql.orchestration.revisions``)."""
-        from csparql.deploy.revisions import check_evaluation, detect_after_commits
-
-        stale = check_evaluation(self.settings, self.deployment, window_end, started)
-        if output_before is not None:
-            stale += detect_after_commits(self.settings, self.deployment.output_stream, output_before)
-        if stale:
-            announce(get_current_context(), stale, self.log)
+        self.lineage = evaluation_lineage(self.settings.warehouse, self.deployment.plan, evaluated.evaluation)
+        return evaluated.record()
 
     def _submit(self, settings: Settings, at: int, complete: bool | None) -> dict:
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        from csparql.orchestration.submit import EvaluationSubmitHook
 
         arguments = ["--query", str(self.deployment.path), "--name", self.deployment.name, "--at", str(at),
-                     "--warehouse", str(self.settings.warehouse.root)]
+                     "--warehouse", str(self.settings.warehouse.root), "--registry", str(self.settings.registry),
+                     "--revision-horizon", str(self.settings.revision_horizon)]
         if complete is not None:
             arguments += ["--complete", "true" if complete else "false"]
         python = sys.executable
         binary = Path(python).with_name("spark-submit")
-        hook = SparkSubmitHook(
+        hook = EvaluationSubmitHook(
             conn_id=settings.connection_id,
             application_args=arguments,
             name=f"csparql-{self.deployment.name}",
@@ -252,10 +260,14 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         end = window.end if window else at
         run = latest_run(self.settings.warehouse, self.deployment.name, end)
         self.lineage = submitted_lineage(self.settings.warehouse, self.deployment, at, run)
+        if hook.record is not None:
+            return hook.record
+        # The job's result line did not reach the task (a deploy mode whose driver output is elsewhere): the run
+        # it recorded says what it wrote, and the stale windows it found are announced by the next commit's check.
         return {"window_end": end, "window_start": window.start if window else None,
                 "rows_written": run.get("rows_written") if run else None,
-                "run_id": run.get("run_id") if run else None, "complete": complete}
-
+                "run_id": run.get("run_id") if run else None, "complete": complete,
+                "query_version": self.deployment.version, "stale": []}
 
     def get_openlineage_facets_on_complete(self, task_instance):
         """The stream windows and static graphs this run read and the table it wrote, with their Delta
@@ -310,8 +322,6 @@ class CsparqlIngestOperator(BaseOperator):
         if not summary.files:
             self.log.info("nothing waiting in %s", self.landing)
             return summary.to_dict()
-        from csparql.deploy.revisions import detect_after_commits
-
         stale = detect_after_commits(self.settings, self.stream, before)
         return {**summary.to_dict(), "stale_windows": len(stale), "revised_by": announce(context, stale, self.log)}
 

@@ -13,15 +13,21 @@ are created unpaused, so that revisions need no manual step.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from airflow.exceptions import AirflowException
 from airflow.sdk import DAG, Asset, AssetAlias, BaseOperator
 
+from csparql.deploy.plan import deployment_of
 from csparql.deploy.registry import DAG_ID, registry_facts, registry_name
-from csparql.orchestration.config import deployment_settings
+from csparql.deploy.revisions import mark_revised, pending_windows
 from csparql.deploy.settings import Settings
+from csparql.jobs.evaluation import evaluate_deployment_window
+from csparql.orchestration.config import deployment_settings
+from csparql.orchestration.connections import evaluation_engine, settings_for_connection
+from csparql.orchestration.defaults import START_DATE, task_defaults
+from csparql.orchestration.triggers import WindowCompleteTrigger
+from csparql.storage import revisions as rv
 from csparql.storage.stale_windows import PENDING, StaleWindow
 from csparql.windows import format_instant
 
@@ -71,24 +77,14 @@ class ReviseStaleWindowsOperator(BaseOperator):
         self.conn_id = conn_id
 
     def execute(self, context):
-        from csparql.deploy.plan import deployment_of
-        from csparql.deploy.revisions import check_evaluation, detect_after_commits, mark_revised, pending_windows
-
         deployment = deployment_of(self.registry_file, self.settings)
         pending = pending_windows(self.settings, deployment.name)
         if not pending:
             self.log.info("%s: no window to revise", deployment.name)
             return {"revised": []}
-        from csparql.engine.runner import Engine, EvaluationFailed
-        from csparql.orchestration.connections import connect_url, settings_for_connection
-        from csparql.orchestration.triggers import WindowCompleteTrigger
-        from csparql.runtime.session import spark_session
-        from csparql.storage import revisions as rv
+        from csparql.engine.runner import EvaluationFailed
 
-        spark = settings_for_connection(self.settings, self.conn_id)
-        engine = Engine(self.settings.warehouse,
-                        spark_session(connect_url(spark) if spark.spark == "connect" else None))
-        output = self.settings.warehouse.stream(deployment.output_stream) if deployment.output_stream else None
+        engine = evaluation_engine(settings_for_connection(self.settings, self.conn_id))
         revised, downstream = [], []
         for window in pending:
             end = window.window_end
@@ -99,22 +95,18 @@ class ReviseStaleWindowsOperator(BaseOperator):
                               (stale.lateness_p50_ms or 0) / 1000, (stale.lateness_max_ms or 0) / 1000)
             missing = WindowCompleteTrigger(str(self.settings.warehouse.root), deployment.wait.to_dict(),
                                             format_instant(end), 1.0).missing()
-            output_before = rv.table_version(output) if output is not None else None
-            started = time.time_ns() // 1000
             try:
-                evaluation = engine.evaluate(deployment.plan, end, deployment.name, complete=not missing,
-                                             version=deployment.version, panes=deployment.panes)
+                evaluated = evaluate_deployment_window(engine, deployment, self.settings, end, not missing)
             except EvaluationFailed as error:
                 raise AirflowException(str(error)) from None
             revision = rv.evaluated_windows(self.settings.warehouse, {deployment.name})[deployment.name][end].revision
             mark_revised(self.settings, window.stale, revision)
+            evaluation = evaluated.evaluation
             self.log.info("window (%s, %s] revised: revision %d, %d row(s) written in %d ms",
                           format_instant(evaluation.window.start) if evaluation.window.start is not None else "-",
                           format_instant(end), revision, evaluation.rows_written, evaluation.duration_ms)
             revised.append({"window_end": format_instant(end), "revision": revision})
-            downstream += check_evaluation(self.settings, deployment, end, started)
-            if output is not None:
-                downstream += detect_after_commits(self.settings, deployment.output_stream, output_before)
+            downstream += evaluated.stale
         announce(context, downstream, self.log)
         return {"revised": revised}
 
@@ -122,8 +114,6 @@ class ReviseStaleWindowsOperator(BaseOperator):
 def revision_dags(settings: Settings | None = None, conn_id: str | None = None) -> dict[str, DAG]:
     """One revision DAG per registered query with a schedule, keyed by DAG id (built from the registry's facts,
     without compiling the queries; Spark through the Airflow connection ``conn_id`` when given)."""
-    from csparql.orchestration.dags import START_DATE, task_defaults
-
     settings = settings or deployment_settings()
     dags: dict[str, DAG] = {}
     for path, facts in registry_facts(settings):

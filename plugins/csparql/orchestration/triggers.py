@@ -1,39 +1,93 @@
-"""The deferrable wait for a complete window, run by Airflow's triggerer (no worker slot, no task process)."""
+"""The deferrable wait for a complete window, run by Airflow's triggerer (no worker slot, no task process);
+with Spark Connect, the window's evaluation too.
+
+``WindowCompleteTrigger`` polls until nothing is missing for the run's window. Without ``evaluation`` it then
+fires an event and the task resumes in a worker, which evaluates the window (a local Spark, spark-submit). With
+``evaluation`` (the operator gives it when Spark may be a Spark Connect server) the trigger evaluates the window
+itself, in a thread of the triggerer (never on its event loop), through the evaluation step every path shares
+(``csparql.jobs.evaluation``), and ends the task instance from the triggerer: ``TaskSuccessEvent`` with the
+task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow retries the task as for a
+failure in a worker). Two things only a worker can do make the task resume there after the evaluation, with
+the evaluation's record (``{"status": "evaluated"}``), to finish without evaluating again: announcing stale
+windows to their revision DAGs, and recording the Asset event of a ``REGISTER STREAM`` query's output stream
+(a trigger cannot add Asset events). ``EVALUATIONS_PER_TRIGGERER`` bounds the evaluations one triggerer process
+runs at a time.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent, TriggerEvent
 
 from csparql.deploy.plan import WindowRequirements, WindowWait
+from csparql.deploy.settings import Settings
+from csparql.jobs.evaluation import describe, task_value
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import missing_for_window
 from csparql.windows import format_instant, parse_instant
 
+EVALUATIONS_VARIABLE = "CSPARQL_TRIGGERER_EVALUATIONS"
+DEFAULT_EVALUATIONS = 2
+
+
+def evaluations_per_triggerer(environ=None) -> int:
+    """How many windows one triggerer process evaluates at a time (``CSPARQL_TRIGGERER_EVALUATIONS``, default
+    2, the evaluation pool's default slots); runs beyond it wait, their windows complete, for a free place."""
+    text = (os.environ if environ is None else environ).get(EVALUATIONS_VARIABLE, "")
+    try:
+        return max(1, int(text)) if text.strip() else DEFAULT_EVALUATIONS
+    except ValueError:
+        return DEFAULT_EVALUATIONS
+
+
+_EVALUATIONS: asyncio.Semaphore | None = None
+
+
+def _evaluation_places() -> asyncio.Semaphore:
+    """The process's bound on evaluations at a time (created on the triggerer's event loop, on first use)."""
+    global _EVALUATIONS
+    if _EVALUATIONS is None:
+        _EVALUATIONS = asyncio.Semaphore(evaluations_per_triggerer())
+    return _EVALUATIONS
+
+
+def evaluation_arguments(deployment, settings: Settings, conn_id: str | None) -> dict:
+    """What a trigger needs to evaluate a deployment's window itself (``WindowCompleteTrigger(evaluation=…)``):
+    the query file and name, the settings an evaluation reads, and the Airflow connection of Spark."""
+    return {"query": str(deployment.path), "name": deployment.name, "registry": str(settings.registry),
+            "landing": str(settings.landing), "revision_horizon": settings.revision_horizon,
+            "spark": settings.spark, "spark_conn_id": settings.spark_conn_id, "conn_id": conn_id}
+
 
 class WindowCompleteTrigger(BaseTrigger):
     """Fires ``{"status": "complete", "window_end": µs}`` once nothing is missing for the window a run
-    evaluates (see ``csparql.storage.watermarks.missing_for_window``), polling every ``poll_seconds``.
+    evaluates (see ``csparql.storage.watermarks.missing_for_window``), polling every ``poll_seconds``; given
+    ``evaluation`` (``evaluation_arguments``) and Spark Connect, evaluates the window instead and ends the
+    task (see the module's docstring).
 
     ``wait`` is the query's ``WindowWait.to_dict()``; ``window_instant`` the run's instant (ISO 8601). When the
     task starts on the triggerer (``start_from_trigger``) the triggerer renders ``window_instant`` from the
     run — it is a template field of the task too (``CsparqlEvaluateWindowOperator``) — before ``run``. The wait's
     timeout is Airflow's (the task instance's trigger timeout), not the trigger's."""
 
-    def __init__(self, warehouse: str, wait: dict, window_instant: str, poll_seconds: float) -> None:
+    def __init__(self, warehouse: str, wait: dict, window_instant: str, poll_seconds: float,
+                 evaluation: dict | None = None) -> None:
         super().__init__()
         self.warehouse = warehouse
         self.wait = wait
         self.window_instant = window_instant
         self.poll_seconds = poll_seconds
+        self.evaluation = evaluation
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             "csparql.orchestration.triggers.WindowCompleteTrigger",
             {"warehouse": self.warehouse, "wait": self.wait, "window_instant": self.window_instant,
-             "poll_seconds": self.poll_seconds},
+             "poll_seconds": self.poll_seconds, "evaluation": self.evaluation},
         )
 
     def requirements(self) -> WindowRequirements:
@@ -54,10 +108,53 @@ class WindowCompleteTrigger(BaseTrigger):
             missing = await asyncio.to_thread(missing_for_window, warehouse, requirements.streams,
                                               requirements.producer_windows)
             if not missing:
-                yield TriggerEvent({"status": "complete", "window_end": requirements.window_end})
-                return
+                break
             if missing != reported:
                 self.log.info("window ending %s waits for: %s", format_instant(requirements.window_end),
                               "; ".join(missing))
                 reported = missing
             await asyncio.sleep(self.poll_seconds)
+        complete = TriggerEvent({"status": "complete", "window_end": requirements.window_end})
+        if self.evaluation is None:
+            yield complete
+            return
+        async with _evaluation_places():
+            # a thread, so that Spark never blocks the loop; it keeps the task's log context (contextvars)
+            yield await asyncio.to_thread(self.evaluate, complete)
+
+    def settings(self) -> Settings:
+        """The settings of the evaluation (``evaluation_arguments``)."""
+        given = self.evaluation
+        return Settings(registry=Path(given["registry"]), warehouse=Warehouse(self.warehouse),
+                        landing=Path(given["landing"]), spark=given["spark"], spark_conn_id=given["spark_conn_id"],
+                        revision_horizon=given["revision_horizon"])
+
+    def evaluate(self, complete: TriggerEvent) -> TriggerEvent:
+        """Evaluate the run's complete window here when Spark is a Spark Connect server, and say how the task
+        ends: ``TaskSuccessEvent`` (its value as XCom), ``TaskFailedEvent`` (the failure logged), or, when a
+        worker must finish it, an event with the evaluation's record; ``complete`` (resume in a worker, which
+        evaluates) when Spark is not a Spark Connect server."""
+        from csparql.deploy.plan import deployment_of_query
+        from csparql.jobs.evaluation import evaluate_deployment_window
+        from csparql.orchestration.connections import evaluation_engine, settings_for_connection
+
+        given = self.evaluation
+        at = parse_instant(str(self.window_instant))
+        try:
+            settings = settings_for_connection(self.settings(), given.get("conn_id"))
+            if settings.spark != "connect":
+                return complete
+            path = Path(given["query"])
+            deployment = deployment_of_query(path, settings, None if path.stem == given["name"] else given["name"])
+            self.log.info("window ending %s is complete: evaluating it on the triggerer (Spark Connect)",
+                          format_instant(self.requirements().window_end))
+            evaluated = evaluate_deployment_window(evaluation_engine(settings), deployment, settings, at, True)
+        except Exception as error:  # noqa: BLE001 - every failure ends the task failed, with its message logged
+            self.log.error("the evaluation of the window at %s failed: %s", format_instant(at),
+                           " ".join(str(error).split()) or type(error).__name__)
+            return TaskFailedEvent()
+        record = evaluated.record()
+        self.log.info("%s", describe(record))
+        if record["stale"] or deployment.output_stream:
+            return TriggerEvent({"status": "evaluated", "record": record})
+        return TaskSuccessEvent(xcoms={"return_value": task_value(record, [])})

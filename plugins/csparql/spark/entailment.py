@@ -28,6 +28,7 @@ triple keeps the timestamp of the stored triple it is inferred from.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from functools import reduce
 
@@ -65,6 +66,7 @@ DRIVER_PAIRS = 200_000
 # Driver views are kept per process for this many closure keys (the most recent).
 DRIVER_VIEWS_KEPT = 16
 _DRIVER_VIEWS: dict[str, tuple] = {}
+_DRIVER_VIEWS_LOCK = threading.Lock()  # evaluations may run in threads of one process (the triggerer's)
 
 
 class Entailment:
@@ -128,9 +130,10 @@ class Entailment:
                     view = dict(view)
                 cached = (view,)
                 if key is not None:
-                    _DRIVER_VIEWS[f"{name}:{key.id}"] = cached
-                    while len(_DRIVER_VIEWS) > DRIVER_VIEWS_KEPT:
-                        _DRIVER_VIEWS.pop(next(iter(_DRIVER_VIEWS)))
+                    with _DRIVER_VIEWS_LOCK:
+                        _DRIVER_VIEWS[f"{name}:{key.id}"] = cached
+                        while len(_DRIVER_VIEWS) > DRIVER_VIEWS_KEPT:
+                            _DRIVER_VIEWS.pop(next(iter(_DRIVER_VIEWS)))
             self._views[name] = cached[0]
         return self._views[name]
 

@@ -1,0 +1,95 @@
+"""One window of a deployment evaluated and checked for staleness: the one evaluation step every path runs.
+
+The window task in a worker (a local Spark or a Spark Connect client), the same task evaluated on the
+triggerer (Spark Connect), the spark-submit job (``evaluate_window.py``) and the revision task all call
+``evaluate_deployment_window``. It evaluates the window (``Engine.evaluate``: results replaced, the run
+recorded) and then runs the staleness check promised after every evaluation (``csparql.deploy.revisions``):
+the commits made to the query's streams while it ran (``check_evaluation``) and, for a ``REGISTER STREAM``
+query, the consumers' windows its output commit made stale (``detect_after_commits``). It imports no Airflow:
+announcing the stale windows it returns to their revision DAGs is the Airflow layer's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from csparql.deploy.plan import Deployment
+from csparql.deploy.revisions import check_evaluation, detect_after_commits
+from csparql.deploy.settings import Settings
+from csparql.storage.revisions import table_version
+from csparql.storage.stale_windows import StaleWindow
+
+if TYPE_CHECKING:  # the engine loads Spark: a DAG file that imports this module must not
+    from csparql.engine.runner import Engine, Evaluation
+
+
+@dataclass(frozen=True)
+class WindowEvaluation:
+    """What one evaluation of a deployment's window did: the engine's record (``evaluation``: the window, the
+    rows written, the run id, the scans its lineage is made of), whether the window was recorded complete, the
+    query version, and the stale windows the staleness check found and recorded (``stale``)."""
+
+    query: str
+    evaluation: Evaluation
+    complete: bool | None
+    query_version: str
+    stale: tuple[StaleWindow, ...]
+
+    @property
+    def window_start(self) -> int | None:
+        return self.evaluation.window.start
+
+    @property
+    def window_end(self) -> int:
+        return self.evaluation.window.end
+
+    def record(self) -> dict:
+        """The evaluation as plain JSON values: the window (µs), rows written, run id, duration, completeness,
+        query version, and the stale windows found (``stale``, each ``StaleWindow`` as a dict of its fields)."""
+        return {"query": self.query, "window_start": self.window_start, "window_end": self.window_end,
+                "rows_written": self.evaluation.rows_written, "run_id": self.evaluation.run_id,
+                "duration_ms": self.evaluation.duration_ms, "complete": self.complete,
+                "query_version": self.query_version, "stale": [dict(w.__dict__) for w in self.stale]}
+
+
+def stale_windows_of(record: dict) -> list[StaleWindow]:
+    """The stale windows of a ``WindowEvaluation.record()`` (as the spark-submit job prints it)."""
+    return [StaleWindow(**window) for window in record.get("stale") or ()]
+
+
+def evaluate_deployment_window(engine: Engine, deployment: Deployment, settings: Settings, at: int,
+                               complete: bool | None) -> WindowEvaluation:
+    """Evaluate the window of ``deployment`` at or before the instant ``at`` (µs) with ``engine`` — replacing
+    its results, recording the run with ``complete``, the query's version and pane mode — then record the
+    windows found stale by the check after every evaluation: by commits to the query's streams since it
+    started, and, for a ``REGISTER STREAM`` query, the consumers' windows its output commit reaches.
+    ``EvaluationFailed`` (the run recorded failed) when the evaluation fails; nothing is checked then."""
+    output = settings.warehouse.stream(deployment.output_stream) if deployment.output_stream else None
+    output_before = table_version(output) if output is not None else None
+    started = time.time_ns() // 1000
+    evaluation = engine.evaluate(deployment.plan, at, deployment.name, complete=complete,
+                                 version=deployment.version, panes=deployment.panes)
+    stale = check_evaluation(settings, deployment, evaluation.window.end, started)
+    if output_before is not None:
+        stale += detect_after_commits(settings, deployment.output_stream, output_before)
+    return WindowEvaluation(deployment.name, evaluation, complete, deployment.version, tuple(stale))
+
+
+def task_value(record: dict, missing: list[str]) -> dict:
+    """The value (XCom) of a window task, from a ``WindowEvaluation.record()``: the window, rows written, run
+    id, completeness, query version and what was still missing when it was evaluated."""
+    return {"window_end": record["window_end"], "window_start": record.get("window_start"),
+            "rows_written": record.get("rows_written"), "run_id": record.get("run_id"),
+            "complete": record.get("complete"), "query_version": record.get("query_version"), "missing": missing}
+
+
+def describe(record: dict) -> str:
+    """One line saying which window an evaluation (a ``WindowEvaluation.record()``) wrote and how many rows."""
+    from csparql.windows import format_instant
+
+    start = record.get("window_start")
+    took = f" in {record['duration_ms']} ms" if record.get("duration_ms") is not None else ""
+    return (f"window ({format_instant(start) if start is not None else '-'}, {format_instant(record['window_end'])}]"
+            f": {record.get('rows_written')} row(s) written{took}")
