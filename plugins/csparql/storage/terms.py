@@ -54,7 +54,7 @@ def from_row(kind: int, value: str, datatype: str | None = None, language: str |
             return Literal(value, lang=language, normalize=False)
         if datatype is None or datatype == str(XSD_STRING):
             return Literal(value, normalize=False)
-        return Literal(value, datatype=URIRef(unescape(datatype, iri=True)), normalize=False)
+        return Literal(value, datatype=URIRef(datatype), normalize=False)
     raise ValueError(f"unknown term kind {kind}")
 
 
