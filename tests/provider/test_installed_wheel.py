@@ -153,6 +153,9 @@ def world(installed, tmp_path_factory):
         "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-provider",
         # events are sent from a thread of the task process, not from forks of it
         "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
+        # a plain Airflow's parsing interval (the embedded stack's 600 s relies on registrations touching the DAG
+        # files beside the registry; this DAG file is the user's own, elsewhere)
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
     }
     stack = AirflowStack(home=home, dags=dags, settings_environment=settings, port=free_port(AIRFLOW_PORTS),
                          python=installed, isolated=True, pool_slots=2, extra_environment=lineage)
