@@ -261,14 +261,12 @@ def test_the_ingest_reports_its_lineage_the_files_landed_and_the_stream_written(
 def test_a_dag_of_the_user_s_own_evaluates_a_window_through_the_connection_as_pyoxigraph_does(world):
     from rdflib import URIRef
 
-    from csparql.storage.revisions import table_version
-
     stack, warehouse = world["stack"], world["warehouse"]
     assert (world["landing"] / "done" / "gates.nq").exists(), "the registration test lands the stream first"
     at = START + 30 * MINUTE
     stack.wait_for_dags(["own_gate_counts"], timeout=240)
     stack.unpause("own_gate_counts")
-    stack.api("POST", "dags/own_gate_counts/dagRuns", {
+    run = stack.api("POST", "dags/own_gate_counts/dagRuns", {
         "logical_date": format_instant(at), "data_interval_start": format_instant(at),
         "data_interval_end": format_instant(at)})
     stack.wait_for_runs("own_gate_counts", 1)
@@ -280,11 +278,9 @@ def test_a_dag_of_the_user_s_own_evaluates_a_window_through_the_connection_as_py
     assert stored.rows and Counter(tuple(map(str, row)) for row in stored.rows) == Counter(
         tuple(map(str, row)) for row in expected.rows)
 
-    [event] = lineage_events(world, "own_gate_counts.evaluate")
-    stream_table, results = warehouse.stream(STREAM), warehouse.results("own_gate_counts", "bindings")
-    assert [(d["name"], d["facets"]["version"]["datasetVersion"]) for d in event["inputs"]] == [
-        (str(stream_table), str(table_version(stream_table)))]
-    window = event["inputs"][0]["facets"]["csparqlWindow"]
-    assert (window["windowStart"], window["windowEnd"]) == (format_instant(at - 10 * MINUTE), format_instant(at))
-    assert [(d["name"], d["facets"]["version"]["datasetVersion"]) for d in event["outputs"]] == [
-        (str(results), str(table_version(results)))]
+    # Through a spark_connect connection the window is evaluated on the triggerer, which ends the task: no task
+    # process runs, so the OpenLineage provider (a listener of task processes) sends no event for it
+    # (docs/orchestration.md); a run evaluated in a worker reports its lineage (test_airflow_end_to_end.py).
+    task = stack.api("GET", f"dags/own_gate_counts/dagRuns/{run['dag_run_id']}/taskInstances/evaluate")
+    assert (task["state"], task["pid"]) == ("success", None)
+    assert lineage_events(world, "own_gate_counts.evaluate") == []
