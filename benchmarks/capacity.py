@@ -1,6 +1,6 @@
 """Capacity: how many registered queries the embedded stack keeps up with at ``COMPUTED EVERY 1m``.
 
-For each N of the profile's ``capacity_queries`` (5, 10, 20, 40 in the full mode), N queries are registered in
+For each N of the profile's ``capacity_queries`` (20, 50, 100, 150 in the full mode), N queries are registered in
 the stack's registry with the product's ``register_text`` (each gets its loader, and Airflow's DAG processor
 its DAG, exactly as ``csparql register`` does) and observed together for ``capacity_observe_seconds`` while the
 tollgate stream lands continuously at ``capacity_rate`` triples a second. The queries are a mix of the

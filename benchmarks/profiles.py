@@ -56,7 +56,7 @@ class Profile:
     srbench_rate: int = 6
     # end to end through Airflow
     airflow: bool = True
-    airflow_periods: tuple[str, ...] = ("60s", "30s", "20s", "10s")
+    airflow_periods: tuple[str, ...] = ("60s", "30s", "20s", "10s", "5s")
     airflow_observe_seconds: int = 600
     airflow_rate: int = 2000  # triples per second landing
     airflow_tick_seconds: int = 5
@@ -65,7 +65,7 @@ class Profile:
     airflow_drain_seconds: int = 300  # how long the observed windows' runs may take to finish after it
     # the capacity sweep on the same stack (benchmarks/capacity.py): this many queries at COMPUTED EVERY
     # capacity_period, each N observed for capacity_observe_seconds, the stream landing at capacity_rate triples/s
-    capacity_queries: tuple[int, ...] = (5, 10, 20, 40)
+    capacity_queries: tuple[int, ...] = (20, 50, 100, 150)
     capacity_period: str = "1m"
     capacity_observe_seconds: int = 600
     capacity_rate: int = 30

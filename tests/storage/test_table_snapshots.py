@@ -57,3 +57,76 @@ def test_a_removed_table_is_refused_as_open_table_refuses_it(tmp_path):
     shutil.rmtree(table)
     with pytest.raises(StorageError, match="no Delta table"):
         snapshots.latest(table)
+
+
+def test_rows_reads_each_data_file_once_and_a_file_written_before_a_column_reads_it_as_null(tmp_path, monkeypatch):
+    from csparql.storage import delta
+
+    table = tmp_path / "t"
+    _write(table, [1])
+    wide = pa.schema([pa.field("n", pa.int64()), pa.field("note", pa.string())])
+    delta.append(table, pa.table({"n": pa.array([2], pa.int64()), "note": ["two"]}), wide, merge_schema=True)
+    reads: list[str] = []
+    read_table = delta.pq.read_table
+    monkeypatch.setattr(delta.pq, "read_table", lambda uri, *a, **k: reads.append(uri) or read_table(uri, *a, **k))
+    snapshots = TableSnapshots()
+    rows = snapshots.rows(table, wide)
+    assert rows.schema == wide
+    assert sorted(rows.to_pylist(), key=lambda r: r["n"]) == [{"n": 1, "note": None}, {"n": 2, "note": "two"}]
+    assert len(reads) == 2
+    assert snapshots.rows(table, wide) is rows  # the same version: nothing read again
+    delta.append(table, pa.table({"n": pa.array([3], pa.int64()), "note": ["three"]}), wide)
+    assert sorted(snapshots.rows(table, wide).column("n").to_pylist()) == [1, 2, 3]
+    assert len(reads) == 3  # only the file the new version added
+
+
+def test_rows_of_a_given_version_ignore_later_commits(tmp_path):
+    from deltalake import DeltaTable
+
+    table = tmp_path / "t"
+    _write(table, [1])
+    at_first = DeltaTable(str(table))
+    _write(table, [2])
+    snapshots = TableSnapshots()
+    assert snapshots.rows(table, pa.schema([pa.field("n", pa.int64())])).num_rows == 2
+    assert snapshots.rows(table, pa.schema([pa.field("n", pa.int64())]), at_first).column("n").to_pylist() == [1]
+
+
+def test_a_record_table_is_compacted_once_it_holds_enough_small_files_and_keeps_every_row_and_version(tmp_path):
+    """The watermarks table gains a file per advance: past the threshold its files are merged, a fresh process
+    reads the same watermarks from a few files, and earlier versions still read as they were."""
+    from deltalake import DeltaTable
+
+    from csparql.storage import delta
+    from csparql.storage.warehouse import Warehouse
+    from csparql.storage.watermarks import advance_watermark, read_watermarks
+
+    warehouse = Warehouse(tmp_path / "warehouse")
+    start = 1_800_000_000_000_000
+    for step in range(1, delta.RECORD_TABLE_COMPACT_FILES + 6):
+        advance_watermark(warehouse, "http://example.org/s", start + step, "test")
+        advance_watermark(warehouse, "http://example.org/t", start + 2 * step, "test")
+    steps = delta.RECORD_TABLE_COMPACT_FILES + 5
+    table = DeltaTable(str(warehouse.watermarks))
+    assert len(table.file_uris()) < delta.RECORD_TABLE_COMPACT_FILES
+    assert any(entry.get("operation") == "OPTIMIZE" for entry in table.history())
+    rows = table.to_pyarrow_table()
+    assert rows.num_rows == 2 * steps  # every advance kept, none twice
+    expected = {"http://example.org/s": start + steps, "http://example.org/t": start + 2 * steps}
+    assert read_watermarks(warehouse) == expected
+    delta.SNAPSHOTS._tables.clear()  # as a fresh process
+    assert read_watermarks(warehouse) == expected
+    assert DeltaTable(str(warehouse.watermarks), version=2).to_pyarrow_table().num_rows == 2  # created, s, t
+
+
+def test_a_record_table_below_the_threshold_is_left_as_it_is(tmp_path):
+    from csparql.storage import delta
+
+    table = tmp_path / "t"
+    for n in range(5):
+        _write(table, [n])
+    assert delta.compact_record_table(table) is False
+    assert delta.compact_record_table(table, threshold=5) is True
+    assert len(delta.open_table(table).file_uris()) == 1
+    assert sorted(delta.open_table(table).to_pyarrow_table().column("n").to_pylist()) == [0, 1, 2, 3, 4]
+    assert delta.compact_record_table(table, threshold=2) is False  # one file now

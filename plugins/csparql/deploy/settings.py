@@ -86,8 +86,8 @@ OPTIONS: tuple[SettingOption, ...] = (
     SettingOption("wait_timeout", "CSPARQL_WAIT_TIMEOUT", "10m", "10m", "string",
                   "How long a run waits on the triggerer for its window's inputs before it evaluates anyway "
                   "(recorded as incomplete)."),
-    SettingOption("poll_interval", "CSPARQL_POLL_INTERVAL", "10s", "10s", "string",
-                  "How often the wait reads the watermarks (at least 1s)."),
+    SettingOption("poll_interval", "CSPARQL_POLL_INTERVAL", "2s", "2s", "string",
+                  "How often the wait reads the watermarks (at least 1s; a read costs milliseconds)."),
     SettingOption("max_future_skew", MAX_FUTURE_SKEW_VARIABLE, _duration_default(MAX_FUTURE_SKEW),
                   _duration_default(MAX_FUTURE_SKEW), "string",
                   "Triples timestamped more than this ahead of the clock are rejected at ingest."),
@@ -141,7 +141,7 @@ class Settings:
     ingest_pool: str = "csparql_ingest"
     allowed_lateness: int = 60_000_000
     wait_timeout: int = 600_000_000
-    poll_interval: int = 10_000_000
+    poll_interval: int = 2_000_000
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
     retries: int = 2

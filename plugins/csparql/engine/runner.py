@@ -339,6 +339,7 @@ class Engine:
                                merge_schema=True)
 
         delta.write_on_version(self.warehouse.runs, schema.RUNS, build, "recording runs")
+        delta.compact_record_table(self.warehouse.runs)
         return appended
 
     # writing
@@ -390,9 +391,9 @@ def recorded_runs(warehouse: Warehouse, run_ids: set[str], runs_table=None) -> s
     row for."""
     if not run_ids or (runs_table is None and not delta.exists(warehouse.runs)):
         return set()
-    dataset = (runs_table or delta.SNAPSHOTS.latest(warehouse.runs)).to_pyarrow_dataset()
-    found = dataset.to_table(columns=["run_id"], filter=pc.field("run_id").isin(sorted(run_ids)))
-    return set(found.column("run_id").to_pylist())
+    runs = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS, runs_table)
+    found = runs.column("run_id").filter(pc.is_in(runs.column("run_id"), pa.array(sorted(run_ids), pa.string())))
+    return set(found.to_pylist())
 
 
 def _elapsed_ms(clock: float) -> int:

@@ -81,9 +81,8 @@ class Progress:
     _written: int = 0
     _done: int = 0
     _failures: set[tuple[str, int]] = field(default_factory=set)
-    _runs_version: int | None = None
     _runs: list[dict] = field(default_factory=list)
-    _run_files: dict[str, list[dict]] = field(default_factory=dict)
+    _runs_table: object = None  # the Arrow rows ``_runs`` was made of
 
     def landed_files(self) -> int:
         """How many of the dropped sample files have landed (moved to ``done/``) or been refused."""
@@ -100,25 +99,17 @@ class Progress:
         return reasons
 
     def runs(self) -> list[dict]:
-        """The rows of the runs table. A new version's new files only are read (the table grows by a file per
-        evaluation, and the stack looks every few seconds for days)."""
-        import pyarrow.parquet as pq
-
-        from csparql.storage import delta
+        """The rows of the runs table (``delta.SNAPSHOTS.rows``: a new version's new files only are read; the
+        table grows by a file per evaluation, and the stack looks every few seconds for days)."""
+        from csparql.storage import delta, schema
 
         path = self.settings.warehouse.runs
         if not delta.exists(path):
             return []
         try:
-            table = delta.open_table(path)
-            if table.version() != self._runs_version:
-                live = {f.uri for f in delta.live_files(table, path)}
-                for uri in live - self._run_files.keys():
-                    self._run_files[uri] = pq.read_table(uri).to_pylist()
-                for uri in self._run_files.keys() - live:
-                    del self._run_files[uri]
-                self._runs = [row for rows in self._run_files.values() for row in rows]
-                self._runs_version = table.version()
+            rows = delta.SNAPSHOTS.rows(path, schema.RUNS)
+            if rows is not self._runs_table:
+                self._runs, self._runs_table = rows.to_pylist(), rows
         except Exception:  # a commit in flight: the next look reads it
             pass
         return self._runs

@@ -14,6 +14,7 @@ does not conflict with.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -35,9 +36,16 @@ from csparql.storage.instants import instant_of, micros_of
 from csparql.storage.pruning import (  # noqa: F401
     STATISTICS_TRUNCATION_MICROS, FileInfo, may_hold_instant, may_hold_string)
 
+log = logging.getLogger(__name__)
+
 STANDARD_CONFIGURATION = {"delta.enableDeletionVectors": "false", "delta.columnMapping.mode": "none"}
 REFUSED_READER_FEATURES = {"deletionVectors", "columnMapping", "v2Checkpoint", "variantType", "typeWidening"}
 MAX_ATTEMPTS = 8
+RECORD_TABLE_COMPACT_FILES = 64
+"""How many small files a record table (runs, watermarks, statistics, stale windows: a file per commit) holds
+before ``compact_record_table`` merges them."""
+RECORD_TABLE_FILE_BYTES = 8 * 1024 * 1024
+"""The size a compacted record-table file grows to; larger files are not rewritten again."""
 
 
 class TableFeatureError(Exception):
@@ -207,6 +215,8 @@ class TableSnapshots:
         self._tables: dict[str, DeltaTable] = {}
         self._origins: dict[str, tuple[int, int] | None] = {}
         self._files: dict[str, dict[str, tuple[int, list[FileInfo]]]] = {}  # table → timestamp column → files
+        self._file_rows: dict[str, dict[str, pa.Table]] = {}  # table → live data file → its rows
+        self._rows: dict[str, tuple[int, pa.Table]] = {}  # table → (version, its rows)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -238,6 +248,8 @@ class TableSnapshots:
         table = open_table(key)
         self._tables[key], self._origins[key] = table, origin
         self._files.pop(key, None)
+        self._file_rows.pop(key, None)
+        self._rows.pop(key, None)
         return table
 
     def snapshot(self, path, timestamp_column: str = "ts") -> tuple[int, list[FileInfo]]:
@@ -252,6 +264,57 @@ class TableSnapshots:
             if cached is None or cached[0] != version:
                 cached = files[timestamp_column] = (version, live_files(table, key, timestamp_column))
             return cached
+
+    def rows(self, path, arrow_schema: pa.Schema, version: DeltaTable | None = None) -> pa.Table:
+        """Every row of an unpartitioned table's latest version (or of ``version``, the table opened at the
+        version a writer decides on), with ``arrow_schema``'s columns (null where a file predates a column).
+        Data files never change, so each is read once per process and a new version reads only the files it
+        added: the cost of a call grows with what was committed since the last one, not with the table. For
+        the record tables csparql reads often (runs, watermarks, statistics, stale windows)."""
+        key = str(Path(path).resolve())
+        with self._lock(key):
+            table = self._latest(key) if version is None else version
+            cached = self._rows.get(key)
+            if version is None and cached is not None and cached[0] == table.version():
+                return cached[1]
+            known = self._file_rows.setdefault(key, {})
+            live = [file_uri(key, relative) for relative in action_column(add_actions(table), "path")]
+            for uri in live:
+                if uri not in known:
+                    known[uri] = _conformed(pq.read_table(uri), arrow_schema)
+            rows = pa.concat_tables([known[uri] for uri in live]) if live else arrow_schema.empty_table()
+            if version is None:
+                for uri in known.keys() - set(live):  # removed: compacted, or their rows replaced
+                    del known[uri]
+                self._rows[key] = (table.version(), rows)
+            return rows
+
+
+def _conformed(rows: pa.Table, arrow_schema: pa.Schema) -> pa.Table:
+    """``rows`` with exactly ``arrow_schema``'s columns, in its order and types (nulls for a missing column)."""
+    columns = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+               for f in arrow_schema]
+    return pa.Table.from_arrays(columns, schema=arrow_schema)
+
+
+def compact_record_table(path, threshold: int = RECORD_TABLE_COMPACT_FILES) -> bool:
+    """Merge the small files of a record table into few once it holds ``threshold`` of them (each commit of a
+    record adds one), so that a process reading it afresh reads a few files, not one per commit. A rewrite
+    only: the rows and what each version holds stay; a concurrent writer retries as on any commit. Returns
+    whether it compacted; it never raises: a failure (a concurrent compaction, a full disk) is logged and leaves
+    the files for the next writer's call."""
+    _, files = SNAPSHOTS.snapshot(path)
+    small = sum(1 for f in files if f.size is None or f.size < RECORD_TABLE_FILE_BYTES)
+    if small < threshold:
+        return False
+    try:
+        with named_failures(path, "compacting"):
+            open_table(path).optimize.compact(target_size=RECORD_TABLE_FILE_BYTES)
+    except Exception as error:  # noqa: BLE001 - an optimization: the rows are right either way
+        log.warning("compacting %s failed (%s); its files stay as they are and the next commit tries again", path,
+                    " ".join(str(error).split())[:300])
+        return False
+    return True
 
 
 def _log_origin(root: str) -> tuple[int, int] | None:

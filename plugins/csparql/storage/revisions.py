@@ -36,16 +36,16 @@ def _runs(warehouse: Warehouse, columns: list[str], queries: set[str] | None = N
     ``columns`` (None for a column the table does not have yet)."""
     if not delta.exists(warehouse.runs):
         return []
-    dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
-    present = [c for c in columns if c in dataset.schema.names]
     if queries is not None and not queries:
         return []
+    runs = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS)
     condition = pc.field("status") == "succeeded"
     if queries is not None:
         condition = condition & pc.field("query").isin(pa.array(sorted(queries), pa.string()))
     if window_end is not None:
         condition = condition & (pc.field("window_end") == pa.scalar(window_end, pa.int64()).cast(schema.TIMESTAMP))
-    rows = dataset.to_table(columns=present, filter=condition).to_pylist()
+    present = [c for c in columns if c in runs.column_names]
+    rows = runs.filter(condition).select(present).to_pylist()
     return [{c: row.get(c) for c in columns} for row in rows]
 
 
@@ -54,8 +54,7 @@ def latest_evaluated_end(warehouse: Warehouse) -> int | None:
     later cannot be late for any window."""
     if not delta.exists(warehouse.runs):
         return None
-    dataset = delta.SNAPSHOTS.latest(warehouse.runs).to_pyarrow_dataset()
-    ends = dataset.to_table(columns=["window_end"]).column("window_end")
+    ends = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS).column("window_end")
     latest = pc.max(ends).as_py() if len(ends) else None
     return _micros(latest)
 

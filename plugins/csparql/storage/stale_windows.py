@@ -108,14 +108,15 @@ def append_stale_windows(warehouse: Warehouse, windows: list[StaleWindow]) -> No
     if windows:
         table = pa.Table.from_pylist([w.row() for w in windows], schema=schema.STALE_WINDOWS)
         delta.append(warehouse.stale_windows, table, schema.STALE_WINDOWS)
+        delta.compact_record_table(warehouse.stale_windows)
 
 
 def stale_windows(warehouse: Warehouse, query: str | None = None) -> list[StaleWindow]:
     """Each stale window's latest row (per query, window, stream and stream version), in detection order."""
     if not delta.exists(warehouse.stale_windows):
         return []
-    dataset = delta.SNAPSHOTS.latest(warehouse.stale_windows).to_pyarrow_dataset()
-    rows = dataset.to_table(filter=(pc.field("query") == query) if query is not None else None).to_pylist()
+    table = delta.SNAPSHOTS.rows(warehouse.stale_windows, schema.STALE_WINDOWS)
+    rows = (table.filter(pc.field("query") == query) if query is not None else table).to_pylist()
     latest: dict[tuple, StaleWindow] = {}
     for window in sorted((StaleWindow.from_row(row) for row in rows), key=lambda w: w.detected_at):
         latest[window.key] = window

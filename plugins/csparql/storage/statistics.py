@@ -29,29 +29,21 @@ def read_table(path, arrow_schema: pa.Schema | None = None) -> pa.Table:
 
 
 class _StatisticsCache:
-    """Each statistics table's rows per data file and its ``SourceStatistics`` per version: the table only
-    grows by appends (a graph replaced records a generation that ``replaces``), so a new version reads only
-    the files it added."""
+    """Each statistics table's ``SourceStatistics`` per version (its rows read through ``delta.SNAPSHOTS.rows``,
+    which reads only the files a new version added)."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, dict[str, list[dict]]] = {}
         self._latest: dict[str, tuple[int, SourceStatistics]] = {}
         self._lock = threading.Lock()
 
     def read(self, path) -> SourceStatistics:
         key = str(path)
-        version, files = delta.SNAPSHOTS.snapshot(path)
         with self._lock:
+            version = delta.SNAPSHOTS.latest(path).version()
             cached = self._latest.get(key)
             if cached is not None and cached[0] == version:
                 return cached[1]
-            known = self._rows.setdefault(key, {})
-            live = {f.uri for f in files}
-            for uri in live - known.keys():
-                known[uri] = pq.read_table(uri).to_pylist()
-            for uri in known.keys() - live:  # removed (a rewrite of the table)
-                del known[uri]
-            statistics = _aggregate([row for uri in sorted(known) for row in known[uri]])
+            statistics = _aggregate(delta.SNAPSHOTS.rows(path, schema.STATISTICS).to_pylist())
             self._latest[key] = (version, statistics)
             return statistics
 
@@ -95,3 +87,4 @@ def record_statistics(warehouse: Warehouse, source: str | None, kind: str, count
     if not rows:  # a graph replaced by nothing: record that it now holds nothing
         rows = [{"source": source or "", "kind": kind, "generation": generation, "replaces": True, "predicate": "", "triples": 0}]
     delta.append(warehouse.statistics, pa.Table.from_pylist(rows, schema=schema.STATISTICS), schema.STATISTICS)
+    delta.compact_record_table(warehouse.statistics)

@@ -55,7 +55,7 @@ def read_watermarks(warehouse: Warehouse) -> dict[str, int]:
     path = warehouse.watermarks
     if not delta.exists(path):
         return {}
-    table = delta.open_table(path).to_pyarrow_table(columns=["stream", "watermark"])
+    table = delta.SNAPSHOTS.rows(path, schema.WATERMARKS).select(["stream", "watermark"])
     if table.num_rows == 0:
         return {}
     grouped = table.group_by("stream").aggregate([("watermark", "max")])
@@ -91,6 +91,7 @@ def advance_watermark(warehouse: Warehouse, stream: str, instant: int, source: s
         pa.field("source", pa.string(), nullable=False),
     ])).cast(schema.WATERMARKS)
     delta.append(warehouse.watermarks, table, schema.WATERMARKS)
+    delta.compact_record_table(warehouse.watermarks)
 
 
 class WatermarkRefused(ValueError):
@@ -140,7 +141,7 @@ def written_windows(warehouse: Warehouse, query: str) -> set[int]:
     path = warehouse.runs
     if not delta.exists(path):
         return set()
-    table = delta.open_table(path).to_pyarrow_table(columns=["query", "window_end", "status"])
+    table = delta.SNAPSHOTS.rows(path, schema.RUNS)
     mask = pc.and_(pc.equal(table["query"], query), pc.equal(table["status"], "succeeded"))
     ends = pc.cast(table.filter(mask)["window_end"], pa.int64())
     return set(ends.to_pylist())
@@ -169,7 +170,7 @@ def latest_run(warehouse: Warehouse, query: str, window_end: int) -> dict | None
     path = warehouse.runs
     if not delta.exists(path):
         return None
-    table = delta.open_table(path).to_pyarrow_table()
+    table = delta.SNAPSHOTS.rows(path, schema.RUNS)
     mask = pc.and_(pc.equal(table["query"], query), pc.equal(pc.cast(table["window_end"], pa.int64()), window_end))
     rows = table.filter(mask).sort_by("started_at").to_pylist()
     return rows[-1] if rows else None
