@@ -88,6 +88,9 @@ OPTIONS: tuple[SettingOption, ...] = (
                   "(recorded as incomplete)."),
     SettingOption("poll_interval", "CSPARQL_POLL_INTERVAL", "2s", "2s", "string",
                   "How often the wait reads the watermarks (at least 1s; a read costs milliseconds)."),
+    SettingOption("triggerer_evaluations", "CSPARQL_TRIGGERER_EVALUATIONS", "2", "2", "integer",
+                  "With Spark Connect, how many windows one triggerer process evaluates at a time (at least 1); "
+                  "complete windows beyond it wait for a place."),
     SettingOption("max_future_skew", MAX_FUTURE_SKEW_VARIABLE, _duration_default(MAX_FUTURE_SKEW),
                   _duration_default(MAX_FUTURE_SKEW), "string",
                   "Triples timestamped more than this ahead of the clock are rejected at ingest."),
@@ -142,6 +145,7 @@ class Settings:
     allowed_lateness: int = 60_000_000
     wait_timeout: int = 600_000_000
     poll_interval: int = 2_000_000
+    triggerer_evaluations: int = 2
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
     retries: int = 2
@@ -214,6 +218,16 @@ class Settings:
                 raise ValueError(f"{where(key)}: must not be negative")
             return value
 
+        def count(key: str) -> int:
+            text = values[key][0].strip()
+            try:
+                value = int(text)
+            except ValueError:
+                raise ValueError(f"{where(key)}: not a whole number") from None
+            if value < 1:
+                raise ValueError(f"{where(key)}: must be at least 1")
+            return value
+
         def skew(key: str) -> int:
             try:
                 return check_future_skew(duration(key))
@@ -231,6 +245,7 @@ class Settings:
             allowed_lateness=duration("allowed_lateness"),
             wait_timeout=duration("wait_timeout"),
             poll_interval=max(duration("poll_interval"), 1_000_000),
+            triggerer_evaluations=count("triggerer_evaluations"),
             max_future_skew=skew("max_future_skew"),
             revision_horizon=duration("revision_horizon"),
             defaults=defaults,
@@ -258,6 +273,7 @@ class Settings:
             "allowed_lateness": format_duration(self.allowed_lateness),
             "wait_timeout": format_duration(self.wait_timeout),
             "poll_interval": format_duration(self.poll_interval),
+            "triggerer_evaluations": str(self.triggerer_evaluations),
             "max_future_skew": format_duration(self.max_future_skew),
             "revision_horizon": format_duration(self.revision_horizon),
         }

@@ -10,14 +10,14 @@ task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow 
 failure in a worker). Two things only a worker can do make the task resume there after the evaluation, with
 the evaluation's record (``{"status": "evaluated"}``), to finish without evaluating again: announcing stale
 windows to their revision DAGs, and recording the Asset event of a ``REGISTER STREAM`` query's output stream
-(a trigger cannot add Asset events). ``EVALUATIONS_PER_TRIGGERER`` bounds the evaluations one triggerer process
-runs at a time.
+(a trigger cannot add Asset events). The ``[csparql] triggerer_evaluations`` option bounds the evaluations one
+triggerer process runs at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +30,18 @@ from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import missing_for_window
 from csparql.windows import format_instant, parse_instant
 
-EVALUATIONS_VARIABLE = "CSPARQL_TRIGGERER_EVALUATIONS"
-DEFAULT_EVALUATIONS = 2
+def evaluations_per_triggerer() -> int:
+    """How many windows one triggerer process evaluates at a time: the ``[csparql] triggerer_evaluations``
+    option of its Airflow configuration (``AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS``, else
+    ``CSPARQL_TRIGGERER_EVALUATIONS``; default 2, the evaluation pool's default slots); runs beyond it wait,
+    their windows complete, for a free place. A value that cannot be used is logged and the default taken."""
+    from csparql.orchestration.config import deployment_settings
 
-
-def evaluations_per_triggerer(environ=None) -> int:
-    """How many windows one triggerer process evaluates at a time (``CSPARQL_TRIGGERER_EVALUATIONS``, default
-    2, the evaluation pool's default slots); runs beyond it wait, their windows complete, for a free place."""
-    text = (os.environ if environ is None else environ).get(EVALUATIONS_VARIABLE, "")
     try:
-        return max(1, int(text)) if text.strip() else DEFAULT_EVALUATIONS
-    except ValueError:
-        return DEFAULT_EVALUATIONS
+        return deployment_settings().triggerer_evaluations
+    except ValueError as error:
+        logging.getLogger(__name__).error("%s; evaluating %d windows at a time", error, Settings.triggerer_evaluations)
+        return Settings.triggerer_evaluations
 
 
 _EVALUATIONS: asyncio.Semaphore | None = None
