@@ -40,6 +40,7 @@ evaluator window by window); ``# csparql panes off`` recomputes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Iterable
@@ -416,9 +417,9 @@ class PaneTable:
 
     def compact(self, buckets: set[str]) -> None:
         """Compact the hour buckets among ``buckets`` that hold ``COMPACT_FILES`` files or more into one file
-        each. Compaction rewrites what is there (readers of the previous version still see theirs); if it
-        fails (a concurrent commit, a file that cannot be read), the files stay as they are and the next
-        evaluation tries again."""
+        each (``delta.compact_files``: one of concurrent compactions commits). Compaction rewrites what is
+        there (readers of the previous version still see theirs); if it fails (a file that cannot be read), the
+        files stay as they are and the next evaluation tries again."""
         try:
             _, files = delta.SNAPSHOTS.snapshot(self.path)
         except UNREADABLE_LOG:
@@ -430,11 +431,13 @@ class PaneTable:
                 counts[bucket] = counts.get(bucket, 0) + 1
         for bucket, count in sorted(counts.items()):
             if count >= COMPACT_FILES:
-                try:
-                    delta.open_table(self.path).optimize.compact(partition_filters=[("bucket", "=", bucket)])
-                except Exception as error:  # noqa: BLE001 - an optimization; the data are right either way
-                    log.warning("panes of %s: compacting bucket %s failed (%s); kept as they are", self.query,
-                                bucket, _first_line(error))
+                delta.compact_files(self.path, functools.partial(_bucket_files, bucket), timestamp_column="ts")
+
+
+def _bucket_files(bucket: str, files: list[delta.FileInfo]) -> list[delta.FileInfo]:
+    """The files of a pane table's hour ``bucket`` (none when it holds fewer than ``COMPACT_FILES``)."""
+    chosen = [f for f in files if f.partition.get("bucket") == bucket]
+    return chosen if len(chosen) >= COMPACT_FILES else []
 
 
 def _first_line(error: BaseException) -> str:

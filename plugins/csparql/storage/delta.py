@@ -19,6 +19,7 @@ import os
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from deltalake.transaction import AddAction, RemoveAction
 
 from csparql.storage.failures import NO_SPACE_LEFT, StorageError, corrupt_log_entry, no_space_left
 from csparql.storage.instants import instant_of, micros_of
+from csparql.storage.tables import OPERATION
 from csparql.storage.pruning import (  # noqa: F401
     STATISTICS_TRUNCATION_MICROS, FileInfo, may_hold_instant, may_hold_string)
 
@@ -298,22 +300,65 @@ def _conformed(rows: pa.Table, arrow_schema: pa.Schema) -> pa.Table:
 
 
 def compact_record_table(path, threshold: int = RECORD_TABLE_COMPACT_FILES) -> bool:
-    """Merge the small files of a record table into few once it holds ``threshold`` of them (each commit of a
-    record adds one), so that a process reading it afresh reads a few files, not one per commit. A rewrite
-    only: the rows and what each version holds stay; a concurrent writer retries as on any commit. Returns
-    whether it compacted; it never raises: a failure (a concurrent compaction, a full disk) is logged and leaves
-    the files for the next writer's call."""
-    _, files = SNAPSHOTS.snapshot(path)
-    small = sum(1 for f in files if f.size is None or f.size < RECORD_TABLE_FILE_BYTES)
-    if small < threshold:
-        return False
+    """Merge the small files of an unpartitioned record table into one once it holds ``threshold`` of them
+    (each commit of a record adds one), so that a process reading it afresh reads a few files, not one per
+    commit (``compact_files``)."""
+
+    def small_files(files: list[FileInfo]) -> list[FileInfo]:
+        small = [f for f in files if not f.partition and (f.size is None or f.size < RECORD_TABLE_FILE_BYTES)]
+        return small if len(small) >= threshold else []
+
+    return compact_files(path, small_files)
+
+
+def compact_files(path, choose: Callable[[list[FileInfo]], list[FileInfo]], timestamp_column: str | None = None) -> bool:
+    """Rewrite the files ``choose`` picks among the table's live files (all of one partition; none: nothing to
+    do) as one file, its statistics bounding ``timestamp_column`` (as ``commit_files`` records them), in a commit right after the version they were picked from (``dataChange`` false: the rows
+    and what each version holds stay). Only one rewrite of the same files can commit, as with
+    ``write_on_version``: delta-rs's own ``optimize`` lets two concurrent compactions of the same files both
+    commit, and the table then holds their rows twice. Returns whether it compacted; it never raises: a
+    failure (a full disk, a file that cannot be read) is logged and the files stay for a later call."""
     try:
-        with named_failures(path, "compacting"):
-            open_table(path).optimize.compact(target_size=RECORD_TABLE_FILE_BYTES)
+        for attempt in range(EXCLUSIVE_ATTEMPTS):
+            table = open_table(path)
+            chosen = choose(live_files(table, path, timestamp_column or ""))
+            if not chosen:
+                return False
+            if len({tuple(sorted(f.partition.items())) for f in chosen}) > 1:
+                raise ValueError("the files to compact lie in more than one partition")
+            with named_failures(path, "compacting"):
+                if _compact_exclusively(table, Path(path).resolve(), chosen, timestamp_column):
+                    return True
+            time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
+        log.info("compacting %s kept conflicting with concurrent writers; its files stay as they are", path)
     except Exception as error:  # noqa: BLE001 - an optimization: the rows are right either way
-        log.warning("compacting %s failed (%s); its files stay as they are and the next commit tries again", path,
-                    " ".join(str(error).split())[:300])
+        log.warning("compacting %s failed (%s); its files stay as they are", path, " ".join(str(error).split())[:300])
+    return False
+
+
+def _compact_exclusively(table: DeltaTable, root: Path, files: list[FileInfo], timestamp_column: str | None) -> bool:
+    """Replace ``files`` (of one partition) by one file of their rows, in a commit right after ``table``'s
+    version; False, and no file left behind, when another writer committed that version first."""
+    rows = pa.concat_tables([pq.read_table(f.uri) for f in files], promote_options="permissive")
+    partition = dict(files[0].partition)
+    folder = "/".join(f"{key}={value}" for key, value in partition.items())
+    name = f"{folder}/" * bool(folder) + f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    target = root / name
+    pq.write_table(rows, target, compression="snappy")
+    now = int(time.time() * 1000)
+    actions: list[AddAction | RemoveAction] = [
+        AddAction(name, target.stat().st_size, partition, now, False, file_statistics(str(target), timestamp_column))]
+    actions += [RemoveAction(Path(f.uri).relative_to(root).as_posix(), False, now, f.size, partition) for f in files]
+    try:
+        table.create_write_transaction(
+            actions, mode="append", schema=table.schema(), partition_by=table.metadata().partition_columns or None,
+            commit_properties=CommitProperties(custom_metadata={OPERATION: "compact"}, max_commit_retries=0))
+    except CommitFailedError:
+        target.unlink(missing_ok=True)
         return False
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
     return True
 
 
