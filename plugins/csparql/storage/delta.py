@@ -311,14 +311,19 @@ def compact_record_table(path, threshold: int = RECORD_TABLE_COMPACT_FILES) -> b
     return compact_files(path, small_files)
 
 
-def compact_files(path, choose: Callable[[list[FileInfo]], list[FileInfo]], timestamp_column: str | None = None) -> bool:
+def compact_files(path, choose: Callable[[list[FileInfo]], list[FileInfo]],
+                  timestamp_column: str | None = None) -> bool:
     """Rewrite the files ``choose`` picks among the table's live files (all of one partition; none: nothing to
-    do) as one file, its statistics bounding ``timestamp_column`` (as ``commit_files`` records them), in a commit right after the version they were picked from (``dataChange`` false: the rows
-    and what each version holds stay). Only one rewrite of the same files can commit, as with
-    ``write_on_version``: delta-rs's own ``optimize`` lets two concurrent compactions of the same files both
-    commit, and the table then holds their rows twice. Returns whether it compacted; it never raises: a
-    failure (a full disk, a file that cannot be read) is logged and the files stay for a later call."""
+    do) as one file whose statistics bound ``timestamp_column`` (as ``commit_files`` records them), in a commit
+    right after the version they were picked from (``dataChange`` false: the rows and what each version holds
+    stay). Only one rewrite of the same files can commit, as with ``write_on_version``: delta-rs's own
+    ``optimize`` lets two concurrent compactions of the same files both commit, and the table then holds
+    their rows twice. The files are first picked from the process's open snapshot, so a call with nothing to
+    do reads no log. Returns whether it compacted; it never raises: a failure (a full disk, a file that
+    cannot be read) is logged and the files stay for a later call."""
     try:
+        if not choose(SNAPSHOTS.snapshot(path, timestamp_column or "")[1]):
+            return False
         for attempt in range(EXCLUSIVE_ATTEMPTS):
             table = open_table(path)
             chosen = choose(live_files(table, path, timestamp_column or ""))
@@ -336,7 +341,8 @@ def compact_files(path, choose: Callable[[list[FileInfo]], list[FileInfo]], time
     return False
 
 
-def _compact_exclusively(table: DeltaTable, root: Path, files: list[FileInfo], timestamp_column: str | None) -> bool:
+def _compact_exclusively(table: DeltaTable, root: Path, files: list[FileInfo],
+                         timestamp_column: str | None) -> bool:
     """Replace ``files`` (of one partition) by one file of their rows, in a commit right after ``table``'s
     version; False, and no file left behind, when another writer committed that version first."""
     rows = pa.concat_tables([pq.read_table(f.uri) for f in files], promote_options="permissive")
@@ -346,8 +352,8 @@ def _compact_exclusively(table: DeltaTable, root: Path, files: list[FileInfo], t
     target = root / name
     pq.write_table(rows, target, compression="snappy")
     now = int(time.time() * 1000)
-    actions: list[AddAction | RemoveAction] = [
-        AddAction(name, target.stat().st_size, partition, now, False, file_statistics(str(target), timestamp_column))]
+    statistics = file_statistics(str(target), timestamp_column)
+    actions: list[AddAction | RemoveAction] = [AddAction(name, target.stat().st_size, partition, now, False, statistics)]
     actions += [RemoveAction(Path(f.uri).relative_to(root).as_posix(), False, now, f.size, partition) for f in files]
     try:
         table.create_write_transaction(
