@@ -95,7 +95,7 @@ def test_the_provider_info_describes_every_option_with_airflow_home_defaults():
     section = info["config"][SECTION]
     assert list(section["options"]) == [option.key for option in OPTIONS]
     for key, option in section["options"].items():
-        assert option["description"] and option["type"] == "string", key
+        assert option["description"] and option["type"] == ("integer" if key == "triggerer_evaluations" else "string"), key
         assert "site-packages" not in option["default"] and not Path(option["default"]).is_absolute(), key
     assert section["options"]["warehouse"]["default"].startswith("{AIRFLOW_HOME}/")
     assert section["options"]["registry"]["default"].startswith("{AIRFLOW_HOME}/")
@@ -133,8 +133,11 @@ def test_the_settings_command_says_which_defaults_it_uses(tmp_path, monkeypatch,
     assert main(["settings"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "defaults under the working directory"
-    assert f"warehouse         {tmp_path / 'delta_tables'}  (default)" in out
-    assert "revision_horizon  2h  (CSPARQL_REVISION_HORIZON)" in out
+    words = [line.split() for line in out[1:]]  # one line per option: key, value and origin in aligned columns
+    assert [w[0] for w in words] == [option.key for option in OPTIONS]
+    assert ["warehouse", str(tmp_path / "delta_tables"), "(default)"] in words
+    assert ["revision_horizon", "2h", "(CSPARQL_REVISION_HORIZON)"] in words
+    assert ["triggerer_evaluations", "2", "(default)"] in words
     monkeypatch.setenv("CSPARQL_WAIT_TIMEOUT", "soon")
     assert main(["settings"]) == 1
     assert capsys.readouterr().err.startswith("csparql: CSPARQL_WAIT_TIMEOUT='soon': ")

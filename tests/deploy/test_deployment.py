@@ -39,6 +39,15 @@ def test_settings_refuse_unusable_values_naming_the_variable():
         Settings.from_environment({"CSPARQL_WAIT_TIMEOUT": "soon"})
 
 
+def test_the_triggerer_evaluates_two_windows_at_a_time_unless_told_a_whole_number_of_at_least_one():
+    assert Settings.from_environment({}).triggerer_evaluations == 2
+    assert Settings.from_environment({"CSPARQL_TRIGGERER_EVALUATIONS": " 6 "}).triggerer_evaluations == 6
+    with pytest.raises(ValueError, match="CSPARQL_TRIGGERER_EVALUATIONS='0': must be at least 1"):
+        Settings.from_environment({"CSPARQL_TRIGGERER_EVALUATIONS": "0"})
+    with pytest.raises(ValueError, match="CSPARQL_TRIGGERER_EVALUATIONS='many': not a whole number"):
+        Settings.from_environment({"CSPARQL_TRIGGERER_EVALUATIONS": "many"})
+
+
 def test_the_maximum_future_skew_is_an_hour_unless_the_environment_says_otherwise():
     assert Settings.from_environment({}).max_future_skew == 60 * MINUTE
     assert Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "2d"}).max_future_skew == 48 * 60 * MINUTE
