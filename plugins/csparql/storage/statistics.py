@@ -29,22 +29,23 @@ def read_table(path, arrow_schema: pa.Schema | None = None) -> pa.Table:
 
 
 class _StatisticsCache:
-    """Each statistics table's ``SourceStatistics`` per version (its rows read through ``delta.SNAPSHOTS.rows``,
-    which reads only the files a new version added)."""
+    """Each statistics table's ``SourceStatistics``, aggregated once per version of its rows (read through
+    ``delta.SNAPSHOTS.rows``, which reads only the files a new version added and returns the same rows while
+    the version stays)."""
 
     def __init__(self) -> None:
-        self._latest: dict[str, tuple[int, SourceStatistics]] = {}
+        self._latest: dict[str, tuple[pa.Table, SourceStatistics]] = {}
         self._lock = threading.Lock()
 
     def read(self, path) -> SourceStatistics:
         key = str(path)
         with self._lock:
-            version = delta.SNAPSHOTS.latest(path).version()
+            rows = delta.SNAPSHOTS.rows(path, schema.STATISTICS)
             cached = self._latest.get(key)
-            if cached is not None and cached[0] == version:
+            if cached is not None and cached[0] is rows:
                 return cached[1]
-            statistics = _aggregate(delta.SNAPSHOTS.rows(path, schema.STATISTICS).to_pylist())
-            self._latest[key] = (version, statistics)
+            statistics = _aggregate(rows.to_pylist())
+            self._latest[key] = (rows, statistics)
             return statistics
 
 
