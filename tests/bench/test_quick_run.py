@@ -136,7 +136,7 @@ def test_every_srbench_query_has_its_figures(run):
     assert "## SRBench" in (run["out"] / "table.md").read_text(encoding="utf-8")
 
 
-def test_the_airflow_figures_are_there_for_both_modes(run):
+def test_the_airflow_figures_are_there_for_each_mode(run):
     airflow = run["result"]["airflow"]
     assert airflow["status"] == "ok", airflow.get("reason")
     modes = {trial["mode"] for trial in airflow["trials"]}
