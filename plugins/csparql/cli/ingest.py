@@ -12,6 +12,8 @@ import argparse
 import os
 import sys
 
+from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
+
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 FORMATS_HELP = "nquads (timestamped N-Quads), ntriples, turtle, xml, n3, trig, trix, json-ld"
@@ -23,7 +25,9 @@ def register(commands) -> None:
         help="land timestamped RDF in a stream table",
         description="Land RDF stream files in the stream's Delta table, in one commit. Timestamped N-Quads "
         "(.nq, .tnq) carry each triple's timestamp as the fourth term: an xsd:dateTime literal or epoch "
-        "milliseconds. Plain RDF (N-Triples, Turtle, any format rdflib reads) needs --timestamp. Malformed "
+        "milliseconds. TriG, TriX and JSON-LD are timestamped named graphs: each graph's triples take the instant "
+        "a triple about the graph gives (see --timestamp-predicate). Plain RDF (N-Triples, Turtle, any other "
+        "format rdflib reads) needs --timestamp. Malformed "
         "lines go to a rejects file (file, line, reason, text; default <file>.rejects.tsv) and the good ones "
         "land; so do triples timestamped further in the future than --max-future-skew, so that the stream's "
         "watermark (the greatest timestamp landed, which never goes back) never runs ahead of the clock by more. "
@@ -37,6 +41,12 @@ def register(commands) -> None:
         "--timestamp", metavar="T",
         help="timestamp of triples that carry none (ISO 8601 with a zone, e.g. 2010-03-22T10:00:00Z, or epoch "
         "milliseconds); required for N-Triples, Turtle and the other plain RDF formats",
+    )
+    ingest.add_argument(
+        "--timestamp-predicate", metavar="IRI", action="append",
+        help="in TriG, TriX and JSON-LD, a named graph is an event timestamped by a triple about the graph with this "
+        f"predicate, in the default graph or in the graph; repeat it to accept several (default: "
+        f"{DEFAULT_TIMESTAMP_PREDICATES[0]})",
     )
     ingest.add_argument(
         "--max-future-skew", metavar="D",
@@ -174,16 +184,17 @@ def run_ingest(args: argparse.Namespace) -> int:
 
         skew = _max_future_skew(args.max_future_skew)
         # everything that can be wrong with the request is found before Spark starts
+        predicates = tuple(args.timestamp_predicate or DEFAULT_TIMESTAMP_PREDICATES)
         iri, inputs, micros, _, _ = check_stream_request(args.stream, args.files, args.timestamp, args.format,
-                                                          args.rejects, skew)
+                                                          args.rejects, skew, predicates)
         before = table_version(warehouse.stream(iri))
         # content that landed before needs no Spark: ingest_stream only completes its watermark
         landed = not args.again and landed_content(warehouse.stream(iri),
-                                                   content_digest(iri, [i.path for i in inputs], micros))
+                                                   content_digest(iri, [i.path for i in inputs], micros, predicates))
         report = ingest_stream(
             None if landed else spark_session(args.master), warehouse, args.stream, args.files,
             timestamp=args.timestamp, format=args.format, rejects=args.rejects, max_future_skew=skew,
-            again=args.again,
+            again=args.again, timestamp_predicates=predicates,
         )
         if report.already_landed is not None:
             code = _report_already_landed("ingest", report, f"<{report.target}>")

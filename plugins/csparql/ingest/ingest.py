@@ -7,8 +7,8 @@ Both return an ``IngestReport``.
 Inputs
     Timestamped N-Quads (``.nq``/``.tnq``): the fourth term is the triple's timestamp, an ``xsd:dateTime`` or
     epoch milliseconds (see ``csparql.ingest.lines``); lines without one take ``--timestamp`` if given.
-    N-Triples (``.nt``): every triple takes ``--timestamp``. Any other format rdflib reads (Turtle, RDF/XML,
-    N3, TriG, JSON-LD, ...; from the extension or ``format``) also takes ``--timestamp``.
+    TriG, TriX, JSON-LD: timestamped named graphs (``csparql.ingest.graphs``). N-Triples (``.nt``) and any
+    other format rdflib reads (Turtle, RDF/XML, N3, ...; from the extension or ``format``) take ``--timestamp``.
 
 Parallel parsing (line formats)
     Files are split into byte ranges. A first Spark pass (``mapInArrow`` over one row per range) counts the
@@ -60,7 +60,7 @@ Arrival order (streams)
     (the version its commit will normally get), so a later ingest has larger arrivals; ``ordinal`` numbers the
     lines of the ingest's files in order (file 2's lines follow all of file 1's; within a file, the line
     number), so file and line order hold. Room: 2^23 ingests per table, 2^40 lines per ingest. For rdflib
-    formats a triple's ordinal follows the parser's order within the file.
+    formats a triple's ordinal follows the parser's order (timestamped graphs: by instant, then graph name).
 
 Blank nodes
     Labels are scoped per ingest and file: ``_:b1`` of file 0 of ingest ``3f9c2a1b0e7d`` is stored as
@@ -94,6 +94,7 @@ import rdflib
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from csparql.ingest import graphs
 from csparql.ingest.lines import FutureLimit
 from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_parser
 from csparql.ingest.rejects import escape_field, read_rejects, unescape_field
@@ -111,7 +112,8 @@ from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check
 from csparql.windows import format_duration, format_instant, parse_instant
 
 LINE_FORMATS = ("ntriples", "nquads")
-QUAD_FORMATS = ("nquads", "trig", "trix")
+QUAD_FORMATS = ("nquads", "trig", "trix", "json-ld")
+GRAPH_FORMATS = ("trig", "trix", "json-ld")  # a stream's file in these: timestamped named graphs
 FORMAT_NAMES = {
     "nt": "ntriples", "ntriples": "ntriples", "n-triples": "ntriples",
     "nq": "nquads", "nquads": "nquads", "n-quads": "nquads", "tnq": "nquads",
@@ -306,14 +308,18 @@ def sha256_of(path: str | os.PathLike) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
-def content_digest(target: str, files: Sequence[str | os.PathLike], timestamp: int | None = None) -> str:
+def content_digest(target: str, files: Sequence[str | os.PathLike], timestamp: int | None = None,
+                   timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES) -> str:
     """What identifies the content an ingest or a static load lands (``CONTENT_SHA256``): the SHA-256 of the
     stream's or graph's IRI (``<...>`` or not; "" for the default graph), of each input file's bytes in order,
-    and of the ``--timestamp`` its timestamp-less triples take (µs, None when not given)."""
+    of the ``--timestamp`` its timestamp-less triples take (µs, None when not given) and of the predicates that
+    timestamp named graphs when they are not the default ones."""
     target = target.strip()
     if target.startswith("<") and target.endswith(">"):
         target = target[1:-1]
     record = {"target": target, "files": [sha256_of(f) for f in files], "timestamp": timestamp}
+    if tuple(timestamp_predicates) != graphs.DEFAULT_TIMESTAMP_PREDICATES:
+        record["timestamp_predicates"] = sorted(set(timestamp_predicates))
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -363,17 +369,22 @@ def complete_watermark(warehouse: Warehouse, iri: str, landed: Landed, bound: in
 # ---------------------------------------------------------------------------------------------------------
 
 
-def check_stream_request(iri, files, timestamp=None, format=None, rejects=None, max_future_skew=MAX_FUTURE_SKEW):
+def check_stream_request(iri, files, timestamp=None, format=None, rejects=None, max_future_skew=MAX_FUTURE_SKEW,
+                         timestamp_predicates=graphs.DEFAULT_TIMESTAMP_PREDICATES):
     """The checked arguments of ``ingest_stream`` (IRI, inputs, --timestamp in µs, rejects targets, and the
     latest timestamp accepted, from now and ``max_future_skew``), or InputError: everything that can be wrong
     with the request is found before Spark starts."""
     iri = check_iri(iri, "stream")
+    if not timestamp_predicates:
+        raise InputError("give at least one timestamp predicate")
+    for predicate in timestamp_predicates:
+        check_iri(predicate, "timestamp predicate")
     future = future_limit(max_future_skew)
     inputs = check_inputs(files, format)
     default_micros = check_timestamp(timestamp, future)
     if default_micros is None:
         for item in inputs:
-            if item.format != "nquads":
+            if item.format != "nquads" and item.format not in GRAPH_FORMATS:
                 raise InputError(
                     f"{item.name}: {item.format} has no timestamps; pass --timestamp T to give its triples one"
                 )
@@ -398,6 +409,7 @@ def ingest_stream(
     commit_metadata: Mapping[str, str] | None = None,
     max_future_skew: int = MAX_FUTURE_SKEW,
     again: bool = False,
+    timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES,
 ) -> IngestReport:
     """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
     is recorded with the commit, beside what the ingest records itself. Triples timestamped later than the
@@ -406,12 +418,13 @@ def ingest_stream(
     The same content (``content_digest``) lands once: when a commit of the stream landed it already, nothing
     is read or written but the watermark that commit's ingest advances the stream to (it may have stopped
     before), and the report's ``already_landed`` names that commit; ``again=True`` lands it once more. ``spark``
-    may be None only when the content has landed (nothing else needs Spark then)."""
+    may be None only when the content has landed (nothing else needs Spark then). A TriG, TriX or JSON-LD
+    file's named graphs are timestamped by a triple about each with one of ``timestamp_predicates``."""
     iri, inputs, default_micros, targets, future = check_stream_request(iri, files, timestamp, format, rejects,
-                                                                         max_future_skew)
+                                                                         max_future_skew, timestamp_predicates)
     path = warehouse.stream(iri)
     report = IngestReport(iri, path, files=len(inputs))
-    digest = content_digest(iri, [i.path for i in inputs], default_micros)
+    digest = content_digest(iri, [i.path for i in inputs], default_micros, timestamp_predicates)
     landed = None if again else landed_content(path, digest)
     if landed is not None:
         report.already_landed = landed
@@ -425,7 +438,7 @@ def ingest_stream(
     if batch > MAX_BATCH:
         raise delta.StorageError(f"the stream table at {path} has too many versions for the arrival encoding")
     job = _Job(spark, path, inputs, targets, stream=True, default_micros=default_micros, batch=batch,
-               explicit_rejects=rejects, future=future)
+               explicit_rejects=rejects, future=future, timestamp_predicates=timestamp_predicates)
 
     def commit(files):
         mark = {} if report.max_ts is None else {LANDED_WATERMARK: str(min(report.max_ts, future.latest))}
@@ -511,7 +524,8 @@ def _parallelism(spark: SparkSession) -> int:
 class _Job:
     def __init__(self, spark, path: Path, inputs: list[Input], targets: dict[int, Path], stream: bool,
                  default_micros: int | None = None, batch: int = 0, replace: bool = False,
-                 explicit_rejects: str | os.PathLike | None = None, future: FutureLimit | None = None):
+                 explicit_rejects: str | os.PathLike | None = None, future: FutureLimit | None = None,
+                 timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES):
         self.spark = spark
         self.path = Path(path)
         self.inputs = inputs
@@ -519,6 +533,7 @@ class _Job:
         self.stream = stream
         self.default_micros = default_micros
         self.future = future
+        self.timestamp_predicates = tuple(timestamp_predicates)
         self.batch = batch
         self.replace = replace
         self.explicit_rejects = Path(explicit_rejects).resolve() if explicit_rejects else None
@@ -631,9 +646,9 @@ class _Job:
         return numbered
 
     def parse_whole(self, item: Input) -> pa.Table:
-        """A file in a format rdflib reads, parsed in the driver; rejected whole when rdflib fails."""
+        """A file in a format rdflib reads, parsed in the driver; rejected whole when rdflib fails. A stream's
+        TriG, TriX or JSON-LD file is a sequence of timestamped named graphs (``csparql.ingest.graphs``)."""
         target = _parsed_schema(self.stream)
-        empty = target.empty_table()
         graph = rdflib.Dataset() if item.format in QUAD_FORMATS else rdflib.Graph()
         previous = rdflib.NORMALIZE_LITERALS
         rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written
@@ -642,10 +657,18 @@ class _Job:
         except Exception as error:  # rdflib raises many kinds: each means the file is not valid
             line, reason = _parser_position(error)
             self.rejects.append((item.index, line, escape_field(reason), escape_field(_line_text(item.path, line))))
-            return empty
+            return target.empty_table()
         finally:
             rdflib.NORMALIZE_LITERALS = previous
-        triples = graph.quads((None, None, None, None)) if item.format in QUAD_FORMATS else graph
+        if self.stream and item.format in GRAPH_FORMATS:
+            timed, rejected = graphs.timed_triples(graph, self.timestamp_predicates, self.default_micros, self.future)
+            lines = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
+            self.rejects.extend((item.index, lines.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
+                                for r in rejected)
+            triples, micros = [(t.subject, t.predicate, t.object) for t in timed], [t.micros for t in timed]
+        else:
+            triples = list(graph.quads((None, None, None, None)) if item.format in QUAD_FORMATS else graph)
+            micros = [self.default_micros] * len(triples)
         scope = self.scope(item.index)
         columns: dict[str, list] = {name: [] for name in ("s", "p", "o")}
         for triple in triples:
@@ -657,7 +680,7 @@ class _Job:
         rows = len(columns["s"])
         arrays = [pa.array(columns[name], schema.TERM_TYPE) for name in ("s", "p", "o")]
         if self.stream:
-            ts = pa.array([self.default_micros] * rows, pa.int64())
+            ts = pa.array(micros, pa.int64())
             arrays += [ts, pa.array(range(1, rows + 1), pa.int64()), hour_buckets(ts)]
         return pa.Table.from_arrays(arrays, schema=target)
 

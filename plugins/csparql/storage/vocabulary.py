@@ -45,3 +45,8 @@ EPOCH_MILLIS_TYPES = frozenset(
     for name in ("integer", "long", "int", "nonNegativeInteger", "positiveInteger", "unsignedLong", "unsignedInt")
 )
 """The datatypes of a timestamp given as milliseconds since the epoch (those that can hold one)."""
+
+PROV_GENERATED_AT_TIME = "http://www.w3.org/ns/prov#generatedAtTime"
+DEFAULT_TIMESTAMP_PREDICATES = (PROV_GENERATED_AT_TIME,)
+"""The predicate a timestamped named graph's instant is given with (RSP-QL's data model), unless the ingest
+names others (``--timestamp-predicate``)."""

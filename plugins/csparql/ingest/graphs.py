@@ -1,0 +1,156 @@
+"""Timestamped named graphs: RDF stream events as RSP-QL's data model writes them.
+
+An event is a named graph; its timestamp is a triple about the graph's name, in the default graph or in the
+graph itself, whose predicate is one of the stream's timestamp predicates (``DEFAULT_TIMESTAMP_PREDICATES``:
+``prov:generatedAtTime``, unless the ingest names others)::
+
+    <http://ex.org/e1> { <http://ex.org/car1> <http://ex.org/passes> <http://ex.org/gate7> . }
+    <http://ex.org/e1> prov:generatedAtTime "2010-03-22T10:00:00Z"^^xsd:dateTime .
+
+Every triple of the graph lands with that instant (an ``xsd:dateTime``, or an integer of epoch milliseconds, as
+in the line format); the timestamp triples themselves are the events' metadata and do not land. A graph with
+no timestamp takes the ingest's ``--timestamp``, and so do the default graph's other triples; without one they
+are rejected, as is a graph with two different timestamps or one the line format would reject (not an
+instant, too far in the future). A reject names the graph and, where the file shows it, the line where the
+graph's name first appears.
+
+This module reads an rdflib ``Dataset`` (TriG, JSON-LD and TriX files are parsed into one) and knows nothing
+of Spark or tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import rdflib
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+from rdflib.term import BNode, Literal, URIRef
+
+from csparql.ingest.lines import FutureLimit, LineError, timestamp_micros
+from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME
+
+__all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "PROV_GENERATED_AT_TIME", "GraphReject", "TimedTriple", "timed_triples",
+           "first_line_naming"]
+
+
+@dataclass(frozen=True)
+class GraphReject:
+    """A graph (or the default graph's untimed triples) that does not land: where, why, and what."""
+
+    graph: object  # the graph's name; None for the default graph
+    reason: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TimedTriple:
+    subject: object
+    predicate: object
+    object: object
+    micros: int
+
+
+def _count(triples: list) -> str:
+    return f"{len(triples)} triple" + ("" if len(triples) == 1 else "s")
+
+
+def _name(term) -> str:
+    return f"_:{term}" if isinstance(term, BNode) else f"<{term}>"
+
+
+def timed_triples(dataset: rdflib.Dataset, predicates: Sequence[str], default_micros: int | None,
+                  future: FutureLimit | None) -> tuple[list[TimedTriple], list[GraphReject]]:
+    """The triples of ``dataset``'s events with their instants, ordered by instant then graph (the default
+    graph's last among equals), and the graphs rejected, in the order of their names."""
+    accepted = {URIRef(p) for p in predicates}
+    default = dataset.graph(DATASET_DEFAULT_GRAPH_ID)
+    names = {g.identifier for g in dataset.graphs() if g.identifier != DATASET_DEFAULT_GRAPH_ID}
+    named = [dataset.graph(name) for name in sorted(names, key=_name)]
+
+    def timestamps(graph_name) -> Iterator[tuple[object, Literal]]:
+        for source in (default, dataset.graph(graph_name)):
+            for predicate in accepted:
+                for value in source.objects(graph_name, predicate):
+                    yield predicate, value
+
+    events: list[tuple[int, str, object, list]] = []
+    rejects: list[GraphReject] = []
+    metadata: set[tuple] = set()
+    for graph in named:
+        name = graph.identifier
+        found = {}
+        problem = None
+        for predicate, value in timestamps(name):
+            metadata.add((name, predicate, value))
+            if not isinstance(value, Literal):
+                problem = f"its timestamp {_name(value)} (<{predicate}>) is not a literal"
+                continue
+            datatype = str(value.datatype) if value.datatype is not None else None
+            try:
+                micros = timestamp_micros(str(value), datatype)
+                if future is not None and micros > future.latest:
+                    raise LineError(future.reason(str(value)))
+            except LineError as error:
+                problem = str(error)
+                continue
+            found[micros] = value
+        triples = [t for t in graph if (t[0], t[1], t[2]) not in metadata]
+        if problem is None and len(found) > 1:
+            shown = ", ".join(sorted(f"'{v}'" for v in found.values()))
+            problem = f"it has {len(found)} different timestamps ({shown})"
+        if problem is None and not found:
+            if default_micros is None:
+                problem = (f"it has no timestamp: no triple {_name(name)} <{'> or <'.join(sorted(map(str, accepted)))}> "
+                           "in the default graph or in the graph; add one, or pass --timestamp T")
+            else:
+                found[default_micros] = None
+        if problem is not None:
+            rejects.append(GraphReject(name, f"graph {_name(name)}: {problem}; its {_count(triples)} did not land",
+                                       _name(name)))
+            continue
+        if triples:
+            events.append((next(iter(found)), _name(name), name, triples))
+    # a timestamp triple about any graph of the file is metadata (its graph may be empty, or rejected)
+    untimed = [t for t in default if t not in metadata and not (t[1] in accepted and t[0] in names)]
+    if untimed:
+        if default_micros is None:
+            rejects.append(GraphReject(None, f"the default graph has {_count(untimed)} without a timestamp (not about "
+                                             "a named graph of the file); pass --timestamp T to give them one",
+                                       "the default graph"))
+        else:
+            events.append((default_micros, "\uffff", None, untimed))
+    events.sort(key=lambda event: (event[0], event[1]))
+    for event in events:
+        event[3].sort(key=lambda triple: tuple(term.n3() for term in triple))
+    timed = [TimedTriple(s, p, o, micros) for micros, _, _, triples in events for s, p, o in triples]
+    return timed, rejects
+
+
+def first_line_naming(path, names: Sequence[object]) -> dict[object, int]:
+    """For each graph name, the first line of the file at ``path`` that writes it (an IRI in full, between
+    angle brackets or quotes, or a prefixed name ending in its last segment; a blank node's label); 0 where
+    none does. A hint for the reader of a reject, not a parser's position."""
+    patterns = {}
+    for name in names:
+        if isinstance(name, BNode):
+            patterns[name] = re.compile(rf"_:{re.escape(str(name))}\b")
+        else:
+            local = re.split(r"[/#:]", str(name))[-1]
+            prefixed = rf"|[\w-]*:{re.escape(local)}(?![\w.-]*[\w-])" if local else ""
+            patterns[name] = re.compile(rf"[<\"]{re.escape(str(name))}[>\"]{prefixed}")
+    lines = {name: 0 for name in names}
+    waiting = set(patterns)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                for name in list(waiting):
+                    if patterns[name].search(text):
+                        lines[name] = number
+                        waiting.discard(name)
+                if not waiting:
+                    break
+    except OSError:
+        pass
+    return lines
