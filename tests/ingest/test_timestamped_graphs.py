@@ -1,4 +1,4 @@
-"""Timestamped named graphs (RSP-QL's data model) in TriG, TriX and JSON-LD land the rows the project's line
+"""Timestamped named graphs (RSP-QL's data model) in TriG, TriX, N-Quads and JSON-LD land the rows the project's line
 format lands for the same events, a query over them answers as pyoxigraph does over the events, and a graph
 that cannot be timestamped is rejected with its name, the line where it is written and the reason, while the
 other graphs land."""
@@ -73,6 +73,16 @@ def as_trig(made, inside: bool = False) -> str:
     return "".join(out)
 
 
+def as_nquads(made) -> str:
+    """Standard N-Quads: each event's triples with its name as the fourth term, its timestamp in the default
+    graph (the first line is a timestamp, a triple: the file is told from the line format by a later line)."""
+    out = []
+    for name, at, triples in made:
+        out.append(f'<{name}> <{PROV_GENERATED_AT_TIME}> "{format_instant(at)}"^^<{XSD}dateTime> .\n')
+        out.extend(f"{_term(s)} {_term(p)} {_term(o)} <{name}> .\n" for s, p, o in triples)
+    return "".join(out)
+
+
 def as_jsonld(made) -> str:
     """JSON-LD: the default graph holds each event's timestamp and the event's @graph its triples; the
     timestamps are epoch milliseconds as xsd:long."""
@@ -88,10 +98,10 @@ def landed(path) -> Counter:
     return Counter((r["s"]["value"], r["p"]["value"], r["o"]["value"], r["ts"]) for r in rows_of(path))
 
 
-def test_the_same_events_as_trig_trix_json_ld_and_the_line_format_land_the_same_rows(spark, tmp_path):
+def test_the_same_events_as_trig_trix_n_quads_json_ld_and_the_line_format_land_the_same_rows(spark, tmp_path):
     made = events()
     files = {"events.nq": as_lines(made), "events.trig": as_trig(made), "inside.trig": as_trig(made, inside=True),
-             "events.jsonld": as_jsonld(made)}
+             "events.jsonld": as_jsonld(made), "standard.nq": as_nquads(made)}
     dataset = rdflib.Dataset()
     dataset.parse(data=as_trig(made), format="trig")
     files["events.trix"] = dataset.serialize(format="trix")
@@ -188,3 +198,19 @@ def test_the_timestamp_predicate_can_be_named_and_a_malformed_file_is_rejected_w
     report = ingest_stream(spark, Warehouse(warehouse), STREAM, [broken])
     assert report.landed == 0 and report.rejected == 1
     assert report.first_rejects[0].reason.startswith("the file could not be parsed")
+
+
+def test_a_line_format_file_is_told_from_standard_n_quads_by_its_first_fourth_term(tmp_path):
+    from csparql.ingest.graphs import names_graphs
+
+    made = events(count=3)
+    cases = {
+        "standard.nq": (as_nquads(made), True),
+        "lines.nq": (as_lines(made), False),
+        # a stray graph name after a timestamp is one malformed line of the line format, not another format
+        "stray.nq": (as_lines(made) + f"<{EX}a> <{EX}b> <{EX}c> <{EX}graph> .\n", False),
+        "triples-only.nq": (f"<{EX}a> <{EX}b> <{EX}c> .\n", False),
+    }
+    for name, (text, standard) in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        assert names_graphs(tmp_path / name) is standard, name

@@ -16,7 +16,8 @@ from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
-FORMATS_HELP = "nquads (timestamped N-Quads), ntriples, turtle, xml, n3, trig, trix, json-ld"
+FORMATS_HELP = ("nquads (timestamps as fourth terms, or standard N-Quads: timestamped graphs), ntriples, turtle, "
+                "xml, n3, trig, trix, json-ld")
 
 
 def register(commands) -> None:

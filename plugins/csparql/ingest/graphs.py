@@ -14,8 +14,11 @@ are rejected, as is a graph with two different timestamps or one the line format
 instant, too far in the future). A reject names the graph and, where the file shows it, the line where the
 graph's name first appears.
 
-This module reads an rdflib ``Dataset`` (TriG, JSON-LD and TriX files are parsed into one) and knows nothing
-of Spark or tables.
+Standard N-Quads (the fourth term names the graph) are events too; the project's own ``.nq`` line format (the
+fourth term is the triple's timestamp) is told apart by its first statements (``names_graphs``).
+
+This module reads an rdflib ``Dataset`` (TriG, TriX, JSON-LD and standard N-Quads files are parsed into one) and
+knows nothing of Spark or tables.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ import rdflib
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.term import BNode, Literal, URIRef
 
-from csparql.ingest.lines import FutureLimit, LineError, timestamp_micros
+from csparql.ingest.lines import FutureLimit, LineError, parse_statement, timestamp_micros
+from csparql.storage.schema import BLANK, IRI
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME
 
-__all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "PROV_GENERATED_AT_TIME", "GraphReject", "TimedTriple", "timed_triples",
-           "first_line_naming"]
+__all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "GRAPH_NQUADS", "PROV_GENERATED_AT_TIME", "GraphReject", "TimedTriple",
+           "first_line_naming", "names_graphs", "timed_triples"]
 
 
 @dataclass(frozen=True)
@@ -102,8 +106,9 @@ def timed_triples(dataset: rdflib.Dataset, predicates: Sequence[str], default_mi
             problem = f"it has {len(found)} different timestamps ({shown})"
         if problem is None and not found:
             if default_micros is None:
-                problem = (f"it has no timestamp: no triple {_name(name)} <{'> or <'.join(sorted(map(str, accepted)))}> "
-                           "in the default graph or in the graph; add one, or pass --timestamp T")
+                choices = "> or <".join(sorted(map(str, accepted)))
+                problem = (f"it has no timestamp: no triple {_name(name)} <{choices}> in the default graph or in the "
+                           "graph; add one, or pass --timestamp T")
             else:
                 found[default_micros] = None
         if problem is not None:
@@ -154,3 +159,29 @@ def first_line_naming(path, names: Sequence[object]) -> dict[object, int]:
     except OSError:
         pass
     return lines
+
+
+GRAPH_NQUADS = "graph-nquads"
+"""The format of an N-Quads file whose fourth terms name graphs (standard N-Quads), as opposed to the project's
+line format, whose fourth term is each triple's timestamp; both are ``.nq``."""
+
+SNIFFED_LINES = 1000
+
+
+def names_graphs(path) -> bool:
+    """Whether the N-Quads file at ``path`` is standard N-Quads (timestamped named graphs): the first of its
+    first ``SNIFFED_LINES`` statements that has a fourth term names a graph with it (an IRI or a blank node),
+    rather than giving a timestamp (a literal or a number: the project's line format, where a stray graph name
+    later is one rejected line)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for _, line in zip(range(SNIFFED_LINES), handle):
+                try:
+                    statement = parse_statement(line.rstrip("\r\n"))
+                except LineError:
+                    continue
+                if statement is not None and statement.g is not None:
+                    return statement.g[0] in (IRI, BLANK)
+    except OSError:
+        return False
+    return False

@@ -7,7 +7,7 @@ Both return an ``IngestReport``.
 Inputs
     Timestamped N-Quads (``.nq``/``.tnq``): the fourth term is the triple's timestamp, an ``xsd:dateTime`` or
     epoch milliseconds (see ``csparql.ingest.lines``); lines without one take ``--timestamp`` if given.
-    TriG, TriX, JSON-LD: timestamped named graphs (``csparql.ingest.graphs``). N-Triples (``.nt``) and any
+    TriG, TriX, JSON-LD, standard N-Quads: timestamped named graphs (``csparql.ingest.graphs``). N-Triples and any
     other format rdflib reads (Turtle, RDF/XML, N3, ...; from the extension or ``format``) take ``--timestamp``.
 
 Parallel parsing (line formats)
@@ -77,6 +77,7 @@ Static graphs
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -97,7 +98,7 @@ from pyspark.sql import functions as F
 from csparql.ingest import graphs
 from csparql.ingest.lines import FutureLimit
 from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_parser
-from csparql.ingest.rejects import escape_field, read_rejects, unescape_field
+from csparql.ingest.rejects import escape_field, line_text, parser_position, read_rejects, unescape_field
 from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, spark_schema
 from csparql.ingest.event_times import staged_event_times
 from csparql.storage import delta, schema
@@ -112,8 +113,8 @@ from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check
 from csparql.windows import format_duration, format_instant, parse_instant
 
 LINE_FORMATS = ("ntriples", "nquads")
-QUAD_FORMATS = ("nquads", "trig", "trix", "json-ld")
-GRAPH_FORMATS = ("trig", "trix", "json-ld")  # a stream's file in these: timestamped named graphs
+QUAD_FORMATS = ("nquads", "trig", "trix", "json-ld", graphs.GRAPH_NQUADS)
+GRAPH_FORMATS = ("trig", "trix", "json-ld", graphs.GRAPH_NQUADS)  # a stream's file in these: timestamped graphs
 FORMAT_NAMES = {
     "nt": "ntriples", "ntriples": "ntriples", "n-triples": "ntriples",
     "nq": "nquads", "nquads": "nquads", "n-quads": "nquads", "tnq": "nquads",
@@ -130,8 +131,7 @@ EXTENSIONS = {
 }
 BATCH_SHIFT = 40
 MAX_BATCH = (1 << (63 - BATCH_SHIFT)) - 1
-MIN_RANGE_BYTES = 1 << 20
-MAX_RANGE_BYTES = 64 << 20
+MIN_RANGE_BYTES, MAX_RANGE_BYTES = 1 << 20, 64 << 20
 SHOWN_REJECTS = 10
 
 
@@ -380,7 +380,8 @@ def check_stream_request(iri, files, timestamp=None, format=None, rejects=None, 
     for predicate in timestamp_predicates:
         check_iri(predicate, "timestamp predicate")
     future = future_limit(max_future_skew)
-    inputs = check_inputs(files, format)
+    inputs = [dataclasses.replace(i, format=graphs.GRAPH_NQUADS) if i.format == "nquads" and graphs.names_graphs(i.path)
+              else i for i in check_inputs(files, format)]
     default_micros = check_timestamp(timestamp, future)
     if default_micros is None:
         for item in inputs:
@@ -653,17 +654,17 @@ class _Job:
         previous = rdflib.NORMALIZE_LITERALS
         rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written
         try:
-            graph.parse(str(item.path), format=item.format)
+            graph.parse(str(item.path), format="nquads" if item.format == graphs.GRAPH_NQUADS else item.format)
         except Exception as error:  # rdflib raises many kinds: each means the file is not valid
-            line, reason = _parser_position(error)
-            self.rejects.append((item.index, line, escape_field(reason), escape_field(_line_text(item.path, line))))
+            line, reason = parser_position(error)
+            self.rejects.append((item.index, line, escape_field(reason), escape_field(line_text(item.path, line))))
             return target.empty_table()
         finally:
             rdflib.NORMALIZE_LITERALS = previous
-        if self.stream and item.format in GRAPH_FORMATS:
+        if self.stream and item.format in GRAPH_FORMATS:  # rejects: the graph's name, where it is first written
             timed, rejected = graphs.timed_triples(graph, self.timestamp_predicates, self.default_micros, self.future)
-            lines = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
-            self.rejects.extend((item.index, lines.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
+            at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
+            self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
                                 for r in rejected)
             triples, micros = [(t.subject, t.predicate, t.object) for t in timed], [t.micros for t in timed]
         else:
@@ -766,35 +767,3 @@ class _Job:
 
 def _parsed_schema(stream: bool) -> pa.Schema:
     return schema.PARSED_STREAM if stream else schema.PARSED_STATIC
-
-
-def _parser_position(error: Exception) -> tuple[int, str]:
-    """The line (0 when unknown) and a one-line message of an rdflib parser error."""
-    line = 0
-    lines = getattr(error, "lines", None)  # rdflib's notation3/turtle BadSyntax: 0-based line
-    if isinstance(lines, int):
-        line = lines + 1
-    elif hasattr(error, "getLineNumber"):  # xml.sax
-        try:
-            line = int(error.getLineNumber())
-        except Exception:
-            line = 0
-    elif isinstance(getattr(error, "lineno", None), int):  # json
-        line = error.lineno
-    message = " ".join(str(error).split()) or type(error).__name__
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return line, f"the file could not be parsed: {message}"
-
-
-def _line_text(path: Path, line: int) -> str:
-    if line <= 0:
-        return ""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, 1):
-                if number == line:
-                    return text.rstrip("\r\n")
-    except OSError:
-        pass
-    return ""

@@ -1,4 +1,5 @@
-"""Rejected lines: the TSV files each byte range writes its rejects to, and reading them back.
+"""Rejected lines: the TSV files each byte range writes its rejects to, and reading them back; where a parser
+failed in a file parsed whole (``parser_position``) and the text of that line (``line_text``).
 
 A reject is ``file index <TAB> line <TAB> reason <TAB> text``, fields escaped (``escape_field``). Executors
 write them (``csparql.ingest.ranges``), so this module imports neither Spark nor Delta.
@@ -43,3 +44,35 @@ def read_rejects(path: str) -> list[tuple[int, int, str, str]]:
             rows.append((int(file_index), int(number), reason, text))
     return rows
 
+
+def parser_position(error: Exception) -> tuple[int, str]:
+    """The line (0 when unknown) and a one-line message of an rdflib parser error."""
+    line = 0
+    lines = getattr(error, "lines", None)  # rdflib's notation3/turtle BadSyntax: 0-based line
+    if isinstance(lines, int):
+        line = lines + 1
+    elif hasattr(error, "getLineNumber"):  # xml.sax
+        try:
+            line = int(error.getLineNumber())
+        except Exception:
+            line = 0
+    elif isinstance(getattr(error, "lineno", None), int):  # json
+        line = error.lineno
+    message = " ".join(str(error).split()) or type(error).__name__
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return line, f"the file could not be parsed: {message}"
+
+
+def line_text(path, line: int) -> str:
+    """The text of line ``line`` (1-based) of the file at ``path``, without its newline; "" when there is none."""
+    if line <= 0:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                if number == line:
+                    return text.rstrip("\r\n")
+    except OSError:
+        pass
+    return ""
