@@ -68,9 +68,11 @@ def register(commands) -> None:
         description="Read the results a query's evaluations stored, window by window.",
     )
     results.add_argument("name", metavar="NAME", help="the query's name")
-    results.add_argument("--format", choices=FORMATS, default="tsv",
+    results.add_argument("--format", choices=(*FORMATS, "trig"), default="tsv",
                          help="tsv (default) or csv: one table of every window's results, with window_start and "
-                         "window_end columns; json: one JSON object per line per window")
+                         "window_end columns; json: one JSON object per line per window; trig (the graphs of "
+                         "CONSTRUCT and DESCRIBE queries): a named graph per window, "
+                         "timestamped with the window's end, which csparql ingest lands as a stream")
     results.add_argument("--from", dest="start", metavar="T1", help="only windows ending at or after T1")
     results.add_argument("--to", dest="end", metavar="T2", help="only windows ending at or before T2")
     results.add_argument("--revision", type=int, metavar="N", help="each window as its revision N wrote it (0: its "
@@ -285,7 +287,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_results(args: argparse.Namespace) -> int:
-    from csparql.engine.formats import ColumnsDiffer, WindowedTable
+    from csparql.engine.formats import ColumnsDiffer, NotAGraph, TimestampedGraphs, WindowedTable
     from csparql.engine.stored import StoredResults
     from csparql.storage.warehouse import InvalidName, Warehouse
     from csparql.windows import format_instant
@@ -303,10 +305,17 @@ def run_results(args: argparse.Namespace) -> int:
     if args.revision is not None and args.revision < 0:
         print(f"csparql: --revision {args.revision}: a revision is 0 (the first evaluation) or more", file=sys.stderr)
         return 1
-    table = None if args.format == "json" else WindowedTable(args.format)
+    table = None if args.format in ("json", "trig") else WindowedTable(args.format)
+    graphs = TimestampedGraphs(args.name) if args.format == "trig" else None
     for window_start, window_end, result in stored.windows(start, end, revision=args.revision):
         count += 1
-        if args.format == "json":
+        if graphs is not None:
+            try:
+                sys.stdout.write(graphs.window(format_instant(window_end), result))
+            except NotAGraph as error:
+                print(f"csparql: {args.name}: {error}", file=sys.stderr)
+                return 1
+        elif args.format == "json":
             from csparql.engine.formats import to_json_object, to_ntriples
 
             body = to_json_object(result) if result.form in ("select", "ask") else {"graph": to_ntriples(result)}

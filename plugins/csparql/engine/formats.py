@@ -1,5 +1,5 @@
 """Results in the W3C formats: SPARQL 1.1 Query Results JSON (for tools), TSV and CSV (for people), and
-N-Triples for graphs (CONSTRUCT and DESCRIBE)."""
+N-Triples for graphs (CONSTRUCT and DESCRIBE); the graphs of many windows as TriG timestamped named graphs."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import csv
 import io
 import json
 import re
+from urllib.parse import quote
 
 from rdflib import BNode, Literal, URIRef
 
 from csparql.storage.results import QueryResult
-from csparql.storage.vocabulary import XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
+from csparql.storage.vocabulary import (
+    PROV_GENERATED_AT_TIME, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER,
+)
 from csparql.terms import XSD_STRING, format_ntriples_term
 
 FORMATS = ("json", "tsv", "csv")
@@ -155,3 +158,39 @@ class WindowedTable:
         buffer = io.StringIO()
         csv.writer(buffer, lineterminator="\r\n").writerows(lines)
         return buffer.getvalue()
+
+
+class NotAGraph(ValueError):
+    """Results that are bindings or answers, asked for as graphs."""
+
+
+class TimestampedGraphs:
+    """The graph results of many windows of one query as TriG timestamped named graphs, RSP-QL's data model:
+    each window's triples in a graph named ``<urn:csparql:window:QUERY:END>``, its instant the window's end in a
+    ``prov:generatedAtTime`` triple of the default graph. That is the instant a ``REGISTER STREAM`` of the query
+    gives its output triples (decision 10): ``csparql ingest`` of this text lands the stream it would write.
+    Blank node labels are scoped per window (``_:w<k>_<label>``); a window with no triples writes nothing."""
+
+    def __init__(self, query: str) -> None:
+        self.query = quote(query, safe="")
+        self.windows = 0
+
+    def _term(self, term) -> str:
+        if isinstance(term, BNode):
+            return f"_:w{self.windows}_{term}"
+        return format_ntriples_term(term)
+
+    def window(self, window_end: str, result: QueryResult) -> str:
+        """The window's graph and its timestamp (``window_end`` in ISO 8601); ``NotAGraph`` for bindings."""
+        if result.form not in ("construct", "describe"):
+            raise NotAGraph("TriG writes the graphs of CONSTRUCT and DESCRIBE queries; this "
+                            f"query's results are {'an answer' if result.form == 'ask' else 'bindings'}: "
+                            "read them as tsv, csv or json")
+        self.windows += 1
+        if not result.triples:
+            return ""
+        name = f"<urn:csparql:window:{self.query}:{quote(window_end, safe=':-')}>"
+        body = "".join(f"  {self._term(s)} {self._term(p)} {self._term(o)} .\n" for s, p, o in result.triples)
+        return (f"{name} {{\n{body}}}\n"
+                f'{name} <{PROV_GENERATED_AT_TIME}> "{window_end}"^^<{XSD_DATETIME}> .\n')
+
