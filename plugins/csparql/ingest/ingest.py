@@ -419,7 +419,7 @@ def ingest_stream(
     The same content (``content_digest``) lands once: when a commit of the stream landed it already, nothing
     is read or written but the watermark that commit's ingest advances the stream to (it may have stopped
     before), and the report's ``already_landed`` names that commit; ``again=True`` lands it once more. ``spark``
-    may be None only when the content has landed (nothing else needs Spark then). A TriG, TriX or JSON-LD
+    may be None only when the content has landed (nothing else needs Spark then). A TriG, TriX, JSON-LD or N-Quads
     file's named graphs are timestamped by a triple about each with one of ``timestamp_predicates``."""
     iri, inputs, default_micros, targets, future = check_stream_request(iri, files, timestamp, format, rejects,
                                                                          max_future_skew, timestamp_predicates)
