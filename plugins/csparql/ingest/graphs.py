@@ -31,8 +31,9 @@ import rdflib
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.term import BNode, Literal, URIRef
 
-from csparql.ingest.lines import FutureLimit, LineError, parse_statement, timestamp_micros
+from csparql.ingest.lines import FutureLimit, LineError, bounded_timestamp_micros, parse_statement
 from csparql.storage.schema import BLANK, IRI
+from csparql.terms import format_term
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME
 
 __all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "GRAPH_NQUADS", "PROV_GENERATED_AT_TIME", "GraphReject", "TimedTriple",
@@ -60,10 +61,6 @@ def _count(triples: list) -> str:
     return f"{len(triples)} triple" + ("" if len(triples) == 1 else "s")
 
 
-def _name(term) -> str:
-    return f"_:{term}" if isinstance(term, BNode) else f"<{term}>"
-
-
 def timed_triples(dataset: rdflib.Dataset, predicates: Sequence[str], default_micros: int | None,
                   future: FutureLimit | None) -> tuple[list[TimedTriple], list[GraphReject]]:
     """The triples of ``dataset``'s events with their instants, ordered by instant then graph (the default
@@ -71,7 +68,7 @@ def timed_triples(dataset: rdflib.Dataset, predicates: Sequence[str], default_mi
     accepted = {URIRef(p) for p in predicates}
     default = dataset.graph(DATASET_DEFAULT_GRAPH_ID)
     names = {g.identifier for g in dataset.graphs() if g.identifier != DATASET_DEFAULT_GRAPH_ID}
-    named = [dataset.graph(name) for name in sorted(names, key=_name)]
+    named = [dataset.graph(name) for name in sorted(names, key=format_term)]
 
     def timestamps(graph_name) -> Iterator[tuple[object, Literal]]:
         for source in (default, dataset.graph(graph_name)):
@@ -84,39 +81,37 @@ def timed_triples(dataset: rdflib.Dataset, predicates: Sequence[str], default_mi
     metadata: set[tuple] = set()
     for graph in named:
         name = graph.identifier
+        shown = format_term(name)
         found = {}
         problem = None
         for predicate, value in timestamps(name):
             metadata.add((name, predicate, value))
             if not isinstance(value, Literal):
-                problem = f"its timestamp {_name(value)} (<{predicate}>) is not a literal"
+                problem = f"its timestamp {format_term(value)} (<{predicate}>) is not a literal"
                 continue
             datatype = str(value.datatype) if value.datatype is not None else None
             try:
-                micros = timestamp_micros(str(value), datatype)
-                if future is not None and micros > future.latest:
-                    raise LineError(future.reason(str(value)))
+                micros = bounded_timestamp_micros(str(value), datatype, future)
             except LineError as error:
                 problem = str(error)
                 continue
             found[micros] = value
         triples = [t for t in graph if (t[0], t[1], t[2]) not in metadata]
         if problem is None and len(found) > 1:
-            shown = ", ".join(sorted(f"'{v}'" for v in found.values()))
-            problem = f"it has {len(found)} different timestamps ({shown})"
+            values = ", ".join(sorted(f"'{v}'" for v in found.values()))
+            problem = f"it has {len(found)} different timestamps ({values})"
         if problem is None and not found:
             if default_micros is None:
                 choices = "> or <".join(sorted(map(str, accepted)))
-                problem = (f"it has no timestamp: no triple {_name(name)} <{choices}> in the default graph or in the "
+                problem = (f"it has no timestamp: no triple {shown} <{choices}> in the default graph or in the "
                            "graph; add one, or pass --timestamp T")
             else:
                 found[default_micros] = None
         if problem is not None:
-            rejects.append(GraphReject(name, f"graph {_name(name)}: {problem}; its {_count(triples)} did not land",
-                                       _name(name)))
+            rejects.append(GraphReject(name, f"graph {shown}: {problem}; its {_count(triples)} did not land", shown))
             continue
         if triples:
-            events.append((next(iter(found)), _name(name), name, triples))
+            events.append((next(iter(found)), shown, name, triples))
     # a timestamp triple about any graph of the file is metadata (its graph may be empty, or rejected)
     untimed = [t for t in default if t not in metadata and not (t[1] in accepted and t[0] in names)]
     if untimed:

@@ -202,6 +202,15 @@ def timestamp_micros(lexical: str, datatype: str | None, bare: bool = False) -> 
     )
 
 
+def bounded_timestamp_micros(lexical: str, datatype: str | None, future: FutureLimit | None,
+                             bare: bool = False) -> int:
+    """``timestamp_micros``, refused (``LineError``) when later than ``future``'s bound."""
+    micros = timestamp_micros(lexical, datatype, bare)
+    if future is not None and micros > future.latest:
+        raise LineError(future.reason(lexical))
+    return micros
+
+
 # ---------------------------------------------------------------------------------------------------------
 # One line
 # ---------------------------------------------------------------------------------------------------------
@@ -551,10 +560,8 @@ class LineParser:
             raise LineError(GRAPH_NAME)
         if g[3] is not None and g[3] != "bare":
             raise LineError(f"the timestamp '{g[1]}'@{g[3]} is a language-tagged string, not an instant")
-        micros = timestamp_micros(g[1], None, bare=True) if g[3] == "bare" else timestamp_micros(g[1], g[2])
-        if self.future is not None and micros > self.future.latest:
-            raise LineError(self.future.reason(g[1]))
-        return micros
+        bare = g[3] == "bare"
+        return bounded_timestamp_micros(g[1], None if bare else g[2], self.future, bare)
 
     def batch(self, arrival_base: int = 0) -> pa.RecordBatch:
         """The parsed rows as a record batch (``PARSED_STREAM`` or ``PARSED_STATIC``), then starts a new one
