@@ -58,7 +58,7 @@ LAYERS = {
     "engine": (("core", "storage", "runtime", "spark"), ("airflow",)),
     "deploy": (("core", "storage"), ("pyspark", "airflow")),
     "samples": (("core", "storage"), ("pyspark", "airflow", "deltalake")),
-    "web": (("core", "storage", "deploy"), ("pyspark",)),
+    "web": (("core", "storage", "deploy", "ingest"), ("pyspark",)),  # ingest: in process, for pushes
     "stack": (("core", "storage", "runtime", "ingest", "deploy", "samples"), ("airflow",)),
     "jobs": (("core", "storage", "runtime", "spark", "engine", "deploy"), ("airflow",)),
     "srbench": (("core", "storage", "runtime", "ingest", "samples"), ("airflow",)),

@@ -17,6 +17,8 @@ from rdflib import URIRef
 from csparql.cli import main
 from csparql.engine.catalog import Catalog
 from csparql.ingest import ingest as ingest_module
+from csparql.ingest import spark_job
+from csparql.ingest.inputs import BATCH_SHIFT
 from csparql.ingest import lines as nt
 from csparql.ingest.ingest import InputError, ingest_stream, load_static
 from csparql.runtime.session import spark_session
@@ -31,7 +33,7 @@ GOLDEN = ROOT / "examples" / "queries" / "golden"
 STREAM = "http://streams.org/milantollgates.trdf"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 DT = f"^^<{XSD}dateTime>"
-LOW_BITS = (1 << ingest_module.BATCH_SHIFT) - 1
+LOW_BITS = (1 << BATCH_SHIFT) - 1
 
 
 @pytest.fixture(scope="session")
@@ -271,8 +273,8 @@ def _generate(path: Path, lines: int, seed: int) -> tuple[set[int], set[int], di
 
 def test_malformed_lines_are_rejected_and_the_good_ones_land(spark, warehouse, tmp_path, monkeypatch):
     # small byte ranges, so that many ranges (and their boundaries) are exercised
-    monkeypatch.setattr(ingest_module, "MIN_RANGE_BYTES", 2048)
-    monkeypatch.setattr(ingest_module, "MAX_RANGE_BYTES", 24 * 1024)
+    monkeypatch.setattr(spark_job, "MIN_RANGE_BYTES", 2048)
+    monkeypatch.setattr(spark_job, "MAX_RANGE_BYTES", 24 * 1024)
     source = tmp_path / "readings.tnq"
     good, bad, reasons = _generate(source, 2000, seed=17)
     assert 10 <= len(bad) <= 40

@@ -27,6 +27,8 @@ os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPOSITORY / "plugins
 
 MILAN = samples.STREAMS["milantollgates"]
 VIEWER = ("viewer", "viewer-password")
+PUSH_MAX_BYTES = 1 << 20
+"""The largest body a push may have here (``push_max_bytes``), so that an oversized one is quick to send."""
 SCREENSHOTS = REPOSITORY / "tests" / "artifacts" / "screenshots"
 
 
@@ -61,6 +63,7 @@ def ui(tmp_path_factory, spark) -> UI:
         "CSPARQL_ALLOWED_LATENESS": "0s",
         "CSPARQL_WAIT_TIMEOUT": "1d",  # scheduled runs of today's (empty) windows just wait
         "CSPARQL_POLL_INTERVAL": "2s",
+        "CSPARQL_PUSH_MAX_BYTES": str(PUSH_MAX_BYTES),
     }
     settings = Settings.from_environment(environment)
     load_static(spark, settings.warehouse, None, [files.graphs[None]], replace=True)

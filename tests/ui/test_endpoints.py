@@ -22,8 +22,10 @@ FROM STREAM <http://streams.org/milantollgates.trdf> [RANGE 10m STEP 10m]
 WHERE { ?tollgate t:registers ?car . }
 GROUP BY ?tollgate
 """
-PATH_VALUES = {"name": "endpoint_tollgates", "number": "1", "dag_id": "some_dag"}
+PATH_VALUES = {"name": "endpoint_tollgates", "number": "1", "dag_id": "some_dag",
+               "stream": "http%3A%2F%2Fstreams.org%2Fmilantollgates.trdf"}
 FOREIGN_ORIGIN = "http://evil.example"
+PUSHED_TRIPLE = b'<http://ex.org/a> <http://ex.org/b> <http://ex.org/c> "2010-03-22T08:10:00Z" .\n'
 
 
 def client(ui, token: str | None = None, cookie: str | None = None, origin: str | None = None) -> httpx.Client:
@@ -58,7 +60,7 @@ def every_route() -> list[tuple[str, str]]:
         if not isinstance(route, Route):
             continue
         values = {**PATH_VALUES, "name": "csparql.css"} if route.path.startswith("/static/") else PATH_VALUES
-        path = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], route.path)
+        path = re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: values[m.group(1)], route.path)
         routes.extend((method, path) for method in sorted(route.methods) if method != "HEAD")
     return routes
 
@@ -149,6 +151,7 @@ def test_a_cookie_change_from_another_site_is_refused_whatever_authorization_hea
         ("POST", f"/queries/{registered}/unpause"): {},
         ("POST", f"/queries/{registered}/trigger"): {"data": {"window_end": "2010-03-22T08:30:00Z"}},
         ("POST", f"/queries/{registered}/delete"): {"data": {"confirm": registered, "drop_results": "yes"}},
+        ("POST", f"/api/streams/{PATH_VALUES['stream']}"): {"content": PUSHED_TRIPLE},
     }
     assert set(changes) == {(method, path) for method, path in every_route() if method not in SAFE_METHODS}
     ui.stack.wait_for_dags([registered])  # so that a pause, unpause or trigger let through would take effect

@@ -97,6 +97,8 @@ OPTIONS: tuple[SettingOption, ...] = (
     SettingOption("revision_horizon", "CSPARQL_REVISION_HORIZON", "1d", "1d", "string",
                   "A window made stale by late triples is re-evaluated when its end is at most this long "
                   "before they landed; older ones are only recorded stale."),
+    SettingOption("push_max_bytes", "CSPARQL_PUSH_MAX_BYTES", "16777216", "16777216", "integer",
+                  "The largest body, in bytes, that POST /csparql/api/streams/<stream> lands (larger: 413)."),
 )
 """Every option of the ``[csparql]`` section, in the order ``airflow config list`` shows them."""
 
@@ -148,6 +150,7 @@ class Settings:
     triggerer_evaluations: int = 2
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
+    push_max_bytes: int = 16 << 20
     retries: int = 2
     defaults: str = WORKING_DIRECTORY_DEFAULTS
     """Where the folder defaults live: ``AIRFLOW_HOME_DEFAULTS`` or ``WORKING_DIRECTORY_DEFAULTS``."""
@@ -248,6 +251,7 @@ class Settings:
             triggerer_evaluations=count("triggerer_evaluations"),
             max_future_skew=skew("max_future_skew"),
             revision_horizon=duration("revision_horizon"),
+            push_max_bytes=count("push_max_bytes"),
             defaults=defaults,
             origins=tuple((key, origin) for key, (_, origin) in values.items()),
         )
@@ -276,6 +280,7 @@ class Settings:
             "triggerer_evaluations": str(self.triggerer_evaluations),
             "max_future_skew": format_duration(self.max_future_skew),
             "revision_horizon": format_duration(self.revision_horizon),
+            "push_max_bytes": str(self.push_max_bytes),
         }
         lines = [f"defaults under {self.defaults}"]
         width = max(len(key) for key in values)

@@ -52,7 +52,8 @@ The same content lands once
 Writes
     Spark writes the rows as Parquet into a stage folder inside the table folder, ``<table>/ingest-<id>/``
     (partitioned by hour bucket for streams); the files are then committed with delta-rs in ONE commit and
-    stay where they are. Any failure before the commit deletes the stage folder: the table is left at the
+    stay where they are. A stream ingest ``in_process`` (a pushed body, a batch of messages) parses with the
+    same parsers and stages the same layout with pyarrow, without Spark (``csparql.ingest.job``). Any failure before the commit deletes the stage folder: the table is left at the
     version it had. Statistics (triples per predicate) are recorded after the commit.
 
 Arrival order (streams)
@@ -81,40 +82,27 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
-
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-import rdflib
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from csparql.ingest import graphs
-from csparql.ingest.lines import FutureLimit
-from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_parser
-from csparql.ingest.rejects import escape_field, line_text, parser_position, read_rejects, unescape_field
-from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, spark_schema
-from csparql.ingest.event_times import staged_event_times
-from csparql.storage import delta, schema
-from csparql.storage.instants import MAX_MICROS, MIN_MICROS, hour_buckets
-from csparql.storage.statistics import record_statistics
-from csparql.storage.tables import (
-    CONTENT_SHA256, INGEST_ID, INPUTS, IRI_PROPERTY, KIND_PROPERTY, LANDED_WATERMARK, OPERATION, TARGET,
+from csparql.ingest.inputs import (  # noqa: F401  (re-exported: the ingest API's types)
+    GRAPH_FORMATS, LINE_FORMATS, MAX_BATCH, QUAD_FORMATS, IngestReport, Input, InputError, Landed, Reject,
 )
-from csparql.storage.terms import BLANK, term_row
+from csparql.ingest.job import IngestJob, LocalIngestJob
+from csparql.ingest.lines import FutureLimit
+from csparql.storage import delta, schema
+from csparql.storage.instants import MAX_MICROS, MIN_MICROS
+from csparql.storage.statistics import record_statistics
+from csparql.storage.tables import CONTENT_SHA256, IRI_PROPERTY, KIND_PROPERTY, LANDED_TRIPLES, LANDED_WATERMARK
 from csparql.storage.warehouse import Warehouse, iri_problem
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
 from csparql.windows import format_duration, format_instant, parse_instant
 
-LINE_FORMATS = ("ntriples", "nquads")
-QUAD_FORMATS = ("nquads", "trig", "trix", "json-ld", graphs.GRAPH_NQUADS)
-GRAPH_FORMATS = ("trig", "trix", "json-ld", graphs.GRAPH_NQUADS)  # a stream's file in these: timestamped graphs
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 FORMAT_NAMES = {
     "nt": "ntriples", "ntriples": "ntriples", "n-triples": "ntriples",
     "nq": "nquads", "nquads": "nquads", "n-quads": "nquads", "tnq": "nquads",
@@ -129,78 +117,6 @@ EXTENSIONS = {
     ".nt": "ntriples", ".nq": "nquads", ".tnq": "nquads", ".ttl": "turtle", ".n3": "n3", ".rdf": "xml",
     ".xml": "xml", ".owl": "xml", ".trig": "trig", ".trix": "trix", ".jsonld": "json-ld", ".json": "json-ld",
 }
-BATCH_SHIFT = 40
-MAX_BATCH = (1 << (63 - BATCH_SHIFT)) - 1
-MIN_RANGE_BYTES, MAX_RANGE_BYTES = 1 << 20, 64 << 20
-SHOWN_REJECTS = 10
-
-
-class InputError(Exception):
-    """The command was used wrongly (a missing or unreadable file, an unknown format, a bad option): nothing
-    was read or written."""
-
-
-@dataclass(frozen=True)
-class Reject:
-    """One rejected line (or file, for formats parsed whole): fields as written in the rejects file."""
-
-    file: str
-    line: int
-    reason: str
-    text: str
-
-
-@dataclass
-class IngestReport:
-    """What one ingest or static load did."""
-
-    target: str  # the stream IRI, the graph IRI, or "" for the default graph
-    table: Path
-    landed: int = 0  # triples committed
-    rejected: int = 0  # rejected lines (a file rdflib could not parse counts once)
-    files: int = 0  # input files read
-    rejects_paths: tuple[Path, ...] = ()
-    min_ts: int | None = None  # microseconds, of the triples landed (streams)
-    max_ts: int | None = None  # the stream's watermark after this ingest
-    data_files: int = 0  # Parquet files committed
-    version: int | None = None  # the table version committed (None: nothing to commit)
-    counts: dict[str, int] = field(default_factory=dict)  # triples landed per predicate
-    first_rejects: list[Reject] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    already_landed: Landed | None = None  # the commit that landed the same content before: nothing landed now
-
-    @property
-    def rejects_path(self) -> Path | None:
-        return self.rejects_paths[0] if self.rejects_paths else None
-
-    @property
-    def watermark(self) -> int | None:
-        return self.max_ts
-
-
-@dataclass(frozen=True)
-class Landed:
-    """A commit that landed some content: its table version, when it was committed (µs) and, for a stream,
-    the watermark its ingest advances the stream to (None when the commit does not say)."""
-
-    version: int
-    committed_at: int
-    watermark: int | None = None
-
-    def describe(self) -> str:
-        return f"version {self.version} at {format_instant(self.committed_at)}"
-
-
-@dataclass(frozen=True)
-class Input:
-    index: int
-    path: Path  # resolved
-    format: str  # a FORMAT_NAMES value
-    name: str = ""  # as given, for messages
-
-    @property
-    def line_based(self) -> bool:
-        return self.format in LINE_FORMATS
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -411,15 +327,19 @@ def ingest_stream(
     max_future_skew: int = MAX_FUTURE_SKEW,
     again: bool = False,
     timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES,
+    in_process: bool = False,
+    all_or_nothing: bool = False,
 ) -> IngestReport:
     """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
-    is recorded with the commit, beside what the ingest records itself. Triples timestamped later than the
+    is recorded with the commit, beside what the ingest records itself. ``in_process``: parse and stage in
+this process, without Spark (``csparql.ingest.job.LocalIngestJob``; for small inputs), else with ``spark``. Triples timestamped later than the
     wall clock plus ``max_future_skew`` (µs) are rejected, and the watermark never passes that bound.
 
     The same content (``content_digest``) lands once: when a commit of the stream landed it already, nothing
     is read or written but the watermark that commit's ingest advances the stream to (it may have stopped
     before), and the report's ``already_landed`` names that commit; ``again=True`` lands it once more. ``spark``
-    may be None only when the content has landed (nothing else needs Spark then). A TriG, TriX, JSON-LD or N-Quads
+    may be None when the content has landed or ``in_process``. ``all_or_nothing``: a single rejected line
+    (or graph, or file) lands nothing; the report still counts and shows the rejects. A TriG, TriX, JSON-LD or N-Quads
     file's named graphs are timestamped by a triple about each with one of ``timestamp_predicates``."""
     iri, inputs, default_micros, targets, future = check_stream_request(iri, files, timestamp, format, rejects,
                                                                          max_future_skew, timestamp_predicates)
@@ -438,18 +358,21 @@ def ingest_stream(
     batch = table.version() + 1
     if batch > MAX_BATCH:
         raise delta.StorageError(f"the stream table at {path} has too many versions for the arrival encoding")
-    job = _Job(spark, path, inputs, targets, stream=True, default_micros=default_micros, batch=batch,
-               explicit_rejects=rejects, future=future, timestamp_predicates=timestamp_predicates)
+    options = dict(default_micros=default_micros, batch=batch, explicit_rejects=rejects, future=future,
+                   timestamp_predicates=timestamp_predicates)
+    job = LocalIngestJob(path, inputs, targets, **options) if in_process else _spark_job(
+        spark, path, inputs, targets, stream=True, **options)
 
     def commit(files):
         mark = {} if report.max_ts is None else {LANDED_WATERMARK: str(min(report.max_ts, future.latest))}
+        mark[LANDED_TRIPLES] = str(report.landed)
         delta.commit_files(
             path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
             metadata={**job.commit_metadata("ingest", iri), **(commit_metadata or {}), CONTENT_SHA256: digest,
-                      **mark, **staged_event_times(spark, warehouse, [f for f, _ in files])},
+                      **mark, **job.event_times(warehouse, files)},
         )
 
-    job.run(report, commit)
+    job.run(report, commit, commit_rejected=not all_or_nothing)
     if report.version is not None:
         _record(report, warehouse, iri, "stream", replaces=False)
         if report.max_ts is not None:
@@ -485,7 +408,7 @@ def load_static(
         return report
     properties = {KIND_PROPERTY: "static"} if graph is None else {IRI_PROPERTY: graph, KIND_PROPERTY: "static"}
     delta.ensure(path, schema.STATIC, None, properties)
-    job = _Job(spark, path, inputs, targets, stream=False, replace=replace, explicit_rejects=rejects)
+    job = _spark_job(spark, path, inputs, targets, stream=False, replace=replace, explicit_rejects=rejects)
 
     def commit(staged):
         metadata = {**job.commit_metadata("load-static", graph or ""), CONTENT_SHA256: digest}
@@ -507,263 +430,8 @@ def _record(report: IngestReport, warehouse: Warehouse, source: str | None, kind
         report.warnings.append(f"the triples landed, but their statistics were not recorded: {error}")
 
 
-# ---------------------------------------------------------------------------------------------------------
-# One ingest: parse, stage, commit
-# ---------------------------------------------------------------------------------------------------------
+def _spark_job(spark: SparkSession, path: Path, inputs: list[Input], targets: dict[int, Path], stream: bool,
+               **options) -> IngestJob:
+    from csparql.ingest.spark_job import SparkIngestJob  # the in-process path imports no pyspark
 
-
-def _parallelism(spark: SparkSession) -> int:
-    try:
-        value = spark.conf.get("spark.default.parallelism", None)
-        if value:
-            return max(1, int(value))
-    except Exception:  # Spark Connect may refuse to read it
-        pass
-    return max(1, os.cpu_count() or 1)
-
-
-class _Job:
-    def __init__(self, spark, path: Path, inputs: list[Input], targets: dict[int, Path], stream: bool,
-                 default_micros: int | None = None, batch: int = 0, replace: bool = False,
-                 explicit_rejects: str | os.PathLike | None = None, future: FutureLimit | None = None,
-                 timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES):
-        self.spark = spark
-        self.path = Path(path)
-        self.inputs = inputs
-        self.targets = targets
-        self.stream = stream
-        self.default_micros = default_micros
-        self.future = future
-        self.timestamp_predicates = tuple(timestamp_predicates)
-        self.batch = batch
-        self.replace = replace
-        self.explicit_rejects = Path(explicit_rejects).resolve() if explicit_rejects else None
-        self.id = uuid.uuid4().hex[:12]
-        self.stage = self.path / f"ingest-{self.id}"
-        self.rejects_folder = self.path / f"ingest-{self.id}-rejects"
-        self.rejects: list[tuple[int, int, str, str]] = []  # (file index, line, reason, text), escaped
-
-    def scope(self, file_index: int) -> str:
-        return f"i{self.id}f{file_index}_"
-
-    def commit_metadata(self, operation: str, target: str) -> dict[str, str]:
-        return {OPERATION: operation, TARGET: target, INGEST_ID: self.id,
-                INPUTS: json.dumps([str(i.path) for i in self.inputs])}
-
-    def run(self, report: IngestReport, commit, always_commit: bool = False) -> None:
-        committed = False
-        try:
-            # a full disk (Spark's write, the rejects, the commit) or a corrupt log: one line naming the table
-            with delta.named_failures(self.path, "writing to"):
-                self.rejects_folder.mkdir(parents=True, exist_ok=True)
-                frame = self.parse()
-                staged = self.write(frame) if frame is not None else []
-                self.summarise(report, staged)
-                self.write_rejects(report)
-                if always_commit and not staged and report.rejected:
-                    # every input was rejected: emptying the graph is surely not what was meant
-                    report.warnings.append("nothing was replaced: no triple of the input could be read")
-                elif staged or always_commit:
-                    commit(staged)
-                    committed = True
-                    report.version = delta.open_table(self.path).version()
-                    report.data_files = len(staged)
-        finally:
-            shutil.rmtree(self.rejects_folder, ignore_errors=True)
-            if not committed:
-                shutil.rmtree(self.stage, ignore_errors=True)
-
-    # parsing
-
-    def parse(self) -> DataFrame | None:
-        line_inputs = [i for i in self.inputs if i.line_based]
-        spans: dict[int, int] = {}
-        frames = []
-        ranges = self.split(line_inputs)
-        if ranges:
-            ranges = self.count_lines(ranges, spans)
-        whole = {}
-        for item in self.inputs:
-            if not item.line_based:
-                whole[item.index] = self.parse_whole(item)
-                spans[item.index] = whole[item.index].num_rows
-        bases, offset = {}, 0
-        for item in self.inputs:
-            bases[item.index] = (self.batch << BATCH_SHIFT) + offset
-            offset += spans[item.index]
-        if offset >= 1 << BATCH_SHIFT:
-            raise InputError(f"one ingest holds at most {1 << BATCH_SHIFT} lines; split the input")
-        parsed_schema = spark_schema(_parsed_schema(self.stream))
-        if ranges:
-            jobs = [RangeJob(r, self.scope(r.file_index), bases[r.file_index], self.stream, self.default_micros,
-                                self.future) for r in ranges]
-            parser = range_parser(jobs, str(self.rejects_folder))
-            frames.append(self._ids(len(ranges)).mapInArrow(parser, parsed_schema))
-        for index, arrow in whole.items():
-            if arrow.num_rows:
-                if self.stream:
-                    arrow = arrow.set_column(4, "arrival", pc.add(arrow.column("arrival"), bases[index]))
-                frames.append(self.spark.createDataFrame(arrow, schema=parsed_schema))
-        if not frames:
-            return None
-        frame = frames[0]
-        for other in frames[1:]:
-            frame = frame.unionByName(other)
-        if self.stream:
-            return frame.select("s", "p", "o", F.timestamp_micros("ts_micros").alias("ts"), "arrival", "bucket")
-        return frame
-
-    def _ids(self, count: int) -> DataFrame:
-        partitions = min(count, 4 * _parallelism(self.spark))
-        return self.spark.range(0, count, 1, partitions)
-
-    def split(self, inputs: list[Input]) -> list[ByteRange]:
-        sizes = {i.index: i.path.stat().st_size for i in inputs}
-        total = sum(sizes.values())
-        target = min(MAX_RANGE_BYTES, max(MIN_RANGE_BYTES, -(-total // (3 * _parallelism(self.spark)))))
-        ranges = []
-        for item in inputs:
-            size = sizes[item.index]
-            pieces = max(1, -(-size // target))
-            step = -(-size // pieces) if size else 0
-            for k in range(pieces):
-                start, end = k * step, min(size, (k + 1) * step)
-                if start < end or (size == 0 and k == 0):
-                    ranges.append(ByteRange(len(ranges), item.index, str(item.path), start, end))
-        return ranges
-
-    def count_lines(self, ranges: list[ByteRange], spans: dict[int, int]) -> list[ByteRange]:
-        """The first pass: newline counts per range, in Spark; returns the ranges with ``newlines_before``."""
-        rows = self._ids(len(ranges)).mapInArrow(newline_counter(ranges), "id long, newlines long").collect()
-        counts = {row["id"]: row["newlines"] for row in rows}
-        before: dict[int, int] = {}
-        numbered = []
-        for r in ranges:
-            seen = before.get(r.file_index, 0)
-            numbered.append(ByteRange(r.index, r.file_index, r.path, r.start, r.end, seen))
-            before[r.file_index] = seen + counts[r.index]
-        for file_index, newlines in before.items():
-            spans[file_index] = newlines + 1  # a last line without a newline still counts
-        return numbered
-
-    def parse_whole(self, item: Input) -> pa.Table:
-        """A file in a format rdflib reads, parsed in the driver; rejected whole when rdflib fails. A stream's
-        TriG, TriX or JSON-LD file is a sequence of timestamped named graphs (``csparql.ingest.graphs``)."""
-        target = _parsed_schema(self.stream)
-        graph = rdflib.Dataset() if item.format in QUAD_FORMATS else rdflib.Graph()
-        previous = rdflib.NORMALIZE_LITERALS
-        rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written
-        try:
-            graph.parse(str(item.path), format="nquads" if item.format == graphs.GRAPH_NQUADS else item.format)
-        except Exception as error:  # rdflib raises many kinds: each means the file is not valid
-            line, reason = parser_position(error)
-            self.rejects.append((item.index, line, escape_field(reason), escape_field(line_text(item.path, line))))
-            return target.empty_table()
-        finally:
-            rdflib.NORMALIZE_LITERALS = previous
-        if self.stream and item.format in GRAPH_FORMATS:  # rejects: the graph's name, where it is first written
-            timed, rejected = graphs.timed_triples(graph, self.timestamp_predicates, self.default_micros, self.future)
-            at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
-            self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
-                                for r in rejected)
-            triples, micros = [(t.subject, t.predicate, t.object) for t in timed], [t.micros for t in timed]
-        else:
-            triples = list(graph.quads((None, None, None, None)) if item.format in QUAD_FORMATS else graph)
-            micros = [self.default_micros] * len(triples)
-        scope = self.scope(item.index)
-        columns: dict[str, list] = {name: [] for name in ("s", "p", "o")}
-        for triple in triples:
-            for name, term in zip(("s", "p", "o"), triple[:3]):
-                kind, value, datatype, language = term_row(term)
-                if kind == BLANK:
-                    value = scope + value
-                columns[name].append({"kind": kind, "value": value, "datatype": datatype, "language": language})
-        rows = len(columns["s"])
-        arrays = [pa.array(columns[name], schema.TERM_TYPE) for name in ("s", "p", "o")]
-        if self.stream:
-            ts = pa.array(micros, pa.int64())
-            arrays += [ts, pa.array(range(1, rows + 1), pa.int64()), hour_buckets(ts)]
-        return pa.Table.from_arrays(arrays, schema=target)
-
-    # writing
-
-    def write(self, frame: DataFrame) -> list[tuple[str, str | None]]:
-        """Spark writes the rows into the stage folder; returns the Parquet files (with their bucket)."""
-        if not self.stream:
-            frame = frame.dropDuplicates()
-            existing = self.existing_static()
-            if existing is not None:
-                frame = frame.join(existing, ["s", "p", "o"], "left_anti")
-            frame.write.parquet(str(self.stage))
-        else:
-            # Each file holds its rows in event-time order, so the Parquet page indexes let a window read only
-            # the pages it overlaps, whatever order the triples arrived in (the partition column leads the sort,
-            # as the writer needs it anyway).
-            frame.sortWithinPartitions("bucket", "ts", "arrival").write.partitionBy("bucket").parquet(str(self.stage))
-        staged = []
-        pattern = "bucket=*/*.parquet" if self.stream else "*.parquet"
-        for file in sorted(self.stage.glob(pattern)):
-            if pq.ParquetFile(file).metadata.num_rows == 0:
-                file.unlink()
-                continue
-            bucket = unquote(file.parent.name.split("=", 1)[1]) if self.stream else None
-            staged.append((str(file), bucket))
-        return staged
-
-    def existing_static(self) -> DataFrame | None:
-        if self.replace:
-            return None
-        uris = [f.uri for f in delta.live_files(delta.open_table(self.path), self.path)]
-        if not uris:
-            return None
-        return self.spark.read.schema(STATIC_FILE_SCHEMA).parquet(*uris)
-
-    def summarise(self, report: IngestReport, staged: list[tuple[str, str | None]]) -> None:
-        """Triples per predicate (and the timestamp range) of the staged files: one small aggregation."""
-        if not staged:
-            return
-        files = [f for f, _ in staged]
-        if self.stream:
-            frame = self.spark.read.schema(STREAM_FILE_SCHEMA).parquet(*files)
-            rows = frame.groupBy(F.col("p.value").alias("predicate")).agg(
-                F.count(F.lit(1)).alias("triples"),
-                F.min(F.unix_micros("ts")).alias("low"),
-                F.max(F.unix_micros("ts")).alias("high"),
-            ).collect()
-            report.min_ts = min(r["low"] for r in rows) if rows else None
-            report.max_ts = max(r["high"] for r in rows) if rows else None
-        else:
-            frame = self.spark.read.schema(STATIC_FILE_SCHEMA).parquet(*files)
-            rows = frame.groupBy(F.col("p.value").alias("predicate")).agg(F.count(F.lit(1)).alias("triples")).collect()
-        report.counts = {r["predicate"]: r["triples"] for r in rows}
-        report.landed = sum(report.counts.values())
-
-    # rejects
-
-    def write_rejects(self, report: IngestReport) -> None:
-        rejects = list(self.rejects)
-        for file in sorted(self.rejects_folder.glob("*.tsv")):
-            rejects.extend(read_rejects(str(file)))
-        rejects.sort(key=lambda r: (r[0], r[1]))
-        names = {i.index: str(i.path) for i in self.inputs}
-        report.rejected = len(rejects)
-        report.first_rejects = [
-            Reject(names[f], line, unescape_field(reason), unescape_field(text))
-            for f, line, reason, text in rejects[:SHOWN_REJECTS]
-        ]
-        by_target: dict[Path, list[str]] = {}
-        for file_index, line, reason, text in rejects:
-            row = f"{escape_field(names[file_index])}\t{line}\t{reason}\t{text}\n"
-            by_target.setdefault(self.targets[file_index], []).append(row)
-        if self.explicit_rejects is not None:  # a named rejects file is always written, even empty
-            by_target.setdefault(self.explicit_rejects, [])
-        for target, rows in by_target.items():
-            temporary = target.with_name(f".{target.name}.{self.id}.tmp")
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.writelines(rows)
-            os.replace(temporary, target)
-        report.rejects_paths = tuple(t for t, rows in by_target.items() if rows)
-
-
-def _parsed_schema(stream: bool) -> pa.Schema:
-    return schema.PARSED_STREAM if stream else schema.PARSED_STATIC
+    return SparkIngestJob(spark, path, inputs, targets, stream, **options)

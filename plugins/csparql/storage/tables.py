@@ -47,6 +47,13 @@ is not landed twice unless asked again."""
 LANDED_WATERMARK = "csparql.landed_watermark"
 """Commit metadata of a stream ingest: the watermark (µs) it advances the stream to once committed, which a
 re-run of the same content completes when the ingest stopped before recording it."""
+LANDED_TRIPLES = "csparql.landed_triples"
+"""Commit metadata of a stream ingest: how many triples it landed."""
+IDEMPOTENCY_KEY = "csparql.idempotency_key"
+"""Commit metadata of a pushed body (``POST /csparql/api/streams/...``): the request's ``Idempotency-Key``, so a
+retry with the same key finds the commit that landed it instead of landing it again."""
+PUSHED_BY = "csparql.pushed_by"
+"""Commit metadata of a pushed body: the Airflow user who pushed it."""
 OPERATION = "csparql.operation"
 """Commit metadata: what wrote the commit (``ingest-stream``, ``load-static``, ``store-closure`` …)."""
 TARGET = "csparql.target"

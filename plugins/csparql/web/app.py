@@ -13,7 +13,7 @@ Pages (server-rendered HTML, a little JavaScript, nothing from the network), one
 
 JSON: ``POST /api/check`` (the editor's validation), ``GET /api/queries`` and ``GET /api/queries/NAME``.
 Changes: ``POST /queries`` (register), ``POST /queries/NAME`` (save an edit), ``POST /queries/NAME/pause``,
-``/unpause``, ``/trigger`` and ``/delete``.
+``/unpause``, ``/trigger`` and ``/delete``; ``POST /api/streams/STREAM`` lands a body of RDF in a stream (push).
 
 Security (``security``): every route needs Airflow's login, changes need the permission to edit the DAG and,
 when the cookie authenticates them, to come from a page of this site. Every query text is escaped (Jinja2
@@ -25,13 +25,13 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 
 from csparql.deploy.settings import Settings
-from csparql.web.pages import actions, editor, overview, query, static, streams
+from csparql.web.pages import actions, editor, overview, push, query, static, streams
 from csparql.web.security import SAFE_METHODS, require_login
 from csparql.web.views import Refused, refusal_response
 
 __all__ = ["SAFE_METHODS", "app", "create_app"]
 
-ROUTERS = (static, overview, query, streams, editor, actions)
+ROUTERS = (static, overview, query, streams, editor, actions, push)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

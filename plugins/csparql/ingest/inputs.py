@@ -1,0 +1,88 @@
+"""What an ingest is asked to read and what it reports: its inputs, formats and reports, shared by the request
+checks (``csparql.ingest.ingest``) and the jobs that parse and stage (``csparql.ingest.job``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from csparql.ingest import graphs
+from csparql.windows import format_instant
+
+LINE_FORMATS = ("ntriples", "nquads")
+QUAD_FORMATS = ("nquads", "trig", "trix", "json-ld", graphs.GRAPH_NQUADS)
+GRAPH_FORMATS = ("trig", "trix", "json-ld", graphs.GRAPH_NQUADS)  # a stream's file in these: timestamped graphs
+BATCH_SHIFT = 40
+"""``arrival = batch << BATCH_SHIFT | ordinal`` (see ``csparql.ingest.ingest``, "Arrival order")."""
+MAX_BATCH = (1 << (63 - BATCH_SHIFT)) - 1
+SHOWN_REJECTS = 10
+"""How many rejects a report shows (all of them are in the rejects files)."""
+
+
+class InputError(Exception):
+    """The command was used wrongly (a missing or unreadable file, an unknown format, a bad option): nothing
+    was read or written."""
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One rejected line (or file, for formats parsed whole): fields as written in the rejects file."""
+
+    file: str
+    line: int
+    reason: str
+    text: str
+
+
+@dataclass
+class IngestReport:
+    """What one ingest or static load did."""
+
+    target: str  # the stream IRI, the graph IRI, or "" for the default graph
+    table: Path
+    landed: int = 0  # triples committed
+    rejected: int = 0  # rejected lines (a file rdflib could not parse counts once)
+    files: int = 0  # input files read
+    rejects_paths: tuple[Path, ...] = ()
+    min_ts: int | None = None  # microseconds, of the triples landed (streams)
+    max_ts: int | None = None  # the stream's watermark after this ingest
+    data_files: int = 0  # Parquet files committed
+    version: int | None = None  # the table version committed (None: nothing to commit)
+    counts: dict[str, int] = field(default_factory=dict)  # triples landed per predicate
+    first_rejects: list[Reject] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    already_landed: Landed | None = None  # the commit that landed the same content before: nothing landed now
+
+    @property
+    def rejects_path(self) -> Path | None:
+        return self.rejects_paths[0] if self.rejects_paths else None
+
+    @property
+    def watermark(self) -> int | None:
+        return self.max_ts
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A commit that landed some content: its table version, when it was committed (µs) and, for a stream,
+    the watermark its ingest advances the stream to (None when the commit does not say)."""
+
+    version: int
+    committed_at: int
+    watermark: int | None = None
+
+    def describe(self) -> str:
+        return f"version {self.version} at {format_instant(self.committed_at)}"
+
+
+@dataclass(frozen=True)
+class Input:
+    index: int
+    path: Path  # resolved
+    format: str  # a FORMAT_NAMES value
+    name: str = ""  # as given, for messages
+
+    @property
+    def line_based(self) -> bool:
+        return self.format in LINE_FORMATS
+

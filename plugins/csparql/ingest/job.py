@@ -1,0 +1,266 @@
+"""One ingest's work between the checked request and the commit: parse the inputs, stage Parquet files inside the
+table folder, summarise them, write the rejects; the caller commits the staged files (``csparql.ingest.ingest``).
+
+``IngestJob`` holds what every ingest shares (blank-node scopes, rdflib's whole-file parse, the rejects, the
+commit-or-clean-up sequence of ``run``). Two kinds do the heavy part:
+
+- ``csparql.ingest.spark_job.SparkIngestJob``: Spark parses line files in parallel byte ranges and writes the
+  staged files; for files of any size.
+- ``LocalIngestJob``: this process parses (the same line parser, over each whole file) and pyarrow writes the
+  staged files, with no JVM: for small inputs that must land in seconds, an HTTP body or a batch of messages.
+  Streams only.
+
+Both stage the same rows in the same layout: a stream's files are partitioned by hour bucket and hold their rows
+in (ts, arrival) order, so the Parquet page indexes let a window read only the pages it overlaps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import rdflib
+
+from csparql.ingest import graphs
+from csparql.ingest.event_times import event_times_metadata, recorded_until
+from csparql.ingest.inputs import (
+    BATCH_SHIFT, GRAPH_FORMATS, QUAD_FORMATS, SHOWN_REJECTS, IngestReport, Input, InputError, Reject,
+)
+from csparql.ingest.lines import FutureLimit
+from csparql.ingest.ranges import ByteRange, count_newlines, parse_range
+from csparql.ingest.rejects import escape_field, line_text, parser_position, read_rejects, unescape_field
+from csparql.storage import delta, schema
+from csparql.storage.instants import hour_buckets
+from csparql.storage.tables import INGEST_ID, INPUTS, OPERATION, TARGET
+from csparql.storage.terms import BLANK, term_row
+from csparql.storage.warehouse import Warehouse
+
+Staged = list[tuple[str, str | None]]
+"""The Parquet files an ingest staged, each with its hour bucket (None for a static graph)."""
+
+
+class IngestJob:
+    """What one ingest parses, stages and rejects (see the module docstring); subclasses parse and write."""
+
+    def __init__(self, path: Path, inputs: list[Input], targets: dict[int, Path], stream: bool,
+                 default_micros: int | None = None, batch: int = 0, replace: bool = False,
+                 explicit_rejects: str | os.PathLike | None = None, future: FutureLimit | None = None,
+                 timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES):
+        self.path = Path(path)
+        self.inputs = inputs
+        self.targets = targets
+        self.stream = stream
+        self.default_micros = default_micros
+        self.future = future
+        self.timestamp_predicates = tuple(timestamp_predicates)
+        self.batch = batch
+        self.replace = replace
+        self.explicit_rejects = Path(explicit_rejects).resolve() if explicit_rejects else None
+        self.id = uuid.uuid4().hex[:12]
+        self.stage = self.path / f"ingest-{self.id}"
+        self.rejects_folder = self.path / f"ingest-{self.id}-rejects"
+        self.rejects: list[tuple[int, int, str, str]] = []  # (file index, line, reason, text), escaped
+
+    def scope(self, file_index: int) -> str:
+        """The prefix of the blank-node labels of input ``file_index``: unique to this ingest and file."""
+        return f"i{self.id}f{file_index}_"
+
+    def commit_metadata(self, operation: str, target: str) -> dict[str, str]:
+        return {OPERATION: operation, TARGET: target, INGEST_ID: self.id,
+                INPUTS: json.dumps([str(i.path) for i in self.inputs])}
+
+    def run(self, report: IngestReport, commit, always_commit: bool = False, commit_rejected: bool = True) -> None:
+        """Parse, stage, summarise into ``report``, write the rejects, then ``commit(staged)`` when something
+        was staged (or ``always_commit``), unless something was rejected and not ``commit_rejected``; the report
+        gets the committed version. Whatever happens, nothing staged stays behind uncommitted."""
+        committed = False
+        try:
+            # a full disk (the write, the rejects, the commit) or a corrupt log: one line naming the table
+            with delta.named_failures(self.path, "writing to"):
+                self.rejects_folder.mkdir(parents=True, exist_ok=True)
+                staged = self.parse_and_stage()
+                self.summarise(report, staged)
+                self.write_rejects(report)
+                if report.rejected and not commit_rejected:
+                    report.landed, report.counts, report.min_ts, report.max_ts = 0, {}, None, None
+                elif always_commit and not staged and report.rejected:
+                    # every input was rejected: emptying the graph is surely not what was meant
+                    report.warnings.append("nothing was replaced: no triple of the input could be read")
+                elif staged or always_commit:
+                    commit(staged)
+                    committed = True
+                    report.version = delta.open_table(self.path).version()
+                    report.data_files = len(staged)
+        finally:
+            shutil.rmtree(self.rejects_folder, ignore_errors=True)
+            if not committed:
+                shutil.rmtree(self.stage, ignore_errors=True)
+
+    def parse_and_stage(self) -> Staged:
+        raise NotImplementedError
+
+    def summarise(self, report: IngestReport, staged: Staged) -> None:
+        """Triples per predicate (and, for a stream, the timestamp range) of the staged files, into ``report``."""
+        raise NotImplementedError
+
+    def event_times(self, warehouse: Warehouse, staged: Staged) -> dict[str, str]:
+        """The commit metadata giving the staged triples' event times (``csparql.ingest.event_times``)."""
+        raise NotImplementedError
+
+    def arrival_bases(self, spans: dict[int, int]) -> dict[int, int]:
+        """The arrival of each input's line 0 (``spans``: lines, or triples, per input): file 2's lines follow
+        all of file 1's."""
+        bases, offset = {}, 0
+        for item in self.inputs:
+            bases[item.index] = (self.batch << BATCH_SHIFT) + offset
+            offset += spans[item.index]
+        if offset >= 1 << BATCH_SHIFT:
+            raise InputError(f"one ingest holds at most {1 << BATCH_SHIFT} lines; split the input")
+        return bases
+
+    def parse_whole(self, item: Input) -> pa.Table:
+        """A file in a format rdflib reads, parsed in this process; rejected whole when rdflib fails. A stream's
+        TriG, TriX or JSON-LD file is a sequence of timestamped named graphs (``csparql.ingest.graphs``)."""
+        target = parsed_schema(self.stream)
+        graph = rdflib.Dataset() if item.format in QUAD_FORMATS else rdflib.Graph()
+        previous = rdflib.NORMALIZE_LITERALS
+        rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written
+        try:
+            graph.parse(str(item.path), format="nquads" if item.format == graphs.GRAPH_NQUADS else item.format)
+        except Exception as error:  # rdflib raises many kinds: each means the file is not valid
+            line, reason = parser_position(error)
+            self.rejects.append((item.index, line, escape_field(reason), escape_field(line_text(item.path, line))))
+            return target.empty_table()
+        finally:
+            rdflib.NORMALIZE_LITERALS = previous
+        if self.stream and item.format in GRAPH_FORMATS:  # rejects: the graph's name, where it is first written
+            timed, rejected = graphs.timed_triples(graph, self.timestamp_predicates, self.default_micros, self.future)
+            at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
+            self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
+                                for r in rejected)
+            triples, micros = [(t.subject, t.predicate, t.object) for t in timed], [t.micros for t in timed]
+        else:
+            triples = list(graph.quads((None, None, None, None)) if item.format in QUAD_FORMATS else graph)
+            micros = [self.default_micros] * len(triples)
+        scope = self.scope(item.index)
+        columns: dict[str, list] = {name: [] for name in ("s", "p", "o")}
+        for triple in triples:
+            for name, term in zip(("s", "p", "o"), triple[:3]):
+                kind, value, datatype, language = term_row(term)
+                if kind == BLANK:
+                    value = scope + value
+                columns[name].append({"kind": kind, "value": value, "datatype": datatype, "language": language})
+        rows = len(columns["s"])
+        arrays = [pa.array(columns[name], schema.TERM_TYPE) for name in ("s", "p", "o")]
+        if self.stream:
+            ts = pa.array(micros, pa.int64())
+            arrays += [ts, pa.array(range(1, rows + 1), pa.int64()), hour_buckets(ts)]
+        return pa.Table.from_arrays(arrays, schema=target)
+
+    def write_rejects(self, report: IngestReport) -> None:
+        """Every reject, in file and line order, into its rejects file (``targets``, or the one named file);
+        the first few and the count into ``report``."""
+        rejects = list(self.rejects)
+        for file in sorted(self.rejects_folder.glob("*.tsv")):
+            rejects.extend(read_rejects(str(file)))
+        rejects.sort(key=lambda r: (r[0], r[1]))
+        names = {i.index: str(i.path) for i in self.inputs}
+        report.rejected = len(rejects)
+        report.first_rejects = [
+            Reject(names[f], line, unescape_field(reason), unescape_field(text))
+            for f, line, reason, text in rejects[:SHOWN_REJECTS]
+        ]
+        by_target: dict[Path, list[str]] = {}
+        for file_index, line, reason, text in rejects:
+            row = f"{escape_field(names[file_index])}\t{line}\t{reason}\t{text}\n"
+            by_target.setdefault(self.targets[file_index], []).append(row)
+        if self.explicit_rejects is not None:  # a named rejects file is always written, even empty
+            by_target.setdefault(self.explicit_rejects, [])
+        for target, rows in by_target.items():
+            temporary = target.with_name(f".{target.name}.{self.id}.tmp")
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.writelines(rows)
+            os.replace(temporary, target)
+        report.rejects_paths = tuple(t for t, rows in by_target.items() if rows)
+
+
+def parsed_schema(stream: bool) -> pa.Schema:
+    """The rows the parsers return: ``PARSED_STREAM`` (timestamps in µs, arrival, bucket) or ``PARSED_STATIC``."""
+    return schema.PARSED_STREAM if stream else schema.PARSED_STATIC
+
+
+class LocalIngestJob(IngestJob):
+    """A stream ingest done in this process: the line parser reads each line file whole, rdflib the other
+    formats, pyarrow writes one Parquet file per hour bucket (see the module docstring)."""
+
+    def __init__(self, path: Path, inputs: list[Input], targets: dict[int, Path], **options):
+        super().__init__(path, inputs, targets, stream=True, **options)
+        self.rows: pa.Table | None = None  # what was staged, for the summary and the event times
+
+    def parse_and_stage(self) -> Staged:
+        spans, parsed = {}, {}
+        for item in self.inputs:
+            if item.line_based:
+                spans[item.index] = count_newlines(str(item.path), 0, item.path.stat().st_size) + 1
+            else:
+                parsed[item.index] = self.parse_whole(item)
+                spans[item.index] = parsed[item.index].num_rows
+        bases = self.arrival_bases(spans)
+        tables = []
+        for item in self.inputs:
+            if item.line_based:
+                whole = ByteRange(item.index, item.index, str(item.path), 0, item.path.stat().st_size)
+                batches = list(parse_range(whole, self.scope(item.index), bases[item.index], True,
+                                           self.default_micros, str(self.rejects_folder), self.future))
+                tables.append(pa.Table.from_batches(batches, schema=schema.PARSED_STREAM))
+            else:
+                arrow = parsed[item.index]
+                arrow = arrow.set_column(4, "arrival", pc.add(arrow.column("arrival"), bases[item.index]))
+                tables.append(pa.Table.from_arrays(arrow.columns, schema=schema.PARSED_STREAM))
+        rows = pa.concat_tables(tables) if tables else schema.PARSED_STREAM.empty_table()
+        if not rows.num_rows:
+            return []
+        rows = rows.sort_by([("bucket", "ascending"), ("ts_micros", "ascending"), ("arrival", "ascending")])
+        self.rows = rows
+        staged = []
+        buckets = rows.column("bucket")
+        for bucket in pc.unique(buckets).to_pylist():
+            selected = rows.filter(pc.equal(buckets, bucket))
+            file_rows = pa.Table.from_arrays(
+                [selected.column("s"), selected.column("p"), selected.column("o"),
+                 selected.column("ts_micros").cast(schema.TIMESTAMP), selected.column("arrival")],
+                schema=schema.STREAM_FILE)
+            folder = self.stage / f"bucket={bucket}"
+            folder.mkdir(parents=True, exist_ok=True)
+            file = folder / f"part-{self.id}.snappy.parquet"
+            pq.write_table(file_rows, file, compression="snappy", write_page_index=True)
+            staged.append((str(file), bucket))
+        return staged
+
+    def summarise(self, report: IngestReport, staged: Staged) -> None:
+        if not staged or self.rows is None:
+            return
+        predicates = pc.struct_field(self.rows.column("p"), "value")
+        grouped = pa.table({"predicate": predicates}).group_by("predicate").aggregate([("predicate", "count")])
+        report.counts = dict(zip(grouped.column("predicate").to_pylist(),
+                                 grouped.column("predicate_count").to_pylist()))
+        report.landed = sum(report.counts.values())
+        bounds = pc.min_max(self.rows.column("ts_micros"))
+        report.min_ts, report.max_ts = bounds["min"].as_py(), bounds["max"].as_py()
+
+    def event_times(self, warehouse: Warehouse, staged: Staged) -> dict[str, str]:
+        until = recorded_until(warehouse)
+        if not staged or self.rows is None:
+            return event_times_metadata((), until)
+        micros = self.rows.column("ts_micros")
+        early = pa.table({"t": micros.filter(pc.less_equal(micros, until))})
+        grouped = early.group_by("t").aggregate([("t", "count")])
+        return event_times_metadata(zip(grouped.column("t").to_pylist(), grouped.column("t_count").to_pylist()),
+                                    until)
