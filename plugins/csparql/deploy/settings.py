@@ -14,6 +14,7 @@ in its configuration object (``Settings.from_airflow``). Each option is document
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -99,6 +100,10 @@ OPTIONS: tuple[SettingOption, ...] = (
                   "before they landed; older ones are only recorded stale."),
     SettingOption("push_max_bytes", "CSPARQL_PUSH_MAX_BYTES", "16777216", "16777216", "integer",
                   "The largest body, in bytes, that POST /csparql/api/streams/<stream> lands (larger: 413)."),
+    SettingOption("sources", "CSPARQL_SOURCES", "", "", "string",
+                  "Streams fed from a message bus: a JSON object from a stream's IRI to its source, "
+                  "redis://CONN/KEY or kafka://CONN/TOPIC with ?format=MEDIA_TYPE&batch=N (CONN: an Airflow "
+                  "connection, e.g. redis_default); the stream's ingestion DAG consumes it every minute."),
 )
 """Every option of the ``[csparql]`` section, in the order ``airflow config list`` shows them."""
 
@@ -151,6 +156,7 @@ class Settings:
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
     push_max_bytes: int = 16 << 20
+    sources: tuple[tuple[str, str], ...] = ()
     retries: int = 2
     defaults: str = WORKING_DIRECTORY_DEFAULTS
     """Where the folder defaults live: ``AIRFLOW_HOME_DEFAULTS`` or ``WORKING_DIRECTORY_DEFAULTS``."""
@@ -252,6 +258,7 @@ class Settings:
             max_future_skew=skew("max_future_skew"),
             revision_horizon=duration("revision_horizon"),
             push_max_bytes=count("push_max_bytes"),
+            sources=stream_sources(values["sources"][0], where("sources")),
             defaults=defaults,
             origins=tuple((key, origin) for key, (_, origin) in values.items()),
         )
@@ -281,12 +288,28 @@ class Settings:
             "max_future_skew": format_duration(self.max_future_skew),
             "revision_horizon": format_duration(self.revision_horizon),
             "push_max_bytes": str(self.push_max_bytes),
+            "sources": json.dumps(dict(self.sources)) if self.sources else "",
         }
         lines = [f"defaults under {self.defaults}"]
         width = max(len(key) for key in values)
         for key, value in values.items():
             lines.append(f"{key:<{width}}  {value}  ({origins.get(key, 'default')})")
         return lines
+
+
+def stream_sources(text: str, where: str) -> tuple[tuple[str, str], ...]:
+    """The ``sources`` option: (stream IRI, source) pairs in IRI order from its JSON object; ``ValueError``
+    saying what is wrong at ``where`` (the sources themselves are read by ``csparql.ingest.sources``)."""
+    if not text.strip():
+        return ()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}: not JSON ({error.msg} at character {error.pos + 1})") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError(f"{where}: give a JSON object from stream IRIs to sources, e.g. "
+                         '{"http://ex.org/s": "redis://redis_default/s"}')
+    return tuple(sorted(value.items()))
 
 
 def _same_value(option: SettingOption, text: str, default: str) -> bool:

@@ -24,7 +24,7 @@ knows nothing of Spark or tables.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import rdflib
@@ -170,13 +170,19 @@ def names_graphs(path) -> bool:
     later is one rejected line)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(SNIFFED_LINES), handle):
-                try:
-                    statement = parse_statement(line.rstrip("\r\n"))
-                except LineError:
-                    continue
-                if statement is not None and statement.g is not None:
-                    return statement.g[0] in (IRI, BLANK)
+            return lines_name_graphs(handle)
     except OSError:
         return False
+
+
+def lines_name_graphs(lines: Iterable[str]) -> bool:
+    """``names_graphs`` of N-Quads given as lines."""
+    for _, line in zip(range(SNIFFED_LINES), lines):
+        try:
+            statement = parse_statement(line.rstrip("\r\n"))
+        except LineError:
+            continue
+        if statement is not None and statement.g is not None:
+            return statement.g[0] in (IRI, BLANK)
+    return False
     return False

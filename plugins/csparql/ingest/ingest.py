@@ -329,6 +329,7 @@ def ingest_stream(
     timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES,
     in_process: bool = False,
     all_or_nothing: bool = False,
+    transaction: tuple[str, int] | None = None,
 ) -> IngestReport:
     """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
     is recorded with the commit, beside what the ingest records itself. ``in_process``: parse and stage in
@@ -339,7 +340,9 @@ this process, without Spark (``csparql.ingest.job.LocalIngestJob``; for small in
     is read or written but the watermark that commit's ingest advances the stream to (it may have stopped
     before), and the report's ``already_landed`` names that commit; ``again=True`` lands it once more. ``spark``
     may be None when the content has landed or ``in_process``. ``all_or_nothing``: a single rejected line
-    (or graph, or file) lands nothing; the report still counts and shows the rejects. A TriG, TriX, JSON-LD or N-Quads
+    (or graph, or file) lands nothing; the report still counts and shows the rejects. ``transaction``: Delta's
+    application transaction (id, version) the commit records (``csparql.storage.delta.commit_files``); with one
+    the commit happens even when nothing lands, so that its metadata is recorded. A TriG, TriX, JSON-LD or N-Quads
     file's named graphs are timestamped by a triple about each with one of ``timestamp_predicates``."""
     iri, inputs, default_micros, targets, future = check_stream_request(iri, files, timestamp, format, rejects,
                                                                          max_future_skew, timestamp_predicates)
@@ -370,9 +373,10 @@ this process, without Spark (``csparql.ingest.job.LocalIngestJob``; for small in
             path, [(f, {"bucket": b}) for f, b in files], schema.STREAM, schema.STREAM_PARTITIONS, "ts",
             metadata={**job.commit_metadata("ingest", iri), **(commit_metadata or {}), CONTENT_SHA256: digest,
                       **mark, **job.event_times(warehouse, files)},
+            transaction=transaction,
         )
 
-    job.run(report, commit, commit_rejected=not all_or_nothing)
+    job.run(report, commit, always_commit=transaction is not None, commit_rejected=not all_or_nothing)
     if report.version is not None:
         _record(report, warehouse, iri, "stream", replaces=False)
         if report.max_ts is not None:

@@ -17,6 +17,26 @@ BATCH_SHIFT = 40
 MAX_BATCH = (1 << (63 - BATCH_SHIFT)) - 1
 SHOWN_REJECTS = 10
 """How many rejects a report shows (all of them are in the rejects files)."""
+MEDIA_TYPES = {
+    "application/trig": "trig",
+    "application/n-quads": "nquads",
+    "application/ld+json": "json-ld",
+    "application/trix": "trix",
+    "application/n-triples": "ntriples",
+    "text/turtle": "turtle",
+}
+"""The media types a pushed body or a message may have, and the ingest format each is read as
+(``application/n-quads``: standard N-Quads of timestamped graphs or the project's line format, told apart as a
+file's are)."""
+FORMAT_EXTENSIONS = {"trig": ".trig", "nquads": ".nq", "json-ld": ".jsonld", "trix": ".trix", "ntriples": ".nt",
+                     "turtle": ".ttl"}
+"""The file name ending of each format of ``MEDIA_TYPES`` (a body saved to a file keeps its format)."""
+
+
+def media_type_format(content_type: str | None) -> str | None:
+    """The ingest format of a ``Content-Type`` (its parameters, such as ``charset``, aside), None for a media
+    type not in ``MEDIA_TYPES``."""
+    return MEDIA_TYPES.get((content_type or "").split(";", 1)[0].strip().lower())
 
 
 class InputError(Exception):

@@ -78,8 +78,9 @@ class IngestJob:
 
     def run(self, report: IngestReport, commit, always_commit: bool = False, commit_rejected: bool = True) -> None:
         """Parse, stage, summarise into ``report``, write the rejects, then ``commit(staged)`` when something
-        was staged (or ``always_commit``), unless something was rejected and not ``commit_rejected``; the report
-        gets the committed version. Whatever happens, nothing staged stays behind uncommitted."""
+        was staged (or ``always_commit``), unless something was rejected and not ``commit_rejected`` or a
+        replace would empty a graph because everything was rejected; the report gets the committed version.
+        Whatever happens, nothing staged stays behind uncommitted."""
         committed = False
         try:
             # a full disk (the write, the rejects, the commit) or a corrupt log: one line naming the table
@@ -90,7 +91,7 @@ class IngestJob:
                 self.write_rejects(report)
                 if report.rejected and not commit_rejected:
                     report.landed, report.counts, report.min_ts, report.max_ts = 0, {}, None, None
-                elif always_commit and not staged and report.rejected:
+                elif self.replace and not staged and report.rejected:
                     # every input was rejected: emptying the graph is surely not what was meant
                     report.warnings.append("nothing was replaced: no triple of the input could be read")
                 elif staged or always_commit:

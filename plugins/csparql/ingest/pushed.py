@@ -18,21 +18,11 @@ from pathlib import Path
 from csparql.ingest.ingest import (
     IngestReport, InputError, check_stream_request, check_timestamp, content_digest, ingest_stream, landed_commit,
 )
+from csparql.ingest.inputs import MEDIA_TYPES, media_type_format
 from csparql.storage import delta
 from csparql.storage.tables import CONTENT_SHA256, IDEMPOTENCY_KEY, LANDED_TRIPLES, LANDED_WATERMARK, PUSHED_BY
 from csparql.storage.warehouse import Warehouse
 
-MEDIA_TYPES = {
-    "application/trig": "trig",
-    "application/n-quads": "nquads",
-    "application/ld+json": "json-ld",
-    "application/trix": "trix",
-    "application/n-triples": "ntriples",
-    "text/turtle": "turtle",
-}
-"""The media types a push may have, and the ingest format each is read as."""
-EXTENSIONS = {"trig": ".trig", "nquads": ".nq", "json-ld": ".jsonld", "trix": ".trix", "ntriples": ".nt",
-              "turtle": ".ttl"}
 MAX_KEY_LENGTH = 255
 
 _STREAM_LOCKS: dict[str, threading.Lock] = {}
@@ -68,12 +58,12 @@ class PushOutcome:
 def push_format(content_type: str | None) -> str:
     """The ingest format of a ``Content-Type`` (parameters such as ``charset`` aside); ``PushRefused(415)``
     naming the accepted ones otherwise."""
-    media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    if media_type not in MEDIA_TYPES:
-        accepted = ", ".join(MEDIA_TYPES)
+    format = media_type_format(content_type)
+    if format is None:
+        media_type = (content_type or "").split(";", 1)[0].strip()
         given = f"Content-Type {media_type!r}" if media_type else "no Content-Type"
-        raise PushRefused(415, f"{given}: push one of {accepted}")
-    return MEDIA_TYPES[media_type]
+        raise PushRefused(415, f"{given}: push one of {', '.join(MEDIA_TYPES)}")
+    return format
 
 
 def check_key(key: str | None) -> str | None:

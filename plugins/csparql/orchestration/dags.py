@@ -1,4 +1,5 @@
-"""DAGs built from the registry: one per registered query, one ingestion DAG per stream the queries read.
+"""DAGs built from the registry: one per registered query, one ingestion DAG per stream the queries read or a
+message-bus source feeds (``Settings.sources``: its DAG also consumes the source).
 
 A query's DAG is one task, ``evaluate_window``, which waits for its window on the triggerer and then evaluates
 it (``CsparqlEvaluateWindowOperator``); its timetable is the query's schedule (``timetable``).
@@ -21,7 +22,9 @@ from csparql.deploy.registry import RegistrationError, RegistrySnapshot
 from csparql.orchestration.config import deployment_settings
 from csparql.deploy.settings import Settings
 from csparql.orchestration.defaults import START_DATE, task_defaults
-from csparql.orchestration.operators import CsparqlEvaluateWindowOperator, CsparqlIngestOperator
+from csparql.orchestration.operators import (
+    CsparqlConsumeOperator, CsparqlEvaluateWindowOperator, CsparqlIngestOperator,
+)
 from csparql.orchestration.timetable import WindowTimetable
 
 MAX_ACTIVE_RUNS = 4
@@ -75,7 +78,8 @@ def stream_ingestion_dags(settings: Settings | None = None, conn_id: str | None 
     connection ``conn_id`` when given; ``registry``: the registry already looked at, ``registry_snapshot``)."""
     settings = settings or deployment_settings()
     dags: dict[str, DAG] = {}
-    for stream in ingested_streams(settings, registry):
+    sources = dict(settings.sources)
+    for stream in sorted(set(ingested_streams(settings, registry)) | set(sources)):
         folder = settings.landing_folder(stream)
         dag_id = ingest_dag_id(stream)
         with DAG(
@@ -94,5 +98,10 @@ def stream_ingestion_dags(settings: Settings | None = None, conn_id: str | None 
             CsparqlIngestOperator(task_id="ingest_landed_files", stream=stream, landing=folder, settings=settings,
                                   conn_id=conn_id, pool=settings.ingest_pool, priority_weight=INGEST_PRIORITY,
                                   weight_rule="absolute")
+            if stream in sources:
+                CsparqlConsumeOperator(task_id="consume_source", stream=stream, source=sources[stream],
+                                       settings=settings, pool=settings.ingest_pool, priority_weight=INGEST_PRIORITY,
+                                       weight_rule="absolute",
+                                       doc_md=f"Lands what arrived on `{sources[stream]}` since the last batch.")
         dags[dag_id] = dag
     return dags

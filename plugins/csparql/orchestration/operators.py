@@ -330,6 +330,71 @@ class CsparqlIngestOperator(BaseOperator):
         return self.lineage or _no_lineage()
 
 
+class CsparqlConsumeOperator(BaseOperator):
+    """Lands what arrived on a stream's message-bus source since its last batch, a batch per commit and exactly
+    once (``csparql.ingest.sources``), in the task's process (no Spark): ``source`` is ``redis://CONN/KEY`` or
+    ``kafka://CONN/TOPIC`` (``?format=``, ``?batch=``), ``CONN`` the Airflow connection of the Redis or Kafka
+    provider. Lands at most ``max_batches`` per run; what is left waits for the next run. Rejected messages
+    and lines go to the stream's landing folder, ``rejected/<source>-<batch>.rejects.tsv``. Ingest advances the
+    stream's watermark."""
+
+    ui_color = "#e9f7ec"
+    template_fields = ("source",)
+
+    def __init__(self, *, stream: str, source: str, max_batches: int = 100,
+                 warehouse: str | os.PathLike | None = None, settings: Settings | None = None, **kwargs) -> None:
+        settings = operator_settings(settings, warehouse)
+        kwargs["outlets"] = with_revisions(kwargs.get("outlets") or [stream_asset(stream)])
+        super().__init__(**kwargs)
+        self.stream = str(stream)
+        self.source = source
+        self.max_batches = max_batches
+        self.settings = settings
+
+    def execute(self, context):
+        from csparql.ingest.sources import SourceError, consume, parse_source
+
+        try:
+            spec = parse_source(self.source)
+        except SourceError as error:
+            raise AirflowException(str(error)) from None
+        table = self.settings.warehouse.stream(self.stream)
+        before = table_version(table)
+        reader = message_reader(spec)
+        try:
+            report = consume(self.settings.warehouse, self.stream, spec, reader,
+                             self.settings.landing_folder(self.stream) / "rejected", max_batches=self.max_batches,
+                             max_future_skew=self.settings.max_future_skew)
+        except SourceError as error:
+            raise AirflowException(str(error)) from None
+        for warning in report.warnings:
+            self.log.warning("%s", warning)
+        if not report.batches:
+            self.log.info("nothing new on %s", spec.id)
+            return report.to_dict()
+        self.log.info("%s: %d messages in %d batches, %d triples landed, %d rejected", spec.id, report.messages,
+                      report.batches, report.landed, report.rejected)
+        stale = detect_after_commits(self.settings, self.stream, before)
+        return {**report.to_dict(), "stale_windows": len(stale), "revised_by": announce(context, stale, self.log)}
+
+
+def message_reader(spec):
+    """The reader of a source through its Airflow connection: the Redis provider's ``RedisHook``, or the Kafka
+    provider's consumer (``pip install 'csparql[kafka]'``)."""
+    from csparql.ingest.sources import KafkaTopicReader, RedisStreamReader
+
+    if spec.kind == "redis":
+        from airflow.providers.redis.hooks.redis import RedisHook
+
+        return RedisStreamReader(RedisHook(redis_conn_id=spec.conn_id).get_conn(), spec.name)
+    try:
+        from airflow.providers.apache.kafka.hooks.consume import KafkaConsumerHook
+    except ImportError:
+        raise AirflowException(f"{spec.id}: the Kafka provider is not installed: pip install 'csparql[kafka]' "
+                               "(apache-airflow-providers-apache-kafka)") from None
+    return KafkaTopicReader(KafkaConsumerHook([spec.name], kafka_config_id=spec.conn_id).get_conn, spec.name)
+
+
 def submitted_lineage(warehouse: Warehouse, deployment: Deployment, at: int, run: dict | None):
     """The lineage of a window evaluated by spark-submit, from the run it recorded: the streams at their
     versions now (the application's reads are not reported back), the result table at the run's commit."""

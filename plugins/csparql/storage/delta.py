@@ -28,7 +28,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
@@ -48,6 +48,10 @@ RECORD_TABLE_COMPACT_FILES = 64
 before ``compact_record_table`` merges them."""
 RECORD_TABLE_FILE_BYTES = 8 * 1024 * 1024
 """The size a compacted record-table file grows to; larger files are not rewritten again."""
+
+
+class TransactionMoved(StorageError):
+    """A commit for an application transaction found the application at another version than it expected."""
 
 
 class TableFeatureError(Exception):
@@ -557,9 +561,15 @@ def commit_files(
     timestamp_column: str | None = "ts",
     metadata: Mapping[str, str] | None = None,
     mode: str = "append",
+    transaction: tuple[str, int] | None = None,
 ) -> None:
     """Commit Parquet files already written inside the table folder (by Spark) in one commit: appended to the
     table, or (``mode="overwrite"``) replacing all of its current files.
+
+    ``transaction`` = (application id, version) records Delta's application transaction with the commit, which
+    then happens only if the table's latest version of that application is ``version - 1`` (none: -1), even
+    when nothing is added; else ``TransactionMoved``. A writer that commits what it consumed from a source this
+    way commits each position once, whatever other writers of that application do meanwhile.
 
     Every file must exist and lie inside the table: a commit naming a missing file would be accepted by the
     log and break every later read, so this is checked first.
@@ -584,13 +594,22 @@ def commit_files(
                 stats=file_statistics(str(full), timestamp_column),
             )
         )
-    if not actions and mode == "append":
+    if not actions and mode == "append" and transaction is None:
         return
+    applications = [] if transaction is None else [Transaction(*transaction)]
 
     def attempt(_):
-        DeltaTable(str(path)).create_write_transaction(
+        latest = DeltaTable(str(path))
+        if transaction is not None:
+            application, version = transaction
+            recorded = latest.transaction_version(application)
+            if (-1 if recorded is None else recorded) != version - 1:
+                raise TransactionMoved(
+                    f"{path}: the application {application!r} is at version {recorded} of its transactions, "
+                    f"not {version - 1}: another writer committed for it since this one read")
+        latest.create_write_transaction(
             actions, mode=mode, schema=schema, partition_by=partition_by,
-            commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
+            commit_properties=CommitProperties(custom_metadata=dict(metadata or {}), app_transactions=applications),
         )
 
     del table

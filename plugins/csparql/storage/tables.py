@@ -54,6 +54,12 @@ IDEMPOTENCY_KEY = "csparql.idempotency_key"
 retry with the same key finds the commit that landed it instead of landing it again."""
 PUSHED_BY = "csparql.pushed_by"
 """Commit metadata of a pushed body: the Airflow user who pushed it."""
+SOURCE = "csparql.source"
+"""Commit metadata of a batch consumed from a message bus: the source (``csparql.ingest.sources.SourceSpec.id``);
+the commit also records Delta's application transaction ``csparql-source:<source>`` with the batch's number."""
+SOURCE_POSITIONS = "csparql.source_positions"
+"""Commit metadata of a batch consumed from a message bus: where the next batch starts (JSON: the last Redis
+entry id consumed, or the next offset of each Kafka partition)."""
 OPERATION = "csparql.operation"
 """Commit metadata: what wrote the commit (``ingest-stream``, ``load-static``, ``store-closure`` …)."""
 TARGET = "csparql.target"

@@ -20,7 +20,8 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from csparql.deploy.plan import ingest_dag_id
-from csparql.ingest.pushed import EXTENSIONS, PushRefused, check_key, land_pushed, push_format
+from csparql.ingest.inputs import FORMAT_EXTENSIONS
+from csparql.ingest.pushed import PushRefused, check_key, land_pushed, push_format
 from csparql.web.security import require
 from csparql.web.state import current_settings
 from csparql.web.views import Refused, user_name
@@ -43,7 +44,7 @@ async def push(request: Request, stream: str, timestamp: str | None = None):
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Refused(413, f"the body has {int(declared)} bytes; a push takes at most {limit} (push_max_bytes)")
     with tempfile.TemporaryDirectory(prefix="csparql-push-") as folder:
-        body = Path(folder) / f"body{EXTENSIONS[format]}"
+        body = Path(folder) / f"body{FORMAT_EXTENSIONS[format]}"
         size = 0
         with open(body, "wb") as out:
             async for chunk in request.stream():

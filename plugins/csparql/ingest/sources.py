@@ -1,0 +1,407 @@
+"""Streams fed from a message bus: a Redis stream or a Kafka topic, consumed in batches, each batch landed in one
+commit of the stream's table exactly once.
+
+A source is written ``redis://CONN/KEY`` or ``kafka://CONN/TOPIC`` (``SourceSpec``): ``CONN`` is the Airflow
+connection to the bus (``redis_default``, ``kafka_default``), then the Redis stream's key or the topic, and as
+query parameters the media type of messages that do not say theirs (``?format=application/trig``; default
+``application/n-quads``, which also reads the project's line format) and the most messages per batch
+(``?batch=10000``).
+
+A message is one document: a Redis entry's ``body`` field (its ``content-type`` field, if any, names its media
+type), a Kafka record's value (its ``content-type`` header likewise). Each message's blank nodes are its own.
+Messages must carry their timestamps (TriG, N-Quads, JSON-LD, TriX, or the line format); a message that cannot
+be read (no body, a media type without timestamps or unknown) is rejected like a malformed line, with its
+position and the reason.
+
+Exactly once. Each batch is one commit that records, beside the triples, where the next batch starts
+(``SOURCE_POSITIONS``: the last Redis entry id, or each Kafka partition's next offset) and Delta's application
+transaction ``csparql-source:<source>`` numbered by batch (``csparql.storage.delta.commit_files``). A batch is
+read from the positions of the latest commit, so a consumer killed before its commit reads the batch again,
+and one killed after it does not; a second consumer racing the first cannot commit the same batch number
+(``TransactionMoved``). The bus's own bookkeeping (the Redis consumer group ``csparql``'s last delivered id,
+the Kafka consumer group's committed offsets) follows each commit, for its monitoring tools; it is never read
+back. A batch whose every message is rejected still commits its positions, with no triple.
+
+``consume`` lands batches until the source has nothing new (or ``max_batches``); ``RedisStreamReader`` and
+``KafkaTopicReader`` are the only code that differs between the two buses.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from csparql.ingest.ingest import IngestReport, InputError, ingest_stream
+from csparql.ingest.inputs import FORMAT_EXTENSIONS, MEDIA_TYPES, media_type_format
+from csparql.ingest.graphs import lines_name_graphs
+from csparql.ingest.rejects import escape_field, unescape_field
+from csparql.storage import delta, schema
+from csparql.storage.tables import INPUTS, IRI_PROPERTY, KIND_PROPERTY, SOURCE, SOURCE_POSITIONS
+from csparql.storage.warehouse import Warehouse, slug
+
+KINDS = ("redis", "kafka")
+DEFAULT_MEDIA_TYPE = "application/n-quads"
+DEFAULT_BATCH = 10_000
+CONSUMER_GROUP = "csparql"
+TIMESTAMPED_FORMATS = ("trig", "nquads", "json-ld", "trix")
+"""The formats whose documents carry their triples' timestamps: the only ones a message may have."""
+BODY_FIELD, TYPE_FIELD = b"body", b"content-type"
+
+Positions = dict[str, object]
+"""Where a source's next batch starts: ``{"id": "<redis entry id>"}`` or ``{"<partition>": <next offset>}``."""
+
+
+class SourceError(Exception):
+    """A source cannot be consumed (its spec, or a log that no longer says where its last batch ended)."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A message-bus source of a stream (see the module docstring)."""
+
+    kind: str
+    conn_id: str
+    name: str
+    media_type: str = DEFAULT_MEDIA_TYPE
+    batch: int = DEFAULT_BATCH
+
+    @property
+    def id(self) -> str:
+        """How commits name the source: ``kind://conn/name``."""
+        return f"{self.kind}://{self.conn_id}/{self.name}"
+
+    @property
+    def application(self) -> str:
+        """The Delta application transaction id of the source's batches."""
+        return f"csparql-source:{self.id}"
+
+
+def parse_source(text: str) -> SourceSpec:
+    """The source ``text`` names; ``SourceError`` saying what is wrong otherwise."""
+    parts = urlsplit(text.strip())
+    problem = None
+    if parts.scheme not in KINDS:
+        problem = f"it must start with {' or '.join(k + '://' for k in KINDS)}"
+    elif not re.fullmatch(r"[A-Za-z0-9_.-]+", parts.netloc or ""):
+        problem = "name the Airflow connection after :// (e.g. redis_default)"
+    elif not unquote(parts.path.lstrip("/")):
+        problem = "name the Redis stream key or Kafka topic after the connection"
+    if problem:
+        raise SourceError(f"source {text!r}: {problem}")
+    options = {key: values[-1] for key, values in parse_qs(parts.query, keep_blank_values=True).items()}
+    unknown = set(options) - {"format", "batch"}
+    if unknown:
+        raise SourceError(f"source {text!r}: unknown option {sorted(unknown)[0]!r} (use format= and batch=)")
+    media_type = options.get("format", DEFAULT_MEDIA_TYPE)
+    if media_type_format(media_type) not in TIMESTAMPED_FORMATS:
+        accepted = ", ".join(t for t, f in MEDIA_TYPES.items() if f in TIMESTAMPED_FORMATS)
+        raise SourceError(f"source {text!r}: format={media_type!r}: messages must carry timestamps: use one of "
+                          f"{accepted}")
+    try:
+        batch = int(options.get("batch", DEFAULT_BATCH))
+    except ValueError:
+        batch = 0
+    if batch < 1:
+        raise SourceError(f"source {text!r}: batch= must be a whole number of messages, at least 1")
+    return SourceSpec(parts.scheme, parts.netloc, unquote(parts.path.lstrip("/")), media_type, batch)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message: its position in the source (for rejects and logs), its body, its media type if it says."""
+
+    position: str
+    body: bytes | None
+    media_type: str | None = None
+
+
+class MessageReader(Protocol):
+    """The bus-specific part of a source."""
+
+    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions]:
+        """Up to ``limit`` messages after ``after`` (None: from the start), and the positions after them."""
+
+    def acknowledge(self, positions: Positions) -> None:
+        """Tell the bus the messages up to ``positions`` are consumed (its bookkeeping only)."""
+
+
+class RedisStreamReader:
+    """Reads a Redis stream with ``XRANGE`` after the committed entry id; acknowledges by moving the consumer
+    group ``csparql``'s last delivered id (created on first use), so ``XINFO GROUPS`` shows the lag."""
+
+    def __init__(self, client, key: str, group: str = CONSUMER_GROUP):
+        self.client, self.key, self.group = client, key, group
+
+    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions]:
+        start = f"({after['id']}" if after and after.get("id") else "-"
+        entries = self.client.xrange(self.key, min=start, max="+", count=limit)
+        messages = []
+        for entry_id, fields in entries:
+            media_type = fields.get(TYPE_FIELD)
+            messages.append(Message(_text(entry_id), fields.get(BODY_FIELD),
+                                    _text(media_type) if media_type is not None else None))
+        return messages, ({"id": messages[-1].position} if messages else dict(after or {}))
+
+    def acknowledge(self, positions: Positions) -> None:
+        import redis
+
+        last = positions.get("id")
+        if not last:
+            return
+        try:
+            self.client.xgroup_create(self.key, self.group, id=last, mkstream=True)
+        except redis.ResponseError as error:
+            if "BUSYGROUP" not in str(error):
+                raise
+            self.client.xgroup_setid(self.key, self.group, id=last)
+
+
+class KafkaTopicReader:
+    """Reads every partition of a Kafka topic from the committed offsets (assigned, not subscribed: the offsets
+    in the stream's log decide); acknowledges by committing them to the consumer's group. ``topic_partition``
+    builds confluent-kafka's ``TopicPartition`` (given in tests, where no broker runs)."""
+
+    def __init__(self, consumer, topic: str, timeout: float = 5.0,
+                 topic_partition: Callable | None = None, beginning: int | None = None):
+        if topic_partition is None:
+            from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+            topic_partition, beginning = TopicPartition, OFFSET_BEGINNING
+        self.consumer, self.topic, self.timeout = consumer, topic, timeout
+        self.topic_partition, self.beginning = topic_partition, -2 if beginning is None else beginning
+
+    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions]:
+        metadata = self.consumer.list_topics(self.topic, timeout=self.timeout).topics[self.topic]
+        if getattr(metadata, "error", None) is not None:
+            raise SourceError(f"kafka topic {self.topic!r}: {metadata.error}")
+        positions = {str(p): (after or {}).get(str(p)) for p in sorted(metadata.partitions)}
+        self.consumer.assign([self.topic_partition(self.topic, int(p), self.beginning if o is None else int(o))
+                              for p, o in positions.items()])
+        messages: list[Message] = []
+        while len(messages) < limit:
+            records = self.consumer.consume(num_messages=min(limit - len(messages), 1000), timeout=self.timeout)
+            if not records:
+                break
+            for record in records:
+                if record.error() is not None:
+                    raise SourceError(f"kafka topic {self.topic!r}: {record.error()}")
+                headers = dict(record.headers() or [])
+                media_type = headers.get("content-type")
+                messages.append(Message(f"{record.partition()}:{record.offset()}", record.value(),
+                                        _text(media_type) if media_type is not None else None))
+                positions[str(record.partition())] = record.offset() + 1
+        return messages, {p: o for p, o in positions.items() if o is not None}
+
+    def acknowledge(self, positions: Positions) -> None:
+        offsets = [self.topic_partition(self.topic, int(p), int(o)) for p, o in positions.items()]
+        if offsets:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def committed_positions(path, source: SourceSpec) -> tuple[int, Positions | None]:
+    """(the number of the source's latest batch in the table at ``path``, where the next one starts); (-1, None)
+    before its first. ``SourceError`` when the log no longer holds that batch's commit (a log cleaned up
+    past it): starting over would land the source twice."""
+    if not delta.exists(path):
+        return -1, None
+    table = delta.open_table(path)
+    number = table.transaction_version(source.application)
+    if number is None:
+        return -1, None
+    for commit in table.history():  # newest first
+        if commit.get(SOURCE) == source.id:
+            return int(number), json.loads(commit[SOURCE_POSITIONS])
+    raise SourceError(f"{source.id}: batch {number} was committed to {path}, but its commit is no longer in the "
+                      "table's log, so where the next batch starts is unknown; nothing was consumed")
+
+
+@dataclass
+class ConsumeReport:
+    """What ``consume`` did: batches committed, messages read, triples landed, messages or lines rejected."""
+
+    source: str
+    stream: str
+    batches: int = 0
+    messages: int = 0
+    landed: int = 0
+    rejected: int = 0
+    versions: list[int] = field(default_factory=list)
+    rejects_paths: list[Path] = field(default_factory=list)
+    positions: Positions | None = None
+    max_ts: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "stream": self.stream, "batches": self.batches, "messages": self.messages,
+                "landed": self.landed, "rejected": self.rejected, "versions": self.versions,
+                "rejects": [str(p) for p in self.rejects_paths], "positions": self.positions,
+                "warnings": self.warnings}
+
+
+def consume(warehouse: Warehouse, stream: str, source: SourceSpec, reader: MessageReader, rejects_folder: Path,
+            max_batches: int | None = None, max_future_skew: int | None = None) -> ConsumeReport:
+    """Land the source's new messages into ``stream``, a batch per commit, until it has no new message or
+    ``max_batches`` are landed; rejects go to ``rejects_folder/<source>-<batch>.rejects.tsv``."""
+    report = ConsumeReport(source.id, stream)
+    while max_batches is None or report.batches < max_batches:
+        if not land_batch(warehouse, stream, source, reader, rejects_folder, report, max_future_skew):
+            break
+    return report
+
+
+def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: MessageReader,
+               rejects_folder: Path, report: ConsumeReport, max_future_skew: int | None = None) -> bool:
+    """Land the next batch (see the module docstring) into ``report``; False when there was none."""
+    path = warehouse.stream(stream)
+    number, after = committed_positions(path, source)
+    messages, positions = reader.read(after, source.batch)
+    if not messages:
+        if after:
+            reader.acknowledge(after)  # a consumer killed after its commit may not have
+        report.positions = after
+        return False
+    rejects_folder.mkdir(parents=True, exist_ok=True)
+    target = rejects_folder / f"{slug(source.id)}-{number + 1:08d}.rejects.tsv"
+    with tempfile.TemporaryDirectory(prefix="csparql-consume-") as folder:
+        files, saved, unreadable = _save_messages(messages, source, Path(folder))
+        metadata = {SOURCE: source.id, SOURCE_POSITIONS: json.dumps(positions, sort_keys=True),
+                    INPUTS: json.dumps([f"{source.id}#{messages[0].position}..{messages[-1].position}"])}
+        options = {} if max_future_skew is None else {"max_future_skew": max_future_skew}
+        transaction = (source.application, number + 1)
+        if files:
+            try:
+                landed = ingest_stream(None, warehouse, stream, files, rejects=target, commit_metadata=metadata,
+                                       in_process=True, again=True, transaction=transaction, **options)
+            except InputError as error:
+                raise SourceError(f"{source.id}: {error}") from None
+        else:
+            landed = _commit_positions(warehouse, stream, metadata, transaction)
+        _name_messages(target, saved, source, unreadable)
+    reader.acknowledge(positions)
+    report.batches += 1
+    report.messages += len(messages)
+    report.landed += landed.landed
+    report.rejected += landed.rejected + len(unreadable)
+    report.versions.append(landed.version)
+    report.positions = positions
+    report.warnings.extend(landed.warnings)
+    if landed.max_ts is not None:
+        report.max_ts = max(report.max_ts or landed.max_ts, landed.max_ts)
+    if target.is_file() and target.stat().st_size:
+        report.rejects_paths.append(target)
+    return True
+
+
+def _unreadable(message: Message, source: SourceSpec) -> str | None:
+    media_type = message.media_type or source.media_type
+    format = media_type_format(media_type)
+    if message.body is None:
+        return f"the message has no {BODY_FIELD.decode()} field"
+    if format is None:
+        return f"unknown media type {media_type!r}"
+    if format not in TIMESTAMPED_FORMATS:
+        return f"{media_type} carries no timestamps: send TriG, N-Quads, JSON-LD or TriX"
+    return None
+
+
+def _commit_positions(warehouse: Warehouse, stream: str, metadata: dict, transaction) -> IngestReport:
+    """A commit of the batch's positions alone (its every message was rejected)."""
+    path = warehouse.stream(stream)
+    delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {IRI_PROPERTY: stream, KIND_PROPERTY: "stream"})
+    delta.commit_files(path, [], schema.STREAM, schema.STREAM_PARTITIONS, "ts", metadata=metadata,
+                       transaction=transaction)
+    return IngestReport(stream, path, version=delta.open_table(path).version())
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """A file of a batch: one message, or a run of consecutive messages in the line format (``starts``: each
+    one's first line in the file, and its position)."""
+
+    position: str | None = None
+    starts: tuple[tuple[int, str], ...] = ()
+
+    def message_line(self, line: int) -> tuple[str, int]:
+        """The position of the message that holds line ``line`` of the file, and the line's number in it."""
+        if self.position is not None:
+            return self.position, line
+        first, position = self.starts[max(0, bisect.bisect_right(self.starts, (line, "\uffff")) - 1)]
+        return position, line - first + 1
+
+
+def _save_messages(messages: list[Message], source: SourceSpec, folder: Path
+                   ) -> tuple[list[Path], dict[str, _Saved], list[tuple[Message, str]]]:
+    """The batch's messages saved as input files, in message order: a file per message, except that consecutive
+    messages in the line format without blank nodes share one (parsing a file per one-line message would cost
+    more than the rest of the ingest; blank nodes need a file of their own, which scopes them). Returns the files,
+    what each holds (by resolved path), and the messages that cannot be read, with the reason."""
+    files, saved, unreadable = [], {}, []
+    runs: dict[Path, tuple[list[bytes], list[tuple[int, str]]]] = {}
+    run_file = None
+    next_line = 1
+    for message in messages:
+        reason = _unreadable(message, source)
+        if reason:
+            unreadable.append((message, reason))
+            continue
+        format = media_type_format(message.media_type or source.media_type)
+        body = message.body
+        if format == "nquads" and b"_:" not in body and not lines_name_graphs(
+                body.decode("utf-8", "replace").splitlines()):
+            if run_file is None:
+                run_file = folder / f"{len(files):06d}-lines.nq"
+                next_line = 1
+                files.append(run_file)
+                runs[run_file] = ([], [])
+            if not body.endswith(b"\n"):
+                body += b"\n"
+            bodies, starts = runs[run_file]
+            starts.append((next_line, message.position))
+            bodies.append(body)
+            next_line += body.count(b"\n")
+            continue
+        run_file = None
+        file = folder / f"{len(files):06d}{FORMAT_EXTENSIONS[format]}"
+        file.write_bytes(body)
+        files.append(file)
+        saved[str(file.resolve())] = _Saved(position=message.position)
+    for file, (bodies, starts) in runs.items():
+        file.write_bytes(b"".join(bodies))
+        saved[str(file.resolve())] = _Saved(starts=tuple(starts))
+    return files, saved, unreadable
+
+
+def _name_messages(target: Path, saved: dict[str, _Saved], source: SourceSpec,
+                   unreadable: list[tuple[Message, str]]) -> None:
+    """The rejects file names each message by the source and its position, and each line by its number in the
+    message, not by the file it was saved to; it gets the messages that could not be read at all. An empty one
+    is removed."""
+    rows = [row.split("\t", 3) for row in target.read_text(encoding="utf-8").splitlines()] if target.is_file() else []
+    renamed = []
+    for name, line, reason, text in rows:
+        where = saved.get(unescape_field(name))
+        if where is not None:
+            position, number = where.message_line(int(line))
+            name, line = escape_field(f"{source.id}#{position}"), str(number)
+        renamed.append(f"{name}\t{line}\t{reason}\t{text}\n")
+    for message, reason in unreadable:
+        text = (message.body or b"").decode("utf-8", "replace")
+        renamed.append(f"{escape_field(source.id + '#' + message.position)}\t0\t{escape_field(reason)}\t"
+                       f"{escape_field(text)}\n")
+    if not renamed:
+        target.unlink(missing_ok=True)
+        return
+    temporary = target.with_name(f".{target.name}.tmp")
+    temporary.write_text("".join(renamed), encoding="utf-8")
+    temporary.replace(target)

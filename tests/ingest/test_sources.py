@@ -1,0 +1,282 @@
+"""Streams fed from a message bus (``csparql.ingest.sources``): a real Redis server on loopback (Debian's
+``redis-server``, started here), and Kafka's reader against a stand-in consumer, since no Kafka broker can run on
+these machines. Events land exactly once however the consumer dies: 100k events with the consumer process
+SIGKILLed again and again, a crash between the commit and the bus's acknowledgement, a crash before the commit,
+two consumers racing; unreadable messages are rejected with their position and reason, and the rest land."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from csparql.ingest import sources
+from csparql.ingest.sources import (
+    KafkaTopicReader, RedisStreamReader, SourceError, committed_positions, consume, parse_source,
+)
+from csparql.stack.airflow_stack import free_port
+from csparql.storage import delta
+from csparql.storage.warehouse import Warehouse
+
+from ingest.test_ingest import rows_of
+from ingest.test_timestamped_graphs import as_trig, events
+from support import tool_missing
+
+STREAM = "http://streams.org/bus"
+KEY = "sensor-events"
+EX = "http://ex.org/"
+START_MS = 1_269_252_000_000  # 2010-03-22T10:00:00Z
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    """A redis-server on a free loopback port, without persistence; yields its port."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        tool_missing("redis-server is not installed (apt-get install redis-server)")
+    folder = tmp_path_factory.mktemp("redis")
+    port = free_port()
+    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                               "no", "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    import redis
+
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise
+            time.sleep(0.1)
+    yield port
+    server.terminate()
+    server.wait(timeout=30)
+
+
+@pytest.fixture
+def client(redis_server):
+    import redis
+
+    connection = redis.Redis(port=redis_server)
+    connection.flushall()
+    return connection
+
+
+def event_line(number: int) -> bytes:
+    """Event ``number`` in the project's line format: one triple, its timestamp as the fourth term."""
+    return (f'<{EX}car{number}> <{EX}passes> <{EX}gate{number % 7}> "{START_MS + number * 10}" .\n').encode()
+
+
+def add_events(client, count: int, start: int = 0, key: str = KEY) -> None:
+    pipeline = client.pipeline(transaction=False)
+    for number in range(start, start + count):
+        pipeline.xadd(key, {"body": event_line(number)})
+        if number % 5000 == 4999:
+            pipeline.execute()
+    pipeline.execute()
+
+
+def cars_landed(warehouse: Warehouse) -> Counter:
+    return Counter(row["s"]["value"] for row in rows_of(warehouse.stream(STREAM)))
+
+
+CONSUMER = """
+import sys, redis
+from pathlib import Path
+from csparql.ingest.sources import RedisStreamReader, consume, parse_source
+from csparql.storage.warehouse import Warehouse
+port, root, stream = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+source = parse_source("redis://redis_default/sensor-events?batch=1000")
+reader = RedisStreamReader(redis.Redis(port=port), source.name)
+report = consume(Warehouse(root), stream, source, reader, Path(root) / "rejected")
+print("done", report.batches, report.landed, flush=True)
+"""
+
+
+def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_again(client, redis_server, tmp_path):
+    add_events(client, 100_000)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events?batch=1000")
+    chosen = random.Random(29)
+    killed_at = []  # the batches committed when each kill struck
+    for attempt in range(60):
+        consumer = subprocess.Popen([sys.executable, "-c", CONSUMER, str(redis_server), str(warehouse.root), STREAM],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:  # a kill at a random moment: starting, reading, parsing, writing, committing, acknowledging
+            out, err = consumer.communicate(timeout=chosen.uniform(0.8, 2.5) if len(killed_at) < 8 else 600)
+        except subprocess.TimeoutExpired:
+            consumer.send_signal(signal.SIGKILL)
+            consumer.communicate()
+            killed_at.append(committed_positions(warehouse.stream(STREAM), source)[0] + 1)
+            continue
+        assert consumer.returncode == 0, err
+        if out.startswith("done"):
+            break
+    else:
+        pytest.fail("the consumer never finished")
+    assert len(killed_at) == 8 and len(set(killed_at)) >= 4, killed_at  # killed at several points of the work
+    landed = cars_landed(warehouse)
+    assert len(landed) == 100_000 and set(landed.values()) == {1}
+    last = client.xrevrange(KEY, count=1)[0][0].decode()
+    number, positions = committed_positions(warehouse.stream(STREAM), source)
+    assert positions == {"id": last} and number == 99  # 100 batches of 1000: a batch starts where the last commit says
+    group = {g["name"].decode(): g for g in client.xinfo_groups(KEY)}["csparql"]
+    assert group["last-delivered-id"].decode() == last and group["lag"] == 0
+
+
+def test_a_crash_between_the_commit_and_the_acknowledgement_lands_nothing_twice(client, tmp_path, monkeypatch):
+    add_events(client, 300)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events?batch=100")
+    reader = RedisStreamReader(client, KEY)
+
+    def crash(positions):
+        raise KeyboardInterrupt("killed after the commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(reader, "acknowledge", crash)
+        with pytest.raises(KeyboardInterrupt):
+            consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
+    assert sum(cars_landed(warehouse).values()) == 100
+
+    def failed_commit(*args, **kwargs):
+        raise OSError("killed before the commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sources.delta, "commit_files", failed_commit)
+        with pytest.raises(OSError):
+            consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
+    assert sum(cars_landed(warehouse).values()) == 100
+    report = consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
+    assert (report.batches, report.landed) == (2, 200)
+    landed = cars_landed(warehouse)
+    assert len(landed) == 300 and set(landed.values()) == {1}
+    assert consume(warehouse, STREAM, source, reader, tmp_path / "rejected").batches == 0
+
+
+def test_a_second_consumer_racing_the_first_cannot_commit_the_same_batch(client, tmp_path, monkeypatch):
+    add_events(client, 50)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events?batch=50")
+    reader = RedisStreamReader(client, KEY)
+    read = reader.read
+    raced = []
+
+    def read_then_let_the_other_win(after, limit):
+        messages = read(after, limit)
+        if not raced:  # the other consumer reads and commits the same batch meanwhile
+            raced.append(consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected"))
+        return messages
+
+    monkeypatch.setattr(reader, "read", read_then_let_the_other_win)
+    with pytest.raises(delta.TransactionMoved):
+        consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
+    assert raced[0].landed == 50
+    assert set(cars_landed(warehouse).values()) == {1} and len(cars_landed(warehouse)) == 50
+
+
+def test_unreadable_messages_are_rejected_with_position_and_reason_and_the_rest_land(client, tmp_path):
+    made = events(seed=31, count=6)
+    client.xadd(KEY, {"body": as_trig(made[:3]), "content-type": "application/trig"})
+    client.xadd(KEY, {"no-body": "x"})
+    client.xadd(KEY, {"body": "<a> <b> <c> .", "content-type": "text/plain"})
+    client.xadd(KEY, {"body": event_line(1) + b"not a triple\n"})
+    client.xadd(KEY, {"body": as_trig(made[3:]), "content-type": "application/trig"})
+    only_bad = client.xadd(KEY, {"body": "<a> <b> <c> .", "content-type": "application/n-triples"})
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events?batch=5")
+    report = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+    assert report.batches == 2 and report.landed == 2 * 6 + 1 and report.rejected == 4, report
+    rows = [line.split("\t") for path in report.rejects_paths for line in path.read_text().splitlines()]
+    reasons = {row[0].split("#")[1]: (row[1], row[2]) for row in rows}
+    ids = [entry.decode() for entry, _ in client.xrange(KEY)]
+    assert reasons[ids[1]] == ("0", "the message has no body field")
+    assert reasons[ids[2]] == ("0", "unknown media type 'text/plain'")
+    assert reasons[ids[3]][0] == "2" and "expected" in reasons[ids[3]][1]
+    assert reasons[only_bad.decode()][1].startswith("application/n-triples carries no timestamps")
+    assert all(row[0].startswith("redis://redis_default/sensor-events#") for row in rows)
+    # the second batch's only message was rejected: its positions are committed all the same
+    assert committed_positions(warehouse.stream(STREAM), source) == (1, {"id": only_bad.decode()})
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("http://redis_default/k", "must start with redis:// or kafka://"),
+    ("redis:///k", "name the Airflow connection"),
+    ("redis://redis_default/", "name the Redis stream key or Kafka topic"),
+    ("redis://redis_default/k?format=text/turtle", "messages must carry timestamps"),
+    ("kafka://kafka_default/t?batch=0", "batch= must be a whole number"),
+    ("kafka://kafka_default/t?size=3", "unknown option 'size'"),
+])
+def test_a_source_that_cannot_be_consumed_is_refused_with_the_reason(text, problem):
+    with pytest.raises(SourceError, match=problem.replace("?", r"\?").replace("+", r"\+")):
+        parse_source(text)
+    spec = parse_source("kafka://kafka_default/sensor%20events?format=application/trig&batch=7")
+    assert (spec.kind, spec.conn_id, spec.name, spec.media_type, spec.batch) == (
+        "kafka", "kafka_default", "sensor events", "application/trig", 7)
+
+
+class StandInConsumer:
+    """confluent-kafka's Consumer as far as ``KafkaTopicReader`` uses it, over in-memory partitions (no Kafka
+    broker runs here): ``list_topics``, ``assign``, ``consume``, ``commit``."""
+
+    def __init__(self, topic: str, partitions: dict[int, list[bytes]]):
+        self.topic, self.partitions = topic, partitions
+        self.next: dict[int, int] = {}
+        self.committed: dict[int, int] = {}
+
+    def list_topics(self, topic, timeout):
+        return SimpleNamespace(topics={topic: SimpleNamespace(partitions={p: None for p in self.partitions},
+                                                               error=None)})
+
+    def assign(self, assignments):
+        self.next = {a.partition: (0 if a.offset == -2 else a.offset) for a in assignments}
+
+    def consume(self, num_messages, timeout):
+        records = []
+        for partition, values in sorted(self.partitions.items()):
+            while len(records) < num_messages and self.next[partition] < len(values):
+                offset = self.next[partition]
+                records.append(SimpleNamespace(error=lambda: None, partition=lambda p=partition: p,
+                                               offset=lambda o=offset: o, value=lambda v=values[offset]: v,
+                                               headers=lambda: [("content-type", b"application/n-quads")]))
+                self.next[partition] += 1
+        return records
+
+    def commit(self, offsets, asynchronous):
+        assert asynchronous is False
+        self.committed.update({o.partition: o.offset for o in offsets})
+
+
+def test_a_kafka_topic_lands_exactly_once_through_the_same_batches(tmp_path, monkeypatch):
+    partitions = {0: [event_line(n) for n in range(0, 30)], 1: [event_line(n) for n in range(30, 45)]}
+    consumer = StandInConsumer("cars", partitions)
+    offset = lambda topic, partition, offset: SimpleNamespace(topic=topic, partition=partition, offset=offset)  # noqa: E731
+    reader = KafkaTopicReader(consumer, "cars", topic_partition=offset, beginning=-2)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("kafka://kafka_default/cars?batch=20")
+    with monkeypatch.context() as patch:
+        patch.setattr(reader, "acknowledge", lambda positions: (_ for _ in ()).throw(KeyboardInterrupt()))
+        with pytest.raises(KeyboardInterrupt):
+            consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
+    assert committed_positions(warehouse.stream(STREAM), source) == (0, {"0": 20})
+    partitions[1].extend(event_line(n) for n in range(45, 50))
+    report = consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
+    assert report.landed == 30 and consumer.committed == {0: 30, 1: 20}
+    landed = cars_landed(warehouse)
+    assert len(landed) == 50 and set(landed.values()) == {1}
+    assert json.loads(delta.open_table(warehouse.stream(STREAM)).history(1)[0]["csparql.source_positions"]) == \
+        {"0": 30, "1": 20}
+    assert os.listdir(tmp_path / "rejected") == []
