@@ -116,12 +116,16 @@ def spread(rng: random.Random, start: int, end: int, count: int) -> Iterator[int
 
 @dataclass
 class Ingested:
-    """One landed stream file: how many triples, how long the ingest took."""
+    """One landed stream file: how many triples, how long the ingest took, in which format and how (``spark``:
+    ``ingest_stream`` with Spark, the data set's own landing; ``in-process``: without Spark, as pushes and
+    message batches land)."""
 
     stream: str
     triples: int
     bytes: int
     seconds: float
+    format: str = "timestamped N-Quads"
+    path: str = "spark"
 
     @property
     def triples_per_second(self) -> float:
@@ -278,7 +282,44 @@ def build(spark, kind: str, root: Path, size: int, history: int, seed: int) -> D
         if report.rejected:
             raise RuntimeError(f"{path}: {report.rejected} generated line(s) were rejected: {report.first_rejects[:3]}")
         dataset.ingests.append(Ingested(iri, report.landed, path.stat().st_size, seconds))
+    largest = max(files, key=lambda iri: counts[iri])
+    dataset.ingests += formats_side_by_side(largest, files[largest], folder / "formats")
     return dataset
+
+
+def as_timestamped_graphs(lines: Path, trig: Path) -> None:
+    """The stream file ``lines`` (the line format, as ``generate`` writes it) as TriG timestamped named graphs:
+    one graph per instant, its timestamp a ``prov:generatedAtTime`` triple in the default graph."""
+    graphs: dict[str, list[str]] = {}
+    with open(lines, encoding="utf-8") as handle:
+        for line in handle:
+            statement, _, timestamp = line.rstrip().removesuffix(" .").rpartition(" ")
+            if statement:
+                graphs.setdefault(timestamp, []).append(statement)
+    with open(trig, "w", encoding="utf-8") as out:
+        out.write("@prefix prov: <http://www.w3.org/ns/prov#> .\n")
+        for number, (timestamp, statements) in enumerate(graphs.items()):
+            name = f"<urn:event:{number}>"
+            out.write(f"{name} {{ " + " . ".join(statements) + f" . }}\n{name} prov:generatedAtTime {timestamp} .\n")
+
+
+def formats_side_by_side(iri: str, lines: Path, folder: Path) -> list[Ingested]:
+    """The same events landed without Spark (``in_process``) from the line format and from TriG timestamped
+    named graphs, one after the other into fresh warehouses: the ingest figures of the two formats."""
+    from csparql.ingest.ingest import ingest_stream
+
+    folder.mkdir(parents=True, exist_ok=True)
+    trig = folder / "events.trig"
+    as_timestamped_graphs(lines, trig)
+    measured = []
+    for name, path in (("timestamped N-Quads", lines), ("TriG timestamped graphs", trig)):
+        clock = time.perf_counter()
+        report = ingest_stream(None, Warehouse(folder / f"warehouse-{path.suffix[1:]}"), iri, [path], in_process=True)
+        seconds = time.perf_counter() - clock
+        if report.rejected:
+            raise RuntimeError(f"{path}: {report.rejected} rejected: {report.first_rejects[:3]}")
+        measured.append(Ingested(iri, report.landed, path.stat().st_size, seconds, name, "in-process"))
+    return measured
 
 
 SRBENCH_HOURS = 30

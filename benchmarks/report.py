@@ -28,6 +28,7 @@ TEN_MILLION = 10_000_000
 TEN_MILLION_SECONDS = 15.0
 MEMORY_GROWTH = 1.25
 INGEST_RATE = 150_000
+GRAPH_INGEST_RATE = 100_000
 PANES_AT = 30
 PANES_WORKLOAD = "topic_count"
 """Issue 18's targets are judged on the sliding sweep's topic count (the workload its figures came from)."""
@@ -108,7 +109,7 @@ def targets(result: dict) -> list[dict]:
     """Each target of issues 6 and 18 with what this run measured: ``met`` is True, False, or None when the run
     did not measure it (e.g. quick mode's sizes); ``why`` explains a miss from measured facts."""
     return [_compiled_overhead(result), _versus_stores(result), _history(result), _ten_million(result),
-            _ingest(result), _panes_sliding(result), _panes_tumbling(result)]
+            _ingest(result), _graph_ingest(result), _panes_sliding(result), _panes_tumbling(result)]
 
 
 def _window_sizes(result: dict) -> list[int]:
@@ -256,9 +257,10 @@ def _ten_million(result: dict) -> dict:
 
 def _ingest(result: dict) -> dict:
     target = {"id": "ingest", "target": f"ingest of timestamped N-Quads at least {INGEST_RATE:,} triples per second"}
-    if not result["ingest"]:
+    landed = [i for i in result["ingest"] if i.get("path", "spark") == "spark"]
+    if not landed:
         return {**target, "measured": "–", "met": None, "why": "nothing ingested"}
-    largest = max(result["ingest"], key=lambda i: i["triples"])
+    largest = max(landed, key=lambda i: i["triples"])
     measured = f"{largest['triples_per_second']:,.0f} triples/s ({largest['triples']:,} triples in {_fmt_s(largest['seconds'])})"
     met = largest["triples_per_second"] >= INGEST_RATE
     why = None
@@ -267,6 +269,23 @@ def _ingest(result: dict) -> dict:
                "watermark) dominates files this small") if largest["triples"] < 1_000_000 else (
                "ingest parses the N-Quads lines in Python workers (mapInArrow, two passes over the file) on the "
                "executors: two cores here")
+    return {**target, "measured": measured, "met": met, "why": why}
+
+
+def _graph_ingest(result: dict) -> dict:
+    target = {"id": "graph-ingest",
+              "target": f"ingest of TriG timestamped named graphs at least {GRAPH_INGEST_RATE:,} triples per second"}
+    runs = {i["format"]: i for i in result["ingest"] if i.get("path") == "in-process"}
+    graphs, lines = runs.get("TriG timestamped graphs"), runs.get("timestamped N-Quads")
+    if graphs is None:
+        return {**target, "measured": "–", "met": None, "why": "not measured in this run"}
+    measured = (f"{graphs['triples_per_second']:,.0f} triples/s ({graphs['triples']:,} triples in "
+                f"{_fmt_s(graphs['seconds'])})")
+    if lines:
+        measured += f"; the line format in the same run: {lines['triples_per_second']:,.0f} triples/s"
+    met = graphs["triples_per_second"] >= GRAPH_INGEST_RATE
+    why = None if met else ("a TriG file is parsed whole in one Python process (pyoxigraph), then grouped by graph "
+                            "and timestamped in Python: one core, whatever the cluster")
     return {**target, "measured": measured, "met": met, "why": why}
 
 
@@ -432,10 +451,12 @@ def markdown(result: dict) -> str:
                          else f"{_fmt_mb(m['peak_rss_bytes'])} (+{_fmt_mb(m['rss_increase_bytes'])})")
         heap = (find(result, "window", "csparql_warm", size) or {}).get("jvm_heap_peak_bytes")
         lines.append(f"| {size:,} | " + " | ".join(cells) + f" | {_fmt_mb(heap)} |")
-    lines += ["", "## Ingest (timestamped N-Quads through `ingest_stream`)", "",
-              "| data set | stream | triples | MB | time | triples/s |", "|---|---|---:|---:|---:|---:|"]
+    lines += ["", "## Ingest (`ingest_stream`: with Spark, and in process as pushes and message batches land)", "",
+              "| data set | stream | format | how | triples | MB | time | triples/s |",
+              "|---|---|---|---|---:|---:|---:|---:|"]
     for i in result["ingest"]:
-        lines.append(f"| {i['dataset']} n={i['size']:,} h={i['history']} | `{i['stream']}` | {i['triples']:,} | "
+        lines.append(f"| {i['dataset']} n={i['size']:,} h={i['history']} | `{i['stream']}` | "
+                     f"{i.get('format', 'timestamped N-Quads')} | {i.get('path', 'spark')} | {i['triples']:,} | "
                      f"{i['bytes'] / 2**20:.1f} | {_fmt_s(i['seconds'])} | {i['triples_per_second']:,.0f} |")
     lines += ["", "## End to end through Airflow", ""]
     lines += _airflow_lines(result["airflow"])

@@ -406,7 +406,8 @@ class BenchmarkRun:
             "parameters": self.profile.to_dict(),
             "ingest": [
                 {"dataset": d.kind, "size": d.size, "history": d.history, "stream": i.stream, "triples": i.triples,
-                 "bytes": i.bytes, "seconds": i.seconds, "triples_per_second": i.triples_per_second}
+                 "bytes": i.bytes, "seconds": i.seconds, "triples_per_second": i.triples_per_second,
+                 "format": i.format, "path": i.path}
                 for d in self.datasets.values() for i in d.ingests
             ],
             "measurements": [r.to_dict() for r in self.records],

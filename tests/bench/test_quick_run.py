@@ -78,6 +78,9 @@ def test_every_workload_and_sweep_has_its_figures(run):
                 assert m is not None and m["status"] == "ok" and m["seconds_per_stream_minute"] > 0, (
                     workload, ratio, system)
     assert result["ingest"] and all(i["triples"] > 0 and i["triples_per_second"] > 0 for i in result["ingest"])
+    side_by_side = {i["format"]: i for i in result["ingest"] if i["path"] == "in-process"}
+    assert set(side_by_side) == {"timestamped N-Quads", "TriG timestamped graphs"}
+    assert side_by_side["TriG timestamped graphs"]["triples"] == side_by_side["timestamped N-Quads"]["triples"]
 
 
 @pytest.mark.parametrize("workload", QUICK.ratio_workloads)
@@ -106,6 +109,7 @@ def test_the_sliding_sweep_has_the_pane_path_live_and_replayed_beside_the_recomp
     assert replay["status"] == "not run" and "tumbling" in replay["reason"] and replay["median_seconds"] is None
     targets = {t["id"]: t for t in result["targets"]}
     assert targets["panes_tumbling"]["met"] in (True, False) and targets["panes_tumbling"]["measured"] != "–"
+    assert targets["graph-ingest"]["met"] in (True, False) and targets["graph-ingest"]["measured"] != "–"
     table = (run["out"] / "table.md").read_text(encoding="utf-8")
     assert "csparql panes (live) per window" in table and "replay ÷ recompute" in table
     assert f"## Sliding ratio: {report.RATIO_TITLES[workload]}" in table

@@ -17,8 +17,9 @@ graph's name first appears.
 Standard N-Quads (the fourth term names the graph) are events too; the project's own ``.nq`` line format (the
 fourth term is the triple's timestamp) is told apart by its first statements (``names_graphs``).
 
-This module reads an rdflib ``Dataset`` (TriG, TriX, JSON-LD and standard N-Quads files are parsed into one) and
-knows nothing of Spark or tables.
+This module reads the quads pyoxigraph parses (TriG, JSON-LD and standard N-Quads files directly; TriX through
+rdflib, ``dataset_quads``), turns their terms into stored rows (``term_row``), and knows nothing of Spark or
+tables.
 """
 
 from __future__ import annotations
@@ -27,24 +28,25 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import rdflib
-from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
-from rdflib.term import BNode, Literal, URIRef
+import pyoxigraph as ox
 
 from csparql.ingest.lines import FutureLimit, LineError, bounded_timestamp_micros, parse_statement
-from csparql.storage.schema import BLANK, IRI
-from csparql.terms import format_term
+from csparql.storage.schema import BLANK, IRI, LITERAL
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME
 
 __all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "GRAPH_NQUADS", "PROV_GENERATED_AT_TIME", "GraphReject", "TimedTriple",
-           "first_line_naming", "names_graphs", "timed_triples"]
+           "dataset_quads", "first_line_naming", "names_graphs", "parse_quads", "term_row", "timed_triples"]
+
+PARSED_FORMATS = {"trig": ox.RdfFormat.TRIG, "json-ld": ox.RdfFormat.JSON_LD, "nquads": ox.RdfFormat.N_QUADS}
+"""The formats pyoxigraph parses here (``GRAPH_NQUADS`` files are N-Quads); TriX goes through ``dataset_quads``."""
+RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 
 
 @dataclass(frozen=True)
 class GraphReject:
     """A graph (or the default graph's untimed triples) that does not land: where, why, and what."""
 
-    graph: object  # the graph's name; None for the default graph
+    graph: object  # the graph's name (a pyoxigraph term); None for the default graph
     reason: str
     text: str
 
@@ -57,63 +59,93 @@ class TimedTriple:
     micros: int
 
 
+def parse_quads(path, format: str) -> Iterator[ox.Quad]:
+    """The quads of the file at ``path`` in ``format`` (a key of ``PARSED_FORMATS``); ``SyntaxError`` (with the
+    line in ``lineno``) for a file that is not valid. Lexical forms stay as written; language tags are lower
+    case; blank nodes keep the file's labels."""
+    return ox.parse(path=str(path), format=PARSED_FORMATS[format])
+
+
+def dataset_quads(dataset) -> Iterator[ox.Quad]:
+    """The quads of an rdflib ``Dataset`` (TriX, which pyoxigraph does not read), as pyoxigraph parses them
+    from the dataset written as N-Quads."""
+    return ox.parse(dataset.serialize(format="nquads", encoding="utf-8"), format=ox.RdfFormat.N_QUADS)
+
+
+def term_row(term) -> tuple[int, str, str | None, str | None]:
+    """The stored form of a pyoxigraph term, (kind, value, datatype, language), as ``csparql.storage.terms``
+    stores an rdflib term."""
+    if isinstance(term, ox.NamedNode):
+        return (IRI, term.value, None, None)
+    if isinstance(term, ox.BlankNode):
+        return (BLANK, term.value, None, None)
+    if isinstance(term, ox.Literal):
+        if term.language:
+            return (LITERAL, term.value, RDF_LANGSTRING, term.language.lower())
+        return (LITERAL, term.value, term.datatype.value, None)
+    raise TypeError(f"not a ground RDF term: {term!r}")
+
+
 def _count(triples: list) -> str:
     return f"{len(triples)} triple" + ("" if len(triples) == 1 else "s")
 
 
-def timed_triples(dataset: rdflib.Dataset, predicates: Sequence[str], default_micros: int | None,
+def timed_triples(quads: Iterable[ox.Quad], predicates: Sequence[str], default_micros: int | None,
                   future: FutureLimit | None) -> tuple[list[TimedTriple], list[GraphReject]]:
-    """The triples of ``dataset``'s events with their instants, ordered by instant then graph (the default
-    graph's last among equals), and the graphs rejected, in the order of their names."""
-    accepted = {URIRef(p) for p in predicates}
-    default = dataset.graph(DATASET_DEFAULT_GRAPH_ID)
-    names = {g.identifier for g in dataset.graphs() if g.identifier != DATASET_DEFAULT_GRAPH_ID}
-    named = [dataset.graph(name) for name in sorted(names, key=format_term)]
-
-    def timestamps(graph_name) -> Iterator[tuple[object, Literal]]:
-        for source in (default, dataset.graph(graph_name)):
-            for predicate in accepted:
-                for value in source.objects(graph_name, predicate):
-                    yield predicate, value
+    """The triples of the events ``quads`` hold (each graph's triples once) with their instants, ordered by
+    instant then graph (the default graph's last among equals), each event's triples in the order written; and
+    the graphs rejected, in the order of their names."""
+    accepted = {ox.NamedNode(p) for p in predicates}
+    graphs: dict[object, dict[tuple, None]] = {}
+    for quad in quads:
+        name = None if isinstance(quad.graph_name, ox.DefaultGraph) else quad.graph_name
+        graphs.setdefault(name, {})[(quad.subject, quad.predicate, quad.object)] = None
+    default = graphs.pop(None, {})
+    names = sorted(graphs, key=str)
+    stamps: dict[object, list[tuple]] = {}  # graph name → its timestamp triples, in the default graph or its own
+    for source in (default, *graphs.values()):
+        for triple in source:
+            if triple[1] in accepted and triple[0] in graphs:
+                stamps.setdefault(triple[0], []).append(triple)
 
     events: list[tuple[int, str, object, list]] = []
     rejects: list[GraphReject] = []
     metadata: set[tuple] = set()
-    for graph in named:
-        name = graph.identifier
-        shown = format_term(name)
-        found = {}
+    for name in names:
+        shown = str(name)
+        own = [t for t in stamps.get(name, ()) if t in graphs[name] or t in default]
+        metadata.update(own)
+        found: dict[int, str] = {}
         problem = None
-        for predicate, value in timestamps(name):
-            metadata.add((name, predicate, value))
-            if not isinstance(value, Literal):
-                problem = f"its timestamp {format_term(value)} (<{predicate}>) is not a literal"
+        for _, predicate, value in own:
+            if not isinstance(value, ox.Literal):
+                problem = f"its timestamp {value} (<{predicate.value}>) is not a literal"
                 continue
-            datatype = str(value.datatype) if value.datatype is not None else None
+            datatype = None if value.language else value.datatype.value
             try:
-                micros = bounded_timestamp_micros(str(value), datatype, future)
+                micros = bounded_timestamp_micros(value.value, datatype, future)
             except LineError as error:
                 problem = str(error)
                 continue
-            found[micros] = value
-        triples = [t for t in graph if (t[0], t[1], t[2]) not in metadata]
+            found[micros] = value.value
+        triples = [t for t in graphs[name] if t not in metadata]
         if problem is None and len(found) > 1:
             values = ", ".join(sorted(f"'{v}'" for v in found.values()))
             problem = f"it has {len(found)} different timestamps ({values})"
         if problem is None and not found:
             if default_micros is None:
-                choices = "> or <".join(sorted(map(str, accepted)))
+                choices = "> or <".join(sorted(set(predicates)))
                 problem = (f"it has no timestamp: no triple {shown} <{choices}> in the default graph or in the "
                            "graph; add one, or pass --timestamp T")
             else:
-                found[default_micros] = None
+                found[default_micros] = ""
         if problem is not None:
             rejects.append(GraphReject(name, f"graph {shown}: {problem}; its {_count(triples)} did not land", shown))
             continue
         if triples:
             events.append((next(iter(found)), shown, name, triples))
     # a timestamp triple about any graph of the file is metadata (its graph may be empty, or rejected)
-    untimed = [t for t in default if t not in metadata and not (t[1] in accepted and t[0] in names)]
+    untimed = [t for t in default if t not in metadata and not (t[1] in accepted and t[0] in graphs)]
     if untimed:
         if default_micros is None:
             rejects.append(GraphReject(None, f"the default graph has {_count(untimed)} without a timestamp (not about "
@@ -122,8 +154,6 @@ def timed_triples(dataset: rdflib.Dataset, predicates: Sequence[str], default_mi
         else:
             events.append((default_micros, "\uffff", None, untimed))
     events.sort(key=lambda event: (event[0], event[1]))
-    for event in events:
-        event[3].sort(key=lambda triple: tuple(term.n3() for term in triple))
     timed = [TimedTriple(s, p, o, micros) for micros, _, _, triples in events for s, p, o in triples]
     return timed, rejects
 
@@ -134,12 +164,12 @@ def first_line_naming(path, names: Sequence[object]) -> dict[object, int]:
     none does. A hint for the reader of a reject, not a parser's position."""
     patterns = {}
     for name in names:
-        if isinstance(name, BNode):
-            patterns[name] = re.compile(rf"_:{re.escape(str(name))}\b")
+        if isinstance(name, ox.BlankNode):
+            patterns[name] = re.compile(rf"_:{re.escape(name.value)}\b")
         else:
-            local = re.split(r"[/#:]", str(name))[-1]
+            local = re.split(r"[/#:]", name.value)[-1]
             prefixed = rf"|[\w-]*:{re.escape(local)}(?![\w.-]*[\w-])" if local else ""
-            patterns[name] = re.compile(rf"[<\"]{re.escape(str(name))}[>\"]{prefixed}")
+            patterns[name] = re.compile(rf"[<\"]{re.escape(name.value)}[>\"]{prefixed}")
     lines = {name: 0 for name in names}
     waiting = set(patterns)
     try:

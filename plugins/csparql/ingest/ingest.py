@@ -16,8 +16,9 @@ Parallel parsing (line formats)
     that START in each range (reading past its end to finish the last one), so line numbers are exact, with
     no line loop in the driver and only the DataFrame API (it works over Spark Connect). The executors open
     the input files by path, so they must see them (local mode, or a filesystem shared with the cluster), as
-    they see the table folder they write to. Other formats are parsed by rdflib in the driver; a file rdflib
-    cannot parse is rejected whole, with the parser's message and position.
+    they see the table folder they write to. Other formats are parsed whole in the driver: a stream's timestamped
+    named graphs (TriG, JSON-LD, standard N-Quads) by pyoxigraph, TriX and the rest by rdflib; a file the
+    parser cannot read is rejected whole, with the parser's message and position.
 
 Rejects
     A malformed line never stops an ingest: it is written to the rejects file with its line number and the
@@ -60,8 +61,9 @@ Arrival order (streams)
     ``arrival = batch << 40 | ordinal``: ``batch`` is the table's version when the ingest starts, plus one
     (the version its commit will normally get), so a later ingest has larger arrivals; ``ordinal`` numbers the
     lines of the ingest's files in order (file 2's lines follow all of file 1's; within a file, the line
-    number), so file and line order hold. Room: 2^23 ingests per table, 2^40 lines per ingest. For rdflib
-    formats a triple's ordinal follows the parser's order (timestamped graphs: by instant, then graph name).
+    number), so file and line order hold. Room: 2^23 ingests per table, 2^40 lines per ingest. For formats
+    parsed whole a triple's ordinal follows the parser's order (timestamped graphs: by instant, then graph
+    name, then as written).
 
 Blank nodes
     Labels are scoped per ingest and file: ``_:b1`` of file 0 of ingest ``3f9c2a1b0e7d`` is stored as

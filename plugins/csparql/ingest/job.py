@@ -16,11 +16,13 @@ in (ts, arrival) order, so the Parquet page indexes let a window read only the p
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -127,43 +129,76 @@ class IngestJob:
         return bases
 
     def parse_whole(self, item: Input) -> pa.Table:
-        """A file in a format rdflib reads, parsed in this process; rejected whole when rdflib fails. A stream's
-        TriG, TriX or JSON-LD file is a sequence of timestamped named graphs (``csparql.ingest.graphs``)."""
-        target = parsed_schema(self.stream)
+        """A file parsed whole in this process; rejected whole, with the parser's line and message, when it is
+        not valid. A stream's TriG, JSON-LD, TriX or standard N-Quads file is a sequence of timestamped named
+        graphs (``csparql.ingest.graphs``, read with pyoxigraph); other formats are read with rdflib."""
+        if self.stream and item.format in GRAPH_FORMATS:
+            return self.parse_graphs(item)
         graph = rdflib.Dataset() if item.format in QUAD_FORMATS else rdflib.Graph()
+        if not self.parse_with_rdflib(item, graph):
+            return parsed_schema(self.stream).empty_table()
+        triples = list(graph.quads((None, None, None, None)) if item.format in QUAD_FORMATS else graph)
+        rows = [tuple(term_row(term) for term in triple[:3]) for triple in triples]
+        return self.arrow_rows(item, rows, [self.default_micros] * len(rows))
+
+    def parse_with_rdflib(self, item: Input, graph) -> bool:
+        """Whether rdflib read the file into ``graph``; a reject of the whole file when it could not."""
         previous = rdflib.NORMALIZE_LITERALS
         rdflib.NORMALIZE_LITERALS = False  # keep lexical forms as written
         try:
-            graph.parse(str(item.path), format="nquads" if item.format == graphs.GRAPH_NQUADS else item.format)
+            graph.parse(str(item.path), format=item.format)
         except Exception as error:  # rdflib raises many kinds: each means the file is not valid
-            line, reason = parser_position(error)
-            self.rejects.append((item.index, line, escape_field(reason), escape_field(line_text(item.path, line))))
-            return target.empty_table()
+            self.reject_file(item, error)
+            return False
         finally:
             rdflib.NORMALIZE_LITERALS = previous
-        if self.stream and item.format in GRAPH_FORMATS:  # rejects: the graph's name, where it is first written
-            timed, rejected = graphs.timed_triples(graph, self.timestamp_predicates, self.default_micros, self.future)
+        return True
+
+    def reject_file(self, item: Input, error: Exception) -> None:
+        line, reason = parser_position(error)
+        self.rejects.append((item.index, line, escape_field(reason), escape_field(line_text(item.path, line))))
+
+    def parse_graphs(self, item: Input) -> pa.Table:
+        """A file of timestamped named graphs: each graph's triples with its instant; rejects name the graph
+        and the line where it is first written."""
+        if item.format == "trix":
+            dataset = rdflib.Dataset()
+            if not self.parse_with_rdflib(item, dataset):
+                return parsed_schema(self.stream).empty_table()
+            quads = graphs.dataset_quads(dataset)
+        else:
+            quads = graphs.parse_quads(item.path, "nquads" if item.format == graphs.GRAPH_NQUADS else item.format)
+        with collection_paused():
+            try:
+                timed, rejected = graphs.timed_triples(quads, self.timestamp_predicates, self.default_micros,
+                                                       self.future)
+            except SyntaxError as error:  # pyoxigraph parses as it is read
+                self.reject_file(item, error)
+                return parsed_schema(self.stream).empty_table()
             at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
             self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
                                 for r in rejected)
-            triples, micros = [(t.subject, t.predicate, t.object) for t in timed], [t.micros for t in timed]
-        else:
-            triples = list(graph.quads((None, None, None, None)) if item.format in QUAD_FORMATS else graph)
-            micros = [self.default_micros] * len(triples)
+            rows = [(graphs.term_row(t.subject), graphs.term_row(t.predicate), graphs.term_row(t.object))
+                    for t in timed]
+            return self.arrow_rows(item, rows, [t.micros for t in timed])
+
+    def arrow_rows(self, item: Input, rows: list[tuple], micros: list[int | None]) -> pa.Table:
+        """The parsed rows of ``item`` (stored terms; blank nodes scoped to the file), with their instants and
+        arrivals 1, 2, ... for a stream."""
         scope = self.scope(item.index)
-        columns: dict[str, list] = {name: [] for name in ("s", "p", "o")}
-        for triple in triples:
-            for name, term in zip(("s", "p", "o"), triple[:3]):
-                kind, value, datatype, language = term_row(term)
-                if kind == BLANK:
-                    value = scope + value
-                columns[name].append({"kind": kind, "value": value, "datatype": datatype, "language": language})
-        rows = len(columns["s"])
-        arrays = [pa.array(columns[name], schema.TERM_TYPE) for name in ("s", "p", "o")]
+        arrays = []
+        for position in range(3):
+            terms = [row[position] for row in rows]
+            kinds = [term[0] for term in terms]
+            values = [scope + term[1] if term[0] == BLANK else term[1] for term in terms]
+            fields = [pa.array(kinds, pa.int8()), pa.array(values, pa.string()),
+                      pa.array([term[2] for term in terms], pa.string()),
+                      pa.array([term[3] for term in terms], pa.string())]
+            arrays.append(pa.StructArray.from_arrays(fields, fields=list(schema.TERM_TYPE)))
         if self.stream:
             ts = pa.array(micros, pa.int64())
-            arrays += [ts, pa.array(range(1, rows + 1), pa.int64()), hour_buckets(ts)]
-        return pa.Table.from_arrays(arrays, schema=target)
+            arrays += [ts, pa.array(range(1, len(rows) + 1), pa.int64()), hour_buckets(ts)]
+        return pa.Table.from_arrays(arrays, schema=parsed_schema(self.stream))
 
     def write_rejects(self, report: IngestReport) -> None:
         """Every reject, in file and line order, into its rejects file (``targets``, or the one named file);
@@ -190,6 +225,20 @@ class IngestJob:
                 handle.writelines(rows)
             os.replace(temporary, target)
         report.rejects_paths = tuple(t for t, rows in by_target.items() if rows)
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: building millions of small objects that form no cycle (terms,
+    tuples, rows) otherwise sets off collections that walk the whole heap again and again, most of a parse's
+    time. Reference counting still frees what is dropped."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def parsed_schema(stream: bool) -> pa.Schema:
