@@ -22,7 +22,8 @@ WINDOWS_PER_QUERY = 3
 ROWS_SHOWN = 8
 
 
-def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None = None, out=sys.stdout) -> int:
+def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None = None, out=sys.stdout,
+             stream_format: str = "tnq") -> int:
     from csparql.engine.formats import render
     from csparql.ingest.ingest import ingest_stream, load_static
     from csparql.engine.runner import Engine, EvaluationFailed
@@ -35,7 +36,7 @@ def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None
     if warehouse_root.exists():
         shutil.rmtree(warehouse_root)
     warehouse = Warehouse(warehouse_root)
-    samples = write_samples(warehouse_root / "_samples")
+    samples = write_samples(warehouse_root / "_samples", format=stream_format)
     print(f"sample data: {format_instant(samples.start)} to {format_instant(samples.end)} in {warehouse_root / '_samples'}", file=out)
     spark = spark_session(master)
     for iri, path in samples.streams.items():

@@ -3,7 +3,8 @@
 The urban scenario of the papers (000 §5, 002 §2): tollgates and traffic cameras registering cars, placed in
 streets that belong to districts, streets with capacities and sensors; the stock market of 002 §3.4 and
 §5.2 with its brokers; and the GetGlue interactions of 003 §3.3 with a friendship graph. Streams are written
-as timestamped N-Quads (the fourth term is the triple's xsd:dateTime, 003 §3.1), static graphs as Turtle.
+as timestamped N-Quads (the fourth term is the triple's xsd:dateTime, 003 §3.1), or as timestamped named graphs
+in TriG, standard N-Quads or JSON-LD (``STREAM_FORMATS``); static graphs as Turtle.
 
 ``write_samples(folder, start, hours)`` writes one file per stream and per static graph and returns what it
 wrote; the same seed always gives the same files.
@@ -15,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csparql.storage.vocabulary import RDF_TYPE, XSD_DATETIME, XSD_INTEGER
+from csparql.storage.vocabulary import PROV_GENERATED_AT_TIME, RDF_TYPE, XSD_DATETIME, XSD_INTEGER
 from csparql.windows import format_instant, parse_instant
 
 C = "http://linkedurbandata.org/city#"
@@ -53,12 +54,47 @@ def _iri(value: str) -> str:
     return f"<{value}>"
 
 
-def _quad(s: str, p: str, o: str, micros: int) -> str:
-    return f'{s} {p} {o} "{format_instant(micros)}"^^<{XSD_DATETIME}> .\n'
+def _quad(s: str, p: str, o: str, micros: int) -> tuple[str, int]:
+    return f"{s} {p} {o}", micros
 
 
-def write_samples(folder: str | Path, start: str = DEFAULT_START, hours: int = 3, seed: int = 2010, rate: int = 12) -> SampleFiles:
-    """Write the sample streams (``rate`` events per stream and minute) and static graphs into ``folder``."""
+STREAM_FORMATS = {"tnq": "the project's line format", "trig": "TriG timestamped named graphs",
+                  "nq": "standard N-Quads timestamped named graphs", "jsonld": "JSON-LD timestamped named graphs"}
+"""The formats (file extensions) the sample streams can be written in."""
+
+
+def stream_text(name: str, events: list[tuple[str, int]], format: str = "tnq") -> str:
+    """A sample stream's events ((statement, instant µs) in order) as the text of a file in ``format``: each
+    statement with its instant as the fourth term (``tnq``), or a named graph per instant, timestamped with
+    ``prov:generatedAtTime`` in the default graph (``trig``, ``nq``, ``jsonld``)."""
+    if format == "tnq":
+        return "".join(f'{statement} "{format_instant(at)}"^^<{XSD_DATETIME}> .\n' for statement, at in events)
+    if format not in STREAM_FORMATS:
+        raise ValueError(f"unknown sample format {format!r}: use one of {', '.join(STREAM_FORMATS)}")
+    graphs: dict[int, list[str]] = {}
+    for statement, at in events:
+        graphs.setdefault(at, []).append(statement)
+    trig = []
+    for number, (at, statements) in enumerate(graphs.items()):
+        graph = f"<urn:csparql:sample:{name}:{number}>"
+        trig.append(f"{graph} {{ " + " . ".join(statements) + f" . }}\n{graph} <{PROV_GENERATED_AT_TIME}> "
+                    f'"{format_instant(at)}"^^<{XSD_DATETIME}> .\n')
+    text = "".join(trig)
+    if format == "trig":
+        return text
+    import pyoxigraph as ox
+
+    quads = ox.parse(text.encode("utf-8"), format=ox.RdfFormat.TRIG)
+    target = ox.RdfFormat.N_QUADS if format == "nq" else ox.RdfFormat.JSON_LD
+    return ox.serialize(quads, format=target).decode("utf-8")
+
+
+def write_samples(folder: str | Path, start: str = DEFAULT_START, hours: int = 3, seed: int = 2010, rate: int = 12,
+                  format: str = "tnq") -> SampleFiles:
+    """Write the sample streams (``rate`` events per stream and minute, in ``format``: a key of
+    ``STREAM_FORMATS``) and static graphs into ``folder``."""
+    if format not in STREAM_FORMATS:
+        raise ValueError(f"unknown sample format {format!r}: use one of {', '.join(STREAM_FORMATS)}")
     rng = random.Random(seed)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -101,7 +137,7 @@ def write_samples(folder: str | Path, start: str = DEFAULT_START, hours: int = 3
     files.graphs[GRAPHS["friends"]].write_text("".join(friends), encoding="utf-8")
 
     step = 60_000_000 // rate
-    streams: dict[str, list[str]] = {name: [] for name in STREAMS}
+    streams: dict[str, list[tuple[str, int]]] = {name: [] for name in STREAMS}
     topics = [f"http://getglue.com/topic/{t}" for t in ("movies", "music", "books", "games", "tv", "sports")]
     for index, instant in enumerate(range(begin + step, end + 1, step)):
         jitter = rng.randrange(0, step)
@@ -137,8 +173,8 @@ def write_samples(folder: str | Path, start: str = DEFAULT_START, hours: int = 3
         streams["interactions"].append(_quad(_iri(post), _iri(RDF_TYPE), _iri(SIOC + "Post"), at))
         streams["interactions"].append(_quad(_iri(post), _iri(SIOC + "has_creator"), _iri(rng.choice(users)), at))
         streams["interactions"].append(_quad(_iri(post), _iri(SIOC + "topic"), _iri(rng.choice(topics)), at))
-    for name, lines in streams.items():
-        path = folder / f"{name}.tnq"
-        path.write_text("".join(lines), encoding="utf-8")
+    for name, events in streams.items():
+        path = folder / f"{name}.{format}"
+        path.write_text(stream_text(name, events, format), encoding="utf-8")
         files.streams[STREAMS[name]] = path
     return files

@@ -104,3 +104,22 @@ def test_an_in_process_ingest_starts_no_jvm_and_imports_no_pyspark(tmp_path):
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer == {"landed": 20, "version": 1, "pyspark": False}
+
+
+def test_the_sample_streams_in_every_format_land_the_same_events(tmp_path):
+    from collections import Counter
+
+    from csparql.samples import STREAM_FORMATS, write_samples
+
+    landed = {}
+    for format in STREAM_FORMATS:
+        files = write_samples(tmp_path / format, hours=1, format=format)
+        for iri, path in files.streams.items():
+            assert path.suffix == f".{format}"
+            warehouse = Warehouse(tmp_path / f"warehouse-{format}")
+            report = ingest_stream(None, warehouse, iri, [path], in_process=True)
+            assert report.rejected == 0, (format, iri, report.first_rejects)
+            landed[format, iri] = Counter((tuple(r["s"].values()), tuple(r["p"].values()), tuple(r["o"].values()),
+                                           r["ts"]) for r in rows_of(warehouse.stream(iri)))
+    for (format, iri), rows in landed.items():
+        assert rows == landed["tnq", iri] and rows, (format, iri)

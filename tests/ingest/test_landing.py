@@ -201,3 +201,24 @@ def test_a_file_whose_content_landed_under_another_name_moves_to_done_without_la
     assert (summary.landed, summary.already_landed, summary.recovered) == (0, ["a-again.nq"], [])
     assert stored(warehouse) == (1, 5)
     assert files_in(folder / "done") == {"a.nq", "a-again.nq"} and not (folder / INTENT).exists()
+
+
+def test_a_stream_s_own_timestamp_predicates_timestamp_the_graphs_of_its_landing_folder(spark, warehouse, folder):
+    from csparql.deploy.settings import Settings
+
+    sosa = "http://www.w3.org/ns/sosa/resultTime"
+    (folder / "events.trig").write_text(
+        f"<http://ex.org/e1> {{ <http://ex.org/gate1> <http://ex.org/registers> <http://ex.org/car1> . }}\n"
+        f'<http://ex.org/e1> <{sosa}> "2010-03-22T10:00:05Z"^^<{XSD}dateTime> .\n', encoding="utf-8")
+    settings = Settings.from_environment({"CSPARQL_WAREHOUSE": str(warehouse.root),
+                                          "CSPARQL_TIMESTAMP_PREDICATES": f'{{"{STREAM}": ["{sosa}"]}}'})
+    assert settings.timestamp_predicates_of(STREAM) == (sosa,)
+    assert settings.timestamp_predicates_of("http://streams.org/other") == (
+        "http://www.w3.org/ns/prov#generatedAtTime",)
+    summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder,
+                                 timestamp_predicates=settings.timestamp_predicates_of(STREAM))
+    assert (summary.landed, summary.landed_files) == (1, ["events.trig"])
+    assert watermark(warehouse, STREAM) == (START_MS + 5_000) * 1000
+    for text in ('{"http://ex.org/s": "http://ex.org/p"}', '{"http://ex.org/s": ["not an iri"]}', "[]"):
+        with pytest.raises(ValueError, match="CSPARQL_TIMESTAMP_PREDICATES=.*non-empty lists of predicate IRIs"):
+            Settings.from_environment({"CSPARQL_TIMESTAMP_PREDICATES": text})

@@ -280,3 +280,18 @@ def test_a_kafka_topic_lands_exactly_once_through_the_same_batches(tmp_path, mon
     assert json.loads(delta.open_table(warehouse.stream(STREAM)).history(1)[0]["csparql.source_positions"]) == \
         {"0": 30, "1": 20}
     assert os.listdir(tmp_path / "rejected") == []
+
+
+def test_a_source_s_graphs_are_timestamped_by_the_stream_s_own_predicates(client, tmp_path):
+    sosa = "http://www.w3.org/ns/sosa/resultTime"
+    graph = (f"<{EX}e1> {{ <{EX}gate1> <{EX}registers> <{EX}car1> . }}\n"
+             f'<{EX}e1> <{sosa}> "2010-03-22T10:00:05Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .\n')
+    client.xadd(KEY, {"body": graph, "content-type": "application/trig"})
+    source = parse_source("redis://redis_default/sensor-events")
+    by_default = consume(Warehouse(tmp_path / "default"), STREAM, source, RedisStreamReader(client, KEY),
+                         tmp_path / "rejected")
+    assert (by_default.landed, by_default.rejected) == (0, 2)  # the graph, and the sosa triple as a plain one
+    assert "it has no timestamp" in by_default.rejects_paths[0].read_text()
+    by_sosa = consume(Warehouse(tmp_path / "sosa"), STREAM, source, RedisStreamReader(client, KEY),
+                      tmp_path / "rejected", timestamp_predicates=[sosa])
+    assert (by_sosa.landed, by_sosa.rejected, by_sosa.max_ts) == (1, 0, (START_MS + 5_000) * 1000)

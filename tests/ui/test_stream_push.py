@@ -2,18 +2,22 @@
 as TriG, standard N-Quads, JSON-LD and the project's line format land the same rows, and a query over them gives
 pyoxigraph's answer; an anonymous push gets 401, a viewer's 403, an oversized body 413 (declared or streamed), a
 malformed one 400 with line and reason, an unknown media type 415 — each leaving the stream as it was; a retry
-with the same Idempotency-Key lands one copy, and the key used again for another body is refused."""
+with the same Idempotency-Key lands one copy, and the key used again for another body is refused; a push of late
+triples records the windows they make stale and starts the query's revision DAG, as an ingest task does."""
 
 from __future__ import annotations
 
 from collections import Counter
 from urllib.parse import quote
 
+import time
+
 import httpx
 import pytest
 import rdflib
 from rdflib import URIRef
 
+from csparql.deploy.plan import deployment_of
 from csparql.engine.runner import Engine
 from csparql.frontend import compile_query
 from csparql.storage import delta
@@ -130,3 +134,33 @@ def test_a_retried_push_lands_once_and_a_reused_key_is_refused(ui):
         assert reused.status_code == 409 and "batch-0001" in reused.json()["detail"], reused.text
     assert version_of(ui, stream) == first.json()["version"]
     assert sum(landed(ui.settings.warehouse.stream(stream)).values()) == first.json()["landed"] == 16
+
+
+def test_a_late_push_records_the_windows_it_makes_stale_and_starts_their_revision(ui, spark):
+    stream, name = PUSHED + "late", "pushed_late"
+    text = (f"REGISTER QUERY PushedLate COMPUTED EVERY 1m AS\nPREFIX ex: <http://ex.org/>\n"
+            f"SELECT (COUNT(?car) AS ?cars)\nFROM STREAM <{stream}> [RANGE 1m STEP 1m]\n"
+            "WHERE { ?gate ex:registers ?car . }\n")
+    minute = 60_000_000
+    end = (time.time_ns() // 1000 // minute - 2) * minute  # a window that closed two minutes ago, or three
+
+    def body(car: str, at: int) -> bytes:
+        return (f'<http://ex.org/gate1> <http://ex.org/registers> <http://ex.org/{car}> '
+                f'"{at // 1000}" .\n').encode("utf-8")
+
+    nquads = {"Content-Type": "application/n-quads"}
+    with pusher(ui) as admin:
+        assert admin.post(segment(stream), content=body("on-time", end - 30_000_000), headers=nquads).status_code == 201
+        registered = httpx.post(f"{ui.url}/csparql/queries", data={"name": name, "text": text}, timeout=60,
+                                headers={"Authorization": f"Bearer {ui.token()}", "Accept": "application/json"})
+        assert registered.status_code == 200, registered.text
+        ui.stack.wait_for_dags([name, f"revise_{name}"])
+        deployment = deployment_of(ui.settings.registry / f"{name}.rq", ui.settings)
+        Engine(ui.settings.warehouse, spark).evaluate(deployment.plan, end, name, version=deployment.version)
+        late = admin.post(segment(stream), content=body("late", end - 20_000_000), headers=nquads)
+    assert late.status_code == 201, late.text
+    assert late.json()["stale_windows"] == 1 and late.json()["revised_by"] == [name], late.json()
+    deadline = time.monotonic() + 120
+    while not [run for run in ui.stack.dag_runs(f"revise_{name}") if run["run_type"] == "asset_triggered"]:
+        assert time.monotonic() < deadline, "the revision DAG was not started"
+        time.sleep(2)

@@ -105,6 +105,8 @@ def register(commands) -> None:
     )
     demo.add_argument("--warehouse", metavar="DIR", help="the demo warehouse, recreated on each run (default: delta_tables/demo)")
     demo.add_argument("--master", metavar="URL", help="Spark master (default: $CSPARQL_SPARK_MASTER, else $SPARK_REMOTE, else local[*])")
+    demo.add_argument("--stream-format", choices=("tnq", "trig", "nq", "jsonld"), default="tnq",
+                      help="the format the sample streams are written and ingested in (as csparql samples --format)")
     demo.set_defaults(run=run_demo)
 
 
@@ -358,7 +360,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from csparql.demo import run_demo as demo
 
     root = Path(args.warehouse) if args.warehouse else Path.cwd() / "delta_tables" / "demo"
-    return demo(root.resolve(), master=args.master)
+    return demo(root.resolve(), master=args.master, stream_format=args.stream_format)
 
 
 def _print_table(table, fmt: str) -> None:

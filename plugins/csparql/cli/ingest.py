@@ -94,6 +94,9 @@ def register(commands) -> None:
     )
     samples.add_argument("folder", metavar="DIR", help="the folder to write them into (created if missing)")
     samples.add_argument("--hours", type=int, default=3, help="hours of stream data (default 3)")
+    samples.add_argument("--format", choices=("tnq", "trig", "nq", "jsonld"), default="tnq",
+                         help="the streams' format: tnq (the project's line format, the default), or timestamped "
+                              "named graphs in trig, nq (standard N-Quads) or jsonld")
     samples.set_defaults(run=run_samples)
 
 
@@ -309,7 +312,7 @@ def run_samples(args: argparse.Namespace) -> int:
         print(f"csparql samples: {folder} is a file, not a folder", file=sys.stderr)
         return EXIT_USAGE
     try:
-        files = write_samples(folder, hours=args.hours)
+        files = write_samples(folder, hours=args.hours, format=args.format)
     except OSError as error:
         print(f"csparql samples: cannot write into {folder}: {error.strerror}", file=sys.stderr)
         return EXIT_USAGE

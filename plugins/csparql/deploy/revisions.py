@@ -34,6 +34,20 @@ from csparql.storage import stale_windows as sw
 from csparql.storage.stale_windows import StaleWindow, StreamCommit
 
 
+def revision_asset_uri(query: str) -> str:
+    """The URI of the Asset whose events start the revision DAG of ``query`` (``csparql.orchestration.revisions``)."""
+    return f"csparql://revisions/{query}"
+
+
+def windows_to_revise(stale: list[StaleWindow]) -> dict[str, list[int]]:
+    """The window ends (µs) of each query that ``stale`` says to revise (those inside its revision horizon)."""
+    ends: dict[str, set[int]] = {}
+    for window in stale:
+        if window.status == sw.PENDING:
+            ends.setdefault(window.query, set()).add(window.window_end)
+    return {query: sorted(windows) for query, windows in sorted(ends.items())}
+
+
 def readers_of(stream: str, settings: Settings,
                registry: list[tuple[Path, QueryFacts | None]] | None = None) -> dict[str, Path]:
     """The registry files of the queries that read ``stream`` on a schedule, by query name (from the registry's

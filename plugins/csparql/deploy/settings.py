@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from csparql.storage.warehouse import Warehouse, slug
+from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
+from csparql.storage.warehouse import Warehouse, iri_problem, slug
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, check_future_skew
 from csparql.windows import format_duration, parse_duration
 
@@ -104,6 +105,10 @@ OPTIONS: tuple[SettingOption, ...] = (
                   "Streams fed from a message bus: a JSON object from a stream's IRI to its source, "
                   "redis://CONN/KEY or kafka://CONN/TOPIC with ?format=MEDIA_TYPE&batch=N (CONN: an Airflow "
                   "connection, e.g. redis_default); the stream's ingestion DAG consumes it every minute."),
+    SettingOption("timestamp_predicates", "CSPARQL_TIMESTAMP_PREDICATES", "", "", "string",
+                  "The predicates whose triple about a named graph gives its timestamp, per stream: a JSON object "
+                  "from a stream's IRI to a list of IRIs, for its landing folder, pushes and message-bus source "
+                  "(a stream not named: prov:generatedAtTime)."),
 )
 """Every option of the ``[csparql]`` section, in the order ``airflow config list`` shows them."""
 
@@ -157,6 +162,7 @@ class Settings:
     revision_horizon: int = 86_400_000_000
     push_max_bytes: int = 16 << 20
     sources: tuple[tuple[str, str], ...] = ()
+    timestamp_predicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
     retries: int = 2
     defaults: str = WORKING_DIRECTORY_DEFAULTS
     """Where the folder defaults live: ``AIRFLOW_HOME_DEFAULTS`` or ``WORKING_DIRECTORY_DEFAULTS``."""
@@ -259,9 +265,15 @@ class Settings:
             revision_horizon=duration("revision_horizon"),
             push_max_bytes=count("push_max_bytes"),
             sources=stream_sources(values["sources"][0], where("sources")),
+            timestamp_predicates=stream_timestamp_predicates(values["timestamp_predicates"][0],
+                                                             where("timestamp_predicates")),
             defaults=defaults,
             origins=tuple((key, origin) for key, (_, origin) in values.items()),
         )
+
+    def timestamp_predicates_of(self, stream: str) -> tuple[str, ...]:
+        """The predicates that timestamp the named graphs landed in ``stream`` (``timestamp_predicates``)."""
+        return dict(self.timestamp_predicates).get(stream, DEFAULT_TIMESTAMP_PREDICATES)
 
     def landing_folder(self, stream: str) -> Path:
         """Where files for a stream are dropped to be ingested by its ingestion DAG."""
@@ -289,6 +301,8 @@ class Settings:
             "revision_horizon": format_duration(self.revision_horizon),
             "push_max_bytes": str(self.push_max_bytes),
             "sources": json.dumps(dict(self.sources)) if self.sources else "",
+            "timestamp_predicates": json.dumps({k: list(v) for k, v in self.timestamp_predicates})
+                                    if self.timestamp_predicates else "",
         }
         lines = [f"defaults under {self.defaults}"]
         width = max(len(key) for key in values)
@@ -310,6 +324,23 @@ def stream_sources(text: str, where: str) -> tuple[tuple[str, str], ...]:
         raise ValueError(f"{where}: give a JSON object from stream IRIs to sources, e.g. "
                          '{"http://ex.org/s": "redis://redis_default/s"}')
     return tuple(sorted(value.items()))
+
+
+def stream_timestamp_predicates(text: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The ``timestamp_predicates`` option: (stream IRI, predicate IRIs) pairs in IRI order from its JSON
+    object; ``ValueError`` saying what is wrong at ``where``."""
+    if not text.strip():
+        return ()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}: not JSON ({error.msg} at character {error.pos + 1})") from None
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, list) and v and all(isinstance(i, str) and iri_problem(i, "predicate") is None
+                                                                     for i in v) for k, v in value.items()):
+        raise ValueError(f"{where}: give a JSON object from stream IRIs to non-empty lists of predicate IRIs, e.g. "
+                         '{"http://ex.org/s": ["http://www.w3.org/ns/sosa/resultTime"]}')
+    return tuple(sorted((stream, tuple(predicates)) for stream, predicates in value.items()))
 
 
 def _same_value(option: SettingOption, text: str, default: str) -> bool:

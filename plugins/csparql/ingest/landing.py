@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from csparql.ingest.ingest import (
 from csparql.storage import delta
 from csparql.storage.files import write_text_atomically
 from csparql.storage.tables import LANDED_FILE, LANDED_SHA256
+from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, check_future_skew, future_bound
 
@@ -113,9 +114,11 @@ def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path,
 
 
 def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Warehouse, stream: str,
-                       folder: Path, max_future_skew: int = MAX_FUTURE_SKEW) -> LandingSummary:
+                       folder: Path, max_future_skew: int = MAX_FUTURE_SKEW,
+                       timestamp_predicates: Sequence[str] = DEFAULT_TIMESTAMP_PREDICATES) -> LandingSummary:
     """Lands every file waiting in ``folder`` into ``stream``, each in its own commit and exactly once (see
-    the module docstring); lines timestamped later than the clock plus ``max_future_skew`` (µs) are refused.
+    the module docstring); lines timestamped later than the clock plus ``max_future_skew`` (µs) are refused;
+    named graphs are timestamped by a triple with one of ``timestamp_predicates``.
     ``start_spark`` is called only when a file is waiting; ``ValueError`` for a skew csparql does not accept
     (``check_future_skew``), before any file is touched."""
     check_future_skew(max_future_skew)
@@ -132,12 +135,13 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
         digest = sha256_of(path)
         version = delta.open_table(table).version() if delta.exists(table) else -1
         write_text_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version,
-                                                           "content": content_digest(stream, [path])}))
+                                                           "content": content_digest(stream, [path], None,
+                                                                                     timestamp_predicates)}))
         rejects = rejected / f"{path.name}.rejects.tsv"
         try:
             report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
                                    commit_metadata={LANDED_FILE: path.name, LANDED_SHA256: digest},
-                                   max_future_skew=max_future_skew)
+                                   max_future_skew=max_future_skew, timestamp_predicates=timestamp_predicates)
         except InputError as error:
             summary.rejected += 1
             (rejected / f"{path.name}.reason").write_text(f"{error}\n", encoding="utf-8")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 from csparql.ingest.ingest import (
@@ -21,6 +22,7 @@ from csparql.ingest.ingest import (
 from csparql.ingest.inputs import MEDIA_TYPES, media_type_format
 from csparql.storage import delta
 from csparql.storage.tables import CONTENT_SHA256, IDEMPOTENCY_KEY, LANDED_TRIPLES, LANDED_WATERMARK, PUSHED_BY
+from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
 from csparql.storage.warehouse import Warehouse
 
 MAX_KEY_LENGTH = 255
@@ -78,11 +80,14 @@ def check_key(key: str | None) -> str | None:
 
 
 def land_pushed(warehouse: Warehouse, stream: str, body: Path, format: str, key: str | None = None,
-                user: str | None = None, timestamp: str | None = None, max_future_skew: int | None = None
-                ) -> PushOutcome:
+                user: str | None = None, timestamp: str | None = None, max_future_skew: int | None = None,
+                timestamp_predicates: Sequence[str] = DEFAULT_TIMESTAMP_PREDICATES) -> PushOutcome:
     """Land the body saved at ``body`` (its name ends as ``format``'s files do) into ``stream``'s table, as the
-    module docstring says; ``PushRefused`` for a request that cannot land."""
-    options = {} if max_future_skew is None else {"max_future_skew": max_future_skew}
+    module docstring says (named graphs timestamped by a triple with one of ``timestamp_predicates``);
+    ``PushRefused`` for a request that cannot land."""
+    options = {"timestamp_predicates": tuple(timestamp_predicates)}
+    if max_future_skew is not None:
+        options["max_future_skew"] = max_future_skew
     try:
         stream = check_stream_request(stream, [body], timestamp, format, **options)[0]
     except InputError as error:
@@ -92,7 +97,7 @@ def land_pushed(warehouse: Warehouse, stream: str, body: Path, format: str, key:
         if key is not None:
             earlier = landed_commit(path, lambda commit: commit.get(IDEMPOTENCY_KEY) == key)
             if earlier is not None:
-                digest = content_digest(stream, [body], check_timestamp(timestamp))
+                digest = content_digest(stream, [body], check_timestamp(timestamp), options["timestamp_predicates"])
                 return _replayed(path, stream, key, earlier.version, digest)
         metadata = {IDEMPOTENCY_KEY: key} if key is not None else {}
         if user:

@@ -32,7 +32,7 @@ import bisect
 import json
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -44,6 +44,7 @@ from csparql.ingest.graphs import lines_name_graphs
 from csparql.ingest.rejects import escape_field, unescape_field
 from csparql.storage import delta, schema
 from csparql.storage.tables import INPUTS, IRI_PROPERTY, KIND_PROPERTY, SOURCE, SOURCE_POSITIONS
+from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
 from csparql.storage.warehouse import Warehouse, slug
 
 KINDS = ("redis", "kafka")
@@ -250,19 +251,25 @@ class ConsumeReport:
 
 
 def consume(warehouse: Warehouse, stream: str, source: SourceSpec, reader: MessageReader, rejects_folder: Path,
-            max_batches: int | None = None, max_future_skew: int | None = None) -> ConsumeReport:
+            max_batches: int | None = None, max_future_skew: int | None = None,
+            timestamp_predicates: Sequence[str] = DEFAULT_TIMESTAMP_PREDICATES) -> ConsumeReport:
     """Land the source's new messages into ``stream``, a batch per commit, until it has no new message or
-    ``max_batches`` are landed; rejects go to ``rejects_folder/<source>-<batch>.rejects.tsv``."""
+    ``max_batches`` are landed; rejects go to ``rejects_folder/<source>-<batch>.rejects.tsv``; named graphs
+    are timestamped by a triple with one of ``timestamp_predicates``."""
     report = ConsumeReport(source.id, stream)
+    options = {"timestamp_predicates": tuple(timestamp_predicates)}
+    if max_future_skew is not None:
+        options["max_future_skew"] = max_future_skew
     while max_batches is None or report.batches < max_batches:
-        if not land_batch(warehouse, stream, source, reader, rejects_folder, report, max_future_skew):
+        if not land_batch(warehouse, stream, source, reader, rejects_folder, report, **options):
             break
     return report
 
 
 def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: MessageReader,
-               rejects_folder: Path, report: ConsumeReport, max_future_skew: int | None = None) -> bool:
-    """Land the next batch (see the module docstring) into ``report``; False when there was none."""
+               rejects_folder: Path, report: ConsumeReport, **options) -> bool:
+    """Land the next batch (see the module docstring) into ``report``; False when there was none. ``options``
+    go to ``ingest_stream`` (``max_future_skew``, ``timestamp_predicates``)."""
     path = warehouse.stream(stream)
     number, after = committed_positions(path, source)
     messages, positions = reader.read(after, source.batch)
@@ -277,7 +284,6 @@ def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: Me
         files, saved, unreadable = _save_messages(messages, source, Path(folder))
         metadata = {SOURCE: source.id, SOURCE_POSITIONS: json.dumps(positions, sort_keys=True),
                     INPUTS: json.dumps([f"{source.id}#{messages[0].position}..{messages[-1].position}"])}
-        options = {} if max_future_skew is None else {"max_future_skew": max_future_skew}
         transaction = (source.application, number + 1)
         if files:
             try:

@@ -315,7 +315,8 @@ class CsparqlIngestOperator(BaseOperator):
         table = self.settings.warehouse.stream(self.stream)
         before = table_version(table)
         summary = land_waiting_files(start_spark, self.settings.warehouse, self.stream, self.landing,
-                                     max_future_skew=self.settings.max_future_skew)
+                                     max_future_skew=self.settings.max_future_skew,
+                                     timestamp_predicates=self.settings.timestamp_predicates_of(self.stream))
         self.lineage = ingest_lineage(self.settings.warehouse, self.stream,
                                       [self.landing / "done" / name for name in summary.landed_files],
                                       table_version(table))
@@ -364,7 +365,8 @@ class CsparqlConsumeOperator(BaseOperator):
         try:
             report = consume(self.settings.warehouse, self.stream, spec, reader,
                              self.settings.landing_folder(self.stream) / "rejected", max_batches=self.max_batches,
-                             max_future_skew=self.settings.max_future_skew)
+                             max_future_skew=self.settings.max_future_skew,
+                             timestamp_predicates=self.settings.timestamp_predicates_of(self.stream))
         except SourceError as error:
             raise AirflowException(str(error)) from None
         for warning in report.warnings:

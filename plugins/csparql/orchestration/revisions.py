@@ -20,7 +20,7 @@ from airflow.sdk import DAG, Asset, AssetAlias, BaseOperator
 
 from csparql.deploy.plan import deployment_of
 from csparql.deploy.registry import DAG_ID, registry_facts, registry_name
-from csparql.deploy.revisions import mark_revised, pending_windows
+from csparql.deploy.revisions import mark_revised, pending_windows, revision_asset_uri
 from csparql.deploy.settings import Settings
 from csparql.jobs.evaluation import evaluate_deployment_window
 from csparql.orchestration.config import deployment_settings
@@ -37,7 +37,7 @@ REVISIONS = AssetAlias(name="csparql_revisions")
 
 def revision_asset(query: str) -> Asset:
     """The Asset whose events start the revision DAG of ``query``."""
-    return Asset(name=f"csparql_revisions_{query}", uri=f"csparql://revisions/{query}")
+    return Asset(name=f"csparql_revisions_{query}", uri=revision_asset_uri(query))
 
 
 def revision_dag_id(query: str) -> str:

@@ -126,6 +126,27 @@ def set_paused(dag_id: str, paused: bool) -> bool:
         return bool(changed.rowcount)
 
 
+def announce_revisions(windows_by_query: dict[str, list[str]]) -> list[str]:
+    """An event of each query's revision Asset (``csparql.deploy.revisions.revision_asset_uri``), as a task that
+    commits to a stream adds one, so that the query's revision DAG re-evaluates those windows; returns the
+    queries announced (those whose Asset Airflow knows: a revision DAG it has parsed)."""
+    from airflow.assets.manager import asset_manager
+    from airflow.models.asset import AssetModel
+
+    from csparql.deploy.revisions import revision_asset_uri
+
+    announced = []
+    with _session() as session:
+        for query, ends in sorted(windows_by_query.items()):
+            model = session.scalar(select(AssetModel).where(AssetModel.uri == revision_asset_uri(query)).limit(1))
+            if model is None:
+                continue
+            asset_manager.register_asset_change(asset=model, extra={"windows": ends}, source_is_api=True,
+                                                session=session)
+            announced.append(query)
+    return announced
+
+
 class TriggerRefused(Exception):
     """A run could not be created; the message says why."""
 
