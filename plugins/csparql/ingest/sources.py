@@ -220,9 +220,12 @@ def committed_positions(path, source: SourceSpec) -> tuple[int, Positions | None
     number = table.transaction_version(source.application)
     if number is None:
         return -1, None
-    for commit in table.history():  # newest first
-        if commit.get(SOURCE) == source.id:
-            return int(number), json.loads(commit[SOURCE_POSITIONS])
+    for limit in (16, 1024, None):  # the latest commits first: the source's last batch is usually among them
+        for commit in table.history(limit):  # newest first
+            if commit.get(SOURCE) == source.id:
+                return int(number), json.loads(commit[SOURCE_POSITIONS])
+        if limit is not None and limit > table.version():
+            break
     raise SourceError(f"{source.id}: batch {number} was committed to {path}, but its commit is no longer in the "
                       "table's log, so where the next batch starts is unknown; nothing was consumed")
 
