@@ -273,7 +273,7 @@ def _ingest(result: dict) -> dict:
 
 
 def _graph_ingest(result: dict) -> dict:
-    target = {"id": "graph-ingest",
+    target = {"id": "graph_ingest",
               "target": f"ingest of TriG timestamped named graphs at least {GRAPH_INGEST_RATE:,} triples per second"}
     runs = {i["format"]: i for i in result["ingest"] if i.get("path") == "in-process"}
     graphs, lines = runs.get("TriG timestamped graphs"), runs.get("timestamped N-Quads")

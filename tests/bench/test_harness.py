@@ -360,8 +360,8 @@ def test_the_graph_ingest_target_is_judged_on_the_in_process_trig_figure():
     lines = {"dataset": "tollgates", "size": 1, "history": 1, "stream": "s", "triples": 1000, "bytes": 1,
              "seconds": 0.01, "triples_per_second": 100_000.0, "format": "timestamped N-Quads", "path": "in-process"}
     graphs = {**lines, "format": "TriG timestamped graphs", "triples_per_second": 50_000.0, "seconds": 0.02}
-    missed = _target({**_result([]), "ingest": [lines, graphs]}, "graph-ingest")
+    missed = _target({**_result([]), "ingest": [lines, graphs]}, "graph_ingest")
     assert missed["met"] is False and missed["why"] and "100,000 triples/s" in missed["measured"]
-    met = _target({**_result([]), "ingest": [lines, {**graphs, "triples_per_second": 120_000.0}]}, "graph-ingest")
+    met = _target({**_result([]), "ingest": [lines, {**graphs, "triples_per_second": 120_000.0}]}, "graph_ingest")
     assert met["met"] is True
-    assert _target(_result([]), "graph-ingest")["met"] is None
+    assert _target(_result([]), "graph_ingest")["met"] is None

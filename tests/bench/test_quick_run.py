@@ -109,7 +109,7 @@ def test_the_sliding_sweep_has_the_pane_path_live_and_replayed_beside_the_recomp
     assert replay["status"] == "not run" and "tumbling" in replay["reason"] and replay["median_seconds"] is None
     targets = {t["id"]: t for t in result["targets"]}
     assert targets["panes_tumbling"]["met"] in (True, False) and targets["panes_tumbling"]["measured"] != "–"
-    assert targets["graph-ingest"]["met"] in (True, False) and targets["graph-ingest"]["measured"] != "–"
+    assert targets["graph_ingest"]["met"] in (True, False) and targets["graph_ingest"]["measured"] != "–"
     table = (run["out"] / "table.md").read_text(encoding="utf-8")
     assert "csparql panes (live) per window" in table and "replay ÷ recompute" in table
     assert f"## Sliding ratio: {report.RATIO_TITLES[workload]}" in table
@@ -156,7 +156,8 @@ def test_the_airflow_figures_are_there_for_each_mode(run):
 def test_the_targets_table_and_plots_are_written(run):
     result, out = run["result"], run["out"]
     assert {t["id"] for t in result["targets"]} == {"compiled_overhead", "versus_sparql_stores", "history",
-                                                   "ten_million", "ingest", "panes_sliding", "panes_tumbling"}
+                                                   "ten_million", "ingest", "graph_ingest", "panes_sliding",
+                                                   "panes_tumbling"}
     assert all(t["met"] in (True, False, None) and t["measured"] for t in result["targets"])
     assert all(t["why"] for t in result["targets"] if t["met"] is not True)
     table = (out / "table.md").read_text(encoding="utf-8")

@@ -51,12 +51,8 @@ class GraphReject:
     text: str
 
 
-@dataclass(frozen=True)
-class TimedTriple:
-    subject: object
-    predicate: object
-    object: object
-    micros: int
+TimedTriple = tuple[object, object, object, int]
+"""A triple of an event (pyoxigraph terms) and its instant (µs)."""
 
 
 def parse_quads(path, format: str) -> Iterator[ox.Quad]:
@@ -97,38 +93,42 @@ def timed_triples(quads: Iterable[ox.Quad], predicates: Sequence[str], default_m
     the graphs rejected, in the order of their names."""
     accepted = {ox.NamedNode(p) for p in predicates}
     graphs: dict[object, dict[tuple, None]] = {}
-    for quad in quads:
-        name = None if isinstance(quad.graph_name, ox.DefaultGraph) else quad.graph_name
-        graphs.setdefault(name, {})[(quad.subject, quad.predicate, quad.object)] = None
+    candidates: list[tuple[object, tuple]] = []  # (where, triple) of each triple with a timestamp predicate
+    for subject, predicate, object_, where in quads:
+        if isinstance(where, ox.DefaultGraph):
+            where = None
+        triple = (subject, predicate, object_)
+        graphs.setdefault(where, {})[triple] = None
+        if predicate in accepted:
+            candidates.append((where, triple))
     default = graphs.pop(None, {})
-    names = sorted(graphs, key=str)
-    stamps: dict[object, list[tuple]] = {}  # graph name → its timestamp triples, in the default graph or its own
-    for source in (default, *graphs.values()):
-        for triple in source:
-            if triple[1] in accepted and triple[0] in graphs:
-                stamps.setdefault(triple[0], []).append(triple)
+    stamps: dict[object, dict[tuple, None]] = {}  # graph name → its timestamps, in the default graph or its own
+    for where, triple in candidates:
+        if triple[0] in graphs and (where is None or where == triple[0]):
+            stamps.setdefault(triple[0], {})[triple] = None
 
     events: list[tuple[int, str, object, list]] = []
     rejects: list[GraphReject] = []
-    metadata: set[tuple] = set()
-    for name in names:
+    instants: dict[tuple[str, str | None], int] = {}  # lexical form and datatype → µs: events share instants
+    for name in sorted(graphs, key=str):
         shown = str(name)
-        own = [t for t in stamps.get(name, ()) if t in graphs[name] or t in default]
-        metadata.update(own)
+        own = stamps.get(name, {})
         found: dict[int, str] = {}
         problem = None
         for _, predicate, value in own:
             if not isinstance(value, ox.Literal):
                 problem = f"its timestamp {value} (<{predicate.value}>) is not a literal"
                 continue
-            datatype = None if value.language else value.datatype.value
-            try:
-                micros = bounded_timestamp_micros(value.value, datatype, future)
-            except LineError as error:
-                problem = str(error)
-                continue
+            key = (value.value, None if value.language else value.datatype.value)
+            micros = instants.get(key)
+            if micros is None:
+                try:
+                    micros = instants[key] = bounded_timestamp_micros(*key, future)
+                except LineError as error:
+                    problem = str(error)
+                    continue
             found[micros] = value.value
-        triples = [t for t in graphs[name] if t not in metadata]
+        triples = [t for t in graphs[name] if t not in own] if own else list(graphs[name])
         if problem is None and len(found) > 1:
             values = ", ".join(sorted(f"'{v}'" for v in found.values()))
             problem = f"it has {len(found)} different timestamps ({values})"
@@ -145,7 +145,7 @@ def timed_triples(quads: Iterable[ox.Quad], predicates: Sequence[str], default_m
         if triples:
             events.append((next(iter(found)), shown, name, triples))
     # a timestamp triple about any graph of the file is metadata (its graph may be empty, or rejected)
-    untimed = [t for t in default if t not in metadata and not (t[1] in accepted and t[0] in graphs)]
+    untimed = [t for t in default if not (t[1] in accepted and t[0] in graphs)]
     if untimed:
         if default_micros is None:
             rejects.append(GraphReject(None, f"the default graph has {_count(untimed)} without a timestamp (not about "
@@ -154,7 +154,7 @@ def timed_triples(quads: Iterable[ox.Quad], predicates: Sequence[str], default_m
         else:
             events.append((default_micros, "\uffff", None, untimed))
     events.sort(key=lambda event: (event[0], event[1]))
-    timed = [TimedTriple(s, p, o, micros) for micros, _, _, triples in events for s, p, o in triples]
+    timed = [(s, p, o, micros) for micros, _, _, triples in events for s, p, o in triples]
     return timed, rejects
 
 

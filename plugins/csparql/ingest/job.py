@@ -178,9 +178,9 @@ class IngestJob:
             at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
             self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
                                 for r in rejected)
-            rows = [(graphs.term_row(t.subject), graphs.term_row(t.predicate), graphs.term_row(t.object))
-                    for t in timed]
-            return self.arrow_rows(item, rows, [t.micros for t in timed])
+            row_of = graphs.term_row
+            rows = [(row_of(s), row_of(p), row_of(o)) for s, p, o, _ in timed]
+            return self.arrow_rows(item, rows, [micros for _, _, _, micros in timed])
 
     def arrow_rows(self, item: Input, rows: list[tuple], micros: list[int | None]) -> pa.Table:
         """The parsed rows of ``item`` (stored terms; blank nodes scoped to the file), with their instants and
