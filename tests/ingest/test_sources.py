@@ -295,3 +295,24 @@ def test_a_source_s_graphs_are_timestamped_by_the_stream_s_own_predicates(client
     by_sosa = consume(Warehouse(tmp_path / "sosa"), STREAM, source, RedisStreamReader(client, KEY),
                       tmp_path / "rejected", timestamp_predicates=[sosa])
     assert (by_sosa.landed, by_sosa.rejected, by_sosa.max_ts) == (1, 0, (START_MS + 5_000) * 1000)
+
+
+def test_rejects_left_by_a_consumer_killed_before_its_commit_are_dropped_when_the_batch_is_read_again(
+        client, tmp_path, monkeypatch):
+    client.xadd(KEY, {"body": event_line(1) + b"not a triple\n"})
+    warehouse, rejected = Warehouse(tmp_path / "warehouse"), tmp_path / "rejected"
+    source = parse_source("redis://redis_default/sensor-events")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed before the commit")
+
+    with monkeypatch.context() as patch:  # the partial rejects stay, as after a SIGKILL
+        patch.setattr(sources.delta, "commit_files", killed)
+        patch.setattr(sources.Path, "unlink", lambda self, missing_ok=False: None)
+        with pytest.raises(KeyboardInterrupt):
+            consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), rejected)
+    assert [p.name.endswith(".partial") for p in rejected.iterdir()] == [True]
+    report = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), rejected)
+    assert (report.landed, report.rejected) == (1, 1)
+    assert [p.name for p in rejected.iterdir()] == [report.rejects_paths[0].name]
+    assert "not a triple" in report.rejects_paths[0].read_text()

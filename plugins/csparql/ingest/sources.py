@@ -32,6 +32,7 @@ import bisect
 import json
 import re
 import tempfile
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,21 +283,30 @@ def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: Me
         report.positions = after
         return False
     rejects_folder.mkdir(parents=True, exist_ok=True)
+    _drop_uncommitted_rejects(rejects_folder, source, number)
     target = rejects_folder / f"{slug(source.id)}-{number + 1:08d}.rejects.tsv"
+    # the batch's rejects, written before its commit, become ``target`` once it is committed: a consumer that
+    # loses the batch to another leaves the other's file alone, one killed after its commit leaves this file
+    partial = rejects_folder / f".{target.name}.{uuid.uuid4().hex[:8]}.partial"
     with tempfile.TemporaryDirectory(prefix="csparql-consume-") as folder:
         files, saved, unreadable = _save_messages(messages, source, Path(folder))
         metadata = {SOURCE: source.id, SOURCE_POSITIONS: json.dumps(positions, sort_keys=True),
                     INPUTS: json.dumps([f"{source.id}#{messages[0].position}..{messages[-1].position}"])}
         transaction = (source.application, number + 1)
-        if files:
-            try:
-                landed = ingest_stream(None, warehouse, stream, files, rejects=target, commit_metadata=metadata,
+        try:
+            if files:
+                landed = ingest_stream(None, warehouse, stream, files, rejects=partial, commit_metadata=metadata,
                                        in_process=True, again=True, transaction=transaction, **options)
-            except InputError as error:
-                raise SourceError(f"{source.id}: {error}") from None
-        else:
-            landed = _commit_positions(warehouse, stream, metadata, transaction)
-        _name_messages(target, saved, source, unreadable)
+            else:
+                landed = _commit_positions(warehouse, stream, metadata, transaction)
+        except InputError as error:
+            raise SourceError(f"{source.id}: {error}") from None
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        _name_messages(partial, saved, source, unreadable)
+        if partial.is_file():
+            partial.replace(target)
     reader.acknowledge(positions)
     report.batches += 1
     report.messages += len(messages)
@@ -389,6 +399,16 @@ def _save_messages(messages: list[Message], source: SourceSpec, folder: Path
         file.write_bytes(b"".join(bodies))
         saved[str(file.resolve())] = _Saved(starts=tuple(starts))
     return files, saved, unreadable
+
+
+def _drop_uncommitted_rejects(rejects_folder: Path, source: SourceSpec, number: int) -> None:
+    """Remove the rejects a consumer killed before its commit left of a batch after batch ``number`` (the
+    latest committed): that batch is read again. Those of a committed batch stay."""
+    pattern = re.compile(rf"\.{re.escape(slug(source.id))}-(\d+)\.rejects\.tsv\.[0-9a-f]+\.partial")
+    for path in rejects_folder.iterdir():
+        match = pattern.fullmatch(path.name)
+        if match and int(match.group(1)) > number:
+            path.unlink(missing_ok=True)
 
 
 def _name_messages(target: Path, saved: dict[str, _Saved], source: SourceSpec,
