@@ -35,6 +35,7 @@ router = APIRouter()
 @router.post("/api/streams/{stream:path}")
 async def push(request: Request, stream: str, timestamp: str | None = None):
     settings = current_settings(request)
+    stream = stream.strip().removeprefix("<").removesuffix(">")  # the permission is the stream's DAG's
     require(request, "PUT", ingest_dag_id(stream), f"push to <{stream}>")
     try:
         format = push_format(request.headers.get("content-type"))
