@@ -335,9 +335,11 @@ def stream_timestamp_predicates(text: str, where: str) -> tuple[tuple[str, tuple
         value = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{where}: not JSON ({error.msg} at character {error.pos + 1})") from None
-    if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, list) and v and all(isinstance(i, str) and iri_problem(i, "predicate") is None
-                                                                     for i in v) for k, v in value.items()):
+    def predicate_iris(items) -> bool:
+        return isinstance(items, list) and bool(items) and all(
+            isinstance(item, str) and iri_problem(item, "predicate") is None for item in items)
+
+    if not isinstance(value, dict) or not all(isinstance(k, str) and predicate_iris(v) for k, v in value.items()):
         raise ValueError(f"{where}: give a JSON object from stream IRIs to non-empty lists of predicate IRIs, e.g. "
                          '{"http://ex.org/s": ["http://www.w3.org/ns/sosa/resultTime"]}')
     return tuple(sorted((stream, tuple(predicates)) for stream, predicates in value.items()))

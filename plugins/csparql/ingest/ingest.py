@@ -54,8 +54,9 @@ Writes
     Spark writes the rows as Parquet into a stage folder inside the table folder, ``<table>/ingest-<id>/``
     (partitioned by hour bucket for streams); the files are then committed with delta-rs in ONE commit and
     stay where they are. A stream ingest ``in_process`` (a pushed body, a batch of messages) parses with the
-    same parsers and stages the same layout with pyarrow, without Spark (``csparql.ingest.job``). Any failure before the commit deletes the stage folder: the table is left at the
-    version it had. Statistics (triples per predicate) are recorded after the commit.
+    same parsers and stages the same layout with pyarrow, without Spark (``csparql.ingest.job``). Any failure
+    before the commit deletes the stage folder: the table is left at the version it had. Statistics (triples
+    per predicate) are recorded after the commit.
 
 Arrival order (streams)
     ``arrival = batch << 40 | ordinal``: ``batch`` is the table's version when the ingest starts, plus one
@@ -335,8 +336,9 @@ def ingest_stream(
 ) -> IngestReport:
     """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
     is recorded with the commit, beside what the ingest records itself. ``in_process``: parse and stage in
-this process, without Spark (``csparql.ingest.job.LocalIngestJob``; for small inputs), else with ``spark``. Triples timestamped later than the
-    wall clock plus ``max_future_skew`` (µs) are rejected, and the watermark never passes that bound.
+    this process, without Spark (``csparql.ingest.job.LocalIngestJob``; for small inputs), else with ``spark``.
+    Triples timestamped later than the wall clock plus ``max_future_skew`` (µs) are rejected, and the watermark
+    never passes that bound.
 
     The same content (``content_digest``) lands once: when a commit of the stream landed it already, nothing
     is read or written but the watermark that commit's ingest advances the stream to (it may have stopped
