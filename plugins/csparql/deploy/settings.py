@@ -311,37 +311,38 @@ class Settings:
         return lines
 
 
-def stream_sources(text: str, where: str) -> tuple[tuple[str, str], ...]:
-    """The ``sources`` option: (stream IRI, source) pairs in IRI order from its JSON object; ``ValueError``
-    saying what is wrong at ``where`` (the sources themselves are read by ``csparql.ingest.sources``)."""
+def _by_stream(text: str, where: str, valid, expected: str) -> dict:
+    """A per-stream option's JSON object (stream IRI → value), each value ``valid``; ``ValueError`` at ``where``
+    saying what was ``expected`` otherwise. Empty text: no stream."""
     if not text.strip():
-        return ()
+        return {}
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{where}: not JSON ({error.msg} at character {error.pos + 1})") from None
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ValueError(f"{where}: give a JSON object from stream IRIs to sources, e.g. "
-                         '{"http://ex.org/s": "redis://redis_default/s"}')
+    if not isinstance(value, dict) or not all(isinstance(k, str) and valid(v) for k, v in value.items()):
+        raise ValueError(f"{where}: give {expected}")
+    return value
+
+
+def stream_sources(text: str, where: str) -> tuple[tuple[str, str], ...]:
+    """The ``sources`` option: (stream IRI, source) pairs in IRI order from its JSON object; ``ValueError``
+    saying what is wrong at ``where`` (the sources themselves are read by ``csparql.ingest.sources``)."""
+    value = _by_stream(text, where, lambda source: isinstance(source, str),
+                       'a JSON object from stream IRIs to sources, e.g. {"http://ex.org/s": "redis://redis_default/s"}')
     return tuple(sorted(value.items()))
 
 
 def stream_timestamp_predicates(text: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The ``timestamp_predicates`` option: (stream IRI, predicate IRIs) pairs in IRI order from its JSON
     object; ``ValueError`` saying what is wrong at ``where``."""
-    if not text.strip():
-        return ()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{where}: not JSON ({error.msg} at character {error.pos + 1})") from None
     def predicate_iris(items) -> bool:
         return isinstance(items, list) and bool(items) and all(
             isinstance(item, str) and iri_problem(item, "predicate") is None for item in items)
 
-    if not isinstance(value, dict) or not all(isinstance(k, str) and predicate_iris(v) for k, v in value.items()):
-        raise ValueError(f"{where}: give a JSON object from stream IRIs to non-empty lists of predicate IRIs, e.g. "
-                         '{"http://ex.org/s": ["http://www.w3.org/ns/sosa/resultTime"]}')
+    value = _by_stream(text, where, predicate_iris,
+                       "a JSON object from stream IRIs to non-empty lists of predicate IRIs, e.g. "
+                       '{"http://ex.org/s": ["http://www.w3.org/ns/sosa/resultTime"]}')
     return tuple(sorted((stream, tuple(predicates)) for stream, predicates in value.items()))
 
 

@@ -318,6 +318,12 @@ def check_static_request(graph, files, format=None, rejects=None):
     return graph, inputs, rejects_targets(inputs, rejects)
 
 
+def ensure_stream_table(warehouse: Warehouse, iri: str):
+    """The stream's Delta table (``DeltaTable``), created empty when it does not exist yet."""
+    return delta.ensure(warehouse.stream(iri), schema.STREAM, schema.STREAM_PARTITIONS,
+                        {IRI_PROPERTY: iri, KIND_PROPERTY: "stream"})
+
+
 def ingest_stream(
     spark: SparkSession | None,
     warehouse: Warehouse,
@@ -361,7 +367,7 @@ def ingest_stream(
         except Exception as error:  # the data is committed: say so rather than fail
             report.warnings.append(f"the stream's watermark was not advanced: {error}")
         return report
-    table = delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {IRI_PROPERTY: iri, KIND_PROPERTY: "stream"})
+    table = ensure_stream_table(warehouse, iri)
     batch = table.version() + 1
     if batch > MAX_BATCH:
         raise delta.StorageError(f"the stream table at {path} has too many versions for the arrival encoding")

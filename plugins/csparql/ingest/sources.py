@@ -39,12 +39,12 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from csparql.ingest.ingest import IngestReport, InputError, ingest_stream
+from csparql.ingest.ingest import IngestReport, InputError, ensure_stream_table, ingest_stream
 from csparql.ingest.inputs import FORMAT_EXTENSIONS, MEDIA_TYPES, media_type_format
 from csparql.ingest.graphs import lines_name_graphs
 from csparql.ingest.rejects import escape_field, unescape_field
 from csparql.storage import delta, schema
-from csparql.storage.tables import INPUTS, IRI_PROPERTY, KIND_PROPERTY, SOURCE, SOURCE_POSITIONS
+from csparql.storage.tables import INPUTS, SOURCE, SOURCE_POSITIONS
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
 from csparql.storage.warehouse import Warehouse, slug
 
@@ -337,7 +337,7 @@ def _unreadable(message: Message, source: SourceSpec) -> str | None:
 def _commit_positions(warehouse: Warehouse, stream: str, metadata: dict, transaction) -> IngestReport:
     """A commit of the batch's positions alone (its every message was rejected)."""
     path = warehouse.stream(stream)
-    delta.ensure(path, schema.STREAM, schema.STREAM_PARTITIONS, {IRI_PROPERTY: stream, KIND_PROPERTY: "stream"})
+    ensure_stream_table(warehouse, stream)
     delta.commit_files(path, [], schema.STREAM, schema.STREAM_PARTITIONS, "ts", metadata=metadata,
                        transaction=transaction)
     return IngestReport(stream, path, version=delta.open_table(path).version())

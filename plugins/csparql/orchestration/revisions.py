@@ -20,7 +20,7 @@ from airflow.sdk import DAG, Asset, AssetAlias, BaseOperator
 
 from csparql.deploy.plan import deployment_of
 from csparql.deploy.registry import DAG_ID, registry_facts, registry_name
-from csparql.deploy.revisions import mark_revised, pending_windows, revision_asset_uri
+from csparql.deploy.revisions import mark_revised, pending_windows, revision_asset_uri, windows_to_revise
 from csparql.deploy.settings import Settings
 from csparql.jobs.evaluation import evaluate_deployment_window
 from csparql.orchestration.config import deployment_settings
@@ -47,19 +47,17 @@ def revision_dag_id(query: str) -> str:
 def announce(context, stale: list[StaleWindow], log) -> list[str]:
     """Add an event of the revision Asset of every query with ``pending`` windows among ``stale`` to the task's
     ``REVISIONS`` outlet; returns those queries."""
-    queries: dict[str, list[StaleWindow]] = {}
     for window in stale:
-        if window.status == PENDING:
-            queries.setdefault(window.query, []).append(window)
-        else:
+        if window.status != PENDING:
             log.warning("%s: the window ending %s is stale (%d late triple(s) on <%s>) but beyond its revision "
                         "horizon: it is not revised", window.query, format_instant(window.window_end),
                         window.late_triples, window.stream)
-    for query, windows in sorted(queries.items()):
-        ends = sorted({format_instant(w.window_end) for w in windows})
+    queries = windows_to_revise(stale)
+    for query, windows in queries.items():
+        ends = [format_instant(end) for end in windows]
         log.info("%s: %d window(s) to revise (%s)", query, len(ends), ", ".join(ends))
         context["outlet_events"][REVISIONS].add(revision_asset(query), extra={"windows": ends})
-    return sorted(queries)
+    return list(queries)
 
 
 class ReviseStaleWindowsOperator(BaseOperator):
