@@ -18,8 +18,8 @@ Standard N-Quads (the fourth term names the graph) are events too; the project's
 fourth term is the triple's timestamp) is told apart by its first statements (``names_graphs``).
 
 This module reads the quads pyoxigraph parses (TriG, JSON-LD and standard N-Quads files directly; TriX through
-rdflib, ``dataset_quads``), turns their terms into stored rows (``term_row``), and knows nothing of Spark or
-tables.
+rdflib, ``dataset_quads``) into the columns of stored rows (``timed_triples``), and knows nothing of Spark or
+Delta tables.
 """
 
 from __future__ import annotations
@@ -28,31 +28,32 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyoxigraph as ox
 
-from csparql.ingest.lines import FutureLimit, LineError, bounded_timestamp_micros, parse_statement
+from csparql.ingest.lines import FutureLimit, LineError, bounded_timestamps_micros, parse_statement
 from csparql.storage.schema import BLANK, IRI, LITERAL
-from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME
+from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME, RDF_LANGSTRING
 
-__all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "GRAPH_NQUADS", "PROV_GENERATED_AT_TIME", "GraphReject", "TimedTriple",
-           "dataset_quads", "first_line_naming", "names_graphs", "parse_quads", "term_row", "timed_triples"]
+__all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "GRAPH_NQUADS", "PROV_GENERATED_AT_TIME", "TIMED_TRIPLES", "GraphReject",
+           "dataset_quads", "first_line_naming", "names_graphs", "parse_quads", "timed_triples"]
 
 PARSED_FORMATS = {"trig": ox.RdfFormat.TRIG, "json-ld": ox.RdfFormat.JSON_LD, "nquads": ox.RdfFormat.N_QUADS}
 """The formats pyoxigraph parses here (``GRAPH_NQUADS`` files are N-Quads); TriX goes through ``dataset_quads``."""
-RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+
+
+GraphName = tuple[int, str]
+"""A graph's name as stored: (``IRI`` or ``BLANK``, its IRI or blank node label)."""
 
 
 @dataclass(frozen=True)
 class GraphReject:
     """A graph (or the default graph's untimed triples) that does not land: where, why, and what."""
 
-    graph: object  # the graph's name (a pyoxigraph term); None for the default graph
+    graph: GraphName | None  # None for the default graph
     reason: str
     text: str
-
-
-TimedTriple = tuple[object, object, object, int]
-"""A triple of an event (pyoxigraph terms) and its instant (µs)."""
 
 
 def parse_quads(path, format: str) -> Iterator[ox.Quad]:
@@ -68,108 +69,212 @@ def dataset_quads(dataset) -> Iterator[ox.Quad]:
     return ox.parse(dataset.serialize(format="nquads", encoding="utf-8"), format=ox.RdfFormat.N_QUADS)
 
 
-def term_row(term) -> tuple[int, str, str | None, str | None]:
-    """The stored form of a pyoxigraph term, (kind, value, datatype, language), as ``csparql.storage.terms``
-    stores an rdflib term."""
-    if isinstance(term, ox.NamedNode):
-        return (IRI, term.value, None, None)
-    if isinstance(term, ox.BlankNode):
-        return (BLANK, term.value, None, None)
-    if isinstance(term, ox.Literal):
-        if term.language:
-            return (LITERAL, term.value, RDF_LANGSTRING, term.language.lower())
-        return (LITERAL, term.value, term.datatype.value, None)
-    raise TypeError(f"not a ground RDF term: {term!r}")
+TIMED_TRIPLES = pa.schema([("s_kind", pa.int8()), ("s_value", pa.string()), ("p_value", pa.string()),
+                           ("o_kind", pa.int8()), ("o_value", pa.string()), ("o_datatype", pa.string()),
+                           ("o_language", pa.string()), ("ts_micros", pa.int64())])
+"""The triples of events as ``timed_triples`` returns them: the subject's kind and value, the predicate's IRI,
+the object's stored form (kind, value, datatype, language as ``csparql.storage.terms`` stores them; blank nodes
+with the file's labels) and the event's instant (µs)."""
+
+DEFAULT_GRAPH = str(ox.DefaultGraph())
+"""The name of the default graph in ``_QUADS`` (a named graph's is ``<iri>`` or ``_:label``)."""
+_QUADS = pa.schema([("s_term", pa.string())] + list(TIMED_TRIPLES)[2:-1] + [("g_term", pa.string())])
+"""The quads as read: subject and graph name as N-Triples writes them, the rest as ``TIMED_TRIPLES``."""
+CHUNK_ROWS = 65_536
+"""Quads read into Python lists before they become Arrow arrays: the lists' memory is reused chunk after chunk."""
 
 
-def _count(triples: list) -> str:
-    return f"{len(triples)} triple" + ("" if len(triples) == 1 else "s")
+def quad_columns(quads: Iterable[ox.Quad]) -> pa.Table:
+    """The quads as ``_QUADS`` columns, in the order read, with their ``row`` (0, 1, ...): the only loop over
+    quads in Python. ``TypeError`` for an object that is not an IRI, a blank node or a literal (a triple term:
+    RDF 1.2 allows no other subject than an IRI or a blank node)."""
+    named, literal, blank = ox.NamedNode, ox.Literal, ox.BlankNode
+    columns: tuple[list, ...] = tuple([] for _ in _QUADS)
+    s_term, p_value, o_kind, o_value, o_datatype, o_language, g_term = (column.append for column in columns)
+    batches, row = [], 0
+    for subject, predicate, object_, where in quads:
+        s_term(str(subject))
+        p_value(predicate.value)
+        kind = type(object_)
+        if kind is literal:
+            o_kind(LITERAL)
+            o_value(object_.value)
+            language = object_.language
+            if language:
+                o_datatype(RDF_LANGSTRING)
+                o_language(language.lower())
+            else:
+                o_datatype(object_.datatype.value)
+                o_language(None)
+        elif kind is named or kind is blank:
+            o_kind(IRI if kind is named else BLANK)
+            o_value(object_.value)
+            o_datatype(None)
+            o_language(None)
+        else:
+            raise TypeError(f"the object {object_} is not an IRI, a blank node or a literal")
+        g_term(str(where))
+        row += 1
+        if row % CHUNK_ROWS == 0:
+            batches.append(_batch(columns))
+    if columns[0]:
+        batches.append(_batch(columns))
+    table = pa.Table.from_batches(batches, schema=_QUADS).combine_chunks()
+    return table.append_column("row", pa.array(range(table.num_rows), pa.int64()))
+
+
+def _batch(columns: tuple[list, ...]) -> pa.RecordBatch:
+    batch = pa.RecordBatch.from_arrays([pa.array(column, field.type) for column, field in zip(columns, _QUADS)],
+                                       schema=_QUADS)
+    for column in columns:
+        column.clear()
+    return batch
 
 
 def timed_triples(quads: Iterable[ox.Quad], predicates: Sequence[str], default_micros: int | None,
-                  future: FutureLimit | None) -> tuple[list[TimedTriple], list[GraphReject]]:
-    """The triples of the events ``quads`` hold (each graph's triples once) with their instants, ordered by
-    instant then graph (the default graph's last among equals), each event's triples in the order written; and
-    the graphs rejected, in the order of their names."""
-    accepted = {ox.NamedNode(p) for p in predicates}
-    graphs: dict[object, dict[tuple, None]] = {}
-    candidates: list[tuple[object, tuple]] = []  # (where, triple) of each triple with a timestamp predicate
-    for subject, predicate, object_, where in quads:
-        if isinstance(where, ox.DefaultGraph):
-            where = None
-        triple = (subject, predicate, object_)
-        graphs.setdefault(where, {})[triple] = None
-        if predicate in accepted:
-            candidates.append((where, triple))
-    default = graphs.pop(None, {})
-    stamps: dict[object, dict[tuple, None]] = {}  # graph name → its timestamps, in the default graph or its own
-    for where, triple in candidates:
-        if triple[0] in graphs and (where is None or where == triple[0]):
-            stamps.setdefault(triple[0], {})[triple] = None
+                  future: FutureLimit | None) -> tuple[pa.Table, list[GraphReject]]:
+    """The triples of the events ``quads`` hold (each graph's triples once), as ``TIMED_TRIPLES`` rows ordered
+    by instant then graph name (the default graph's last among equals), each event's triples in the order
+    written; and the graphs rejected, in the order of their names (the default graph's last). ``SyntaxError``
+    as the quads are parsed; ``TypeError`` for a term that cannot be stored (a triple term).
 
-    events: list[tuple[int, str, object, list]] = []
+    Columnar: the quads are read once into Arrow columns (``quad_columns``); the timestamps, the repeated
+    triples and the order are worked out over those columns, with Python only for what is unusual (a timestamp
+    in another form, a rejected graph)."""
+    quads_table = quad_columns(quads)
+    encoded = pc.dictionary_encode(quads_table.column("g_term")).combine_chunks()
+    names, graph = encoded.dictionary, pc.cast(encoded.indices, pa.int64())
+    quads_table = quads_table.append_column("graph", graph)
+    found = pc.index_in(pa.array([DEFAULT_GRAPH]), names)[0].as_py()
+    default = -1 if found is None else found  # the default graph's number (-1: it holds no quad)
+    numbers = pa.array(range(len(names)), pa.int64())
+
+    # timestamp triples: about a named graph of the file, in the default graph or in that graph
+    is_stamp = pc.is_in(quads_table.column("p_value"), pa.array(list(predicates), pa.string())).combine_chunks()
+    stamps = quads_table.filter(is_stamp)
+    about = pc.index_in(stamps.column("s_term"), names)
+    in_place = pc.or_(pc.equal(stamps.column("graph"), about), pc.equal(stamps.column("graph"), default))
+    metadata = pc.fill_null(pc.and_(pc.not_equal(about, default), in_place), False).combine_chunks()
+    stamps, about = stamps.filter(metadata), pc.cast(pc.filter(about, metadata), pa.int64())
+    instants, problems = _graph_instants(stamps, about, future)
+    triples = _first_of_each(quads_table.filter(pc.invert(pc.replace_with_mask(is_stamp, is_stamp, metadata))))
+
+    # each graph's instant: its own, else the ingest's (--timestamp), else it is rejected
+    micros_of = pc.take(instants.column("micros"), pc.index_in(numbers, instants.column("graph")))
+    troubled = pc.is_in(numbers, pa.array(list(problems), pa.int64()))
+    unstamped = pc.and_(pc.and_(pc.is_null(micros_of), pc.invert(troubled)), pc.not_equal(numbers, default))
+    if default_micros is not None:
+        micros_of = pc.if_else(unstamped, default_micros, micros_of)
+    rejected = pc.indices_nonzero(pc.and_(pc.is_null(micros_of), pc.not_equal(numbers, default))).to_pylist()
+    counted = pc.value_counts(pc.filter(triples.column("graph"), pc.is_in(
+        triples.column("graph"), pa.array(rejected + [default], pa.int64())))).flatten()
+    per_graph = dict(zip(counted[0].to_pylist(), counted[1].to_pylist()))
     rejects: list[GraphReject] = []
-    instants: dict[tuple[str, str | None], int] = {}  # lexical form and datatype → µs: events share instants
-    for name in sorted(graphs, key=str):
-        shown = str(name)
-        own = stamps.get(name, {})
-        found: dict[int, str] = {}
-        problem = None
-        for _, predicate, value in own:
-            if not isinstance(value, ox.Literal):
-                problem = f"its timestamp {value} (<{predicate.value}>) is not a literal"
-                continue
-            key = (value.value, None if value.language else value.datatype.value)
-            micros = instants.get(key)
-            if micros is None:
-                try:
-                    micros = instants[key] = bounded_timestamp_micros(*key, future)
-                except LineError as error:
-                    problem = str(error)
-                    continue
-            found[micros] = value.value
-        triples = [t for t in graphs[name] if t not in own] if own else list(graphs[name])
-        if problem is None and len(found) > 1:
-            values = ", ".join(sorted(f"'{v}'" for v in found.values()))
-            problem = f"it has {len(found)} different timestamps ({values})"
-        if problem is None and not found:
-            if default_micros is None:
-                choices = "> or <".join(sorted(set(predicates)))
-                problem = (f"it has no timestamp: no triple {shown} <{choices}> in the default graph or in the "
-                           "graph; add one, or pass --timestamp T")
-            else:
-                found[default_micros] = ""
-        if problem is not None:
-            rejects.append(GraphReject(name, f"graph {shown}: {problem}; its {_count(triples)} did not land", shown))
-            continue
-        if triples:
-            events.append((next(iter(found)), shown, name, triples))
-    # a timestamp triple about any graph of the file is metadata (its graph may be empty, or rejected)
-    untimed = [t for t in default if not (t[1] in accepted and t[0] in graphs)]
-    if untimed:
+    for shown, number in sorted((names[number].as_py(), number) for number in rejected):
+        problem = problems.get(number)
+        if problem is None:
+            choices = "> or <".join(sorted(set(predicates)))
+            problem = (f"it has no timestamp: no triple {shown} <{choices}> in the default graph or in the graph; "
+                       "add one, or pass --timestamp T")
+        rejects.append(GraphReject(_stored_name(shown), f"graph {shown}: {problem}; its "
+                                   f"{_count(per_graph.get(number, 0))} did not land", shown))
+    if per_graph.get(default):
         if default_micros is None:
-            rejects.append(GraphReject(None, f"the default graph has {_count(untimed)} without a timestamp (not about "
-                                             "a named graph of the file); pass --timestamp T to give them one",
-                                       "the default graph"))
+            rejects.append(GraphReject(None, f"the default graph has {_count(per_graph[default])} without a "
+                                             "timestamp (not about a named graph of the file); pass --timestamp T "
+                                             "to give them one", "the default graph"))
         else:
-            events.append((default_micros, "\uffff", None, untimed))
-    events.sort(key=lambda event: (event[0], event[1]))
-    timed = [(s, p, o, micros) for micros, _, _, triples in events for s, p, o in triples]
-    return timed, rejects
+            micros_of = pc.if_else(pc.equal(numbers, default), default_micros, micros_of)
+
+    # the events' order: by instant, then by name as N-Triples writes it (the default graph's last)
+    name_rank = pc.sort_indices(pc.sort_indices(pc.if_else(pc.equal(numbers, default), "\uffff", names)))
+    graph = triples.column("graph")
+    triples = triples.append_column("ts_micros", pc.take(micros_of, graph)) \
+                     .append_column("name_rank", pc.take(name_rank, graph))
+    triples = triples.filter(pc.is_valid(triples.column("ts_micros")))
+    order = pc.sort_indices(triples, [("ts_micros", "ascending"), ("name_rank", "ascending"), ("row", "ascending")])
+    triples = triples.take(order)
+    subject = triples.column("s_term")
+    iri = pc.starts_with(subject, "<")
+    triples = triples.append_column("s_kind", pc.if_else(iri, IRI, BLANK)).append_column(
+        "s_value", pc.if_else(iri, pc.utf8_slice_codeunits(subject, 1, -1), pc.utf8_slice_codeunits(subject, 2)))
+    return triples.select(TIMED_TRIPLES.names).cast(TIMED_TRIPLES), rejects
 
 
-def first_line_naming(path, names: Sequence[object]) -> dict[object, int]:
+def _stored_name(written: str) -> GraphName:
+    """The stored form of a name as N-Triples writes it (``<iri>`` or ``_:label``)."""
+    return (IRI, written[1:-1]) if written.startswith("<") else (BLANK, written[2:])
+
+
+def _first_of_each(quads: pa.Table) -> pa.Table:
+    """``quads`` without the repetitions of a triple in the same graph (a graph is a set), each kept at its
+    first row. Only the graphs of more than one row are looked at: an event is often a single triple."""
+    sizes = pc.value_counts(quads.column("graph")).flatten()
+    several = pc.filter(sizes[0], pc.greater(sizes[1], 1))
+    if not len(several):
+        return quads
+    keys = ["graph"] + list(_QUADS.names[:-1])
+    candidates = quads.filter(pc.is_in(quads.column("graph"), several))
+    firsts = candidates.group_by(keys, use_threads=False).aggregate([("row", "min")]).column("row_min")
+    if len(firsts) == candidates.num_rows:
+        return quads
+    repeated = pc.filter(candidates.column("row"), pc.invert(pc.is_in(candidates.column("row"), firsts)))
+    return quads.filter(pc.invert(pc.is_in(quads.column("row"), repeated)))
+
+
+def _graph_instants(stamps: pa.Table, about: pa.Array, future: FutureLimit | None
+                    ) -> tuple[pa.Table, dict[int, str]]:
+    """From the timestamp triples ``stamps`` (``about``: the graph each is about), the graphs' instants (a
+    table of ``graph`` and ``micros``) and, for a graph that cannot have one, the reason: a timestamp that is not a literal, not
+    an instant, a language-tagged string, too far in the future, or two different timestamps."""
+    problems: dict[int, str] = {}
+    odd = pc.or_(pc.not_equal(stamps.column("o_kind"), LITERAL), pc.is_valid(stamps.column("o_language")))
+    for graph, kind, value, predicate, language in zip(
+            *(column.to_pylist() for column in (pc.filter(about, odd), *stamps.filter(odd).select(
+                ["o_kind", "o_value", "p_value", "o_language"]).columns))):
+        if kind != LITERAL:
+            shown = f"<{value}>" if kind == IRI else f"_:{value}"
+            problems.setdefault(graph, f"its timestamp {shown} (<{predicate}>) is not a literal")
+        else:
+            problems.setdefault(graph, f"the timestamp '{value}'@{language} is a language-tagged string, not an "
+                                       "instant")
+    plain = pc.invert(odd)
+    stamps, about = stamps.filter(plain), pc.filter(about, plain)
+    micros, reasons = bounded_timestamps_micros(stamps.column("o_value"), stamps.column("o_datatype"), future)
+    for index, reason in reasons.items():
+        problems.setdefault(about[index].as_py(), reason)
+    found = pa.table({"graph": about, "micros": micros}).filter(pc.is_valid(micros))
+    spans = found.group_by("graph", use_threads=False).aggregate([("micros", "min"), ("micros", "max")])
+    for graph in pc.filter(spans.column("graph"), pc.not_equal(spans.column("micros_min"),
+                                                                spans.column("micros_max"))).to_pylist():
+        if graph not in problems:
+            rows = pc.equal(found.column("graph"), graph)
+            lexical = dict(zip(found.column("micros").filter(rows).to_pylist(),
+                               stamps.column("o_value").filter(pc.is_valid(micros)).filter(rows).to_pylist()))
+            listed = ", ".join(sorted(f"'{value}'" for value in lexical.values()))
+            problems[graph] = f"it has {len(lexical)} different timestamps ({listed})"
+    instants = pa.table({"graph": spans.column("graph"), "micros": spans.column("micros_min")})
+    return instants.filter(pc.invert(pc.is_in(instants.column("graph"), pa.array(list(problems), pa.int64())))), \
+        problems
+
+
+def _count(triples: int) -> str:
+    return f"{triples} triple" + ("" if triples == 1 else "s")
+
+
+def first_line_naming(path, names: Sequence[GraphName]) -> dict[GraphName, int]:
     """For each graph name, the first line of the file at ``path`` that writes it (an IRI in full, between
     angle brackets or quotes, or a prefixed name ending in its last segment; a blank node's label); 0 where
     none does. A hint for the reader of a reject, not a parser's position."""
     patterns = {}
     for name in names:
-        if isinstance(name, ox.BlankNode):
-            patterns[name] = re.compile(rf"_:{re.escape(name.value)}\b")
+        kind, value = name
+        if kind == BLANK:
+            patterns[name] = re.compile(rf"_:{re.escape(value)}\b")
         else:
-            local = re.split(r"[/#:]", name.value)[-1]
+            local = re.split(r"[/#:]", value)[-1]
             prefixed = rf"|[\w-]*:{re.escape(local)}(?![\w.-]*[\w-])" if local else ""
-            patterns[name] = re.compile(rf"[<\"]{re.escape(name.value)}[>\"]{prefixed}")
+            patterns[name] = re.compile(rf"[<\"]{re.escape(value)}[>\"]{prefixed}")
     lines = {name: 0 for name in names}
     waiting = set(patterns)
     try:
@@ -214,5 +319,4 @@ def lines_name_graphs(lines: Iterable[str]) -> bool:
             continue
         if statement is not None and statement.g is not None:
             return statement.g[0] in (IRI, BLANK)
-    return False
     return False

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import rdflib
 
 from csparql.ingest import graphs
-from csparql.ingest.event_times import event_times_metadata, recorded_until
+from csparql.ingest.event_times import event_times_metadata, recorded_until, staged_event_times_metadata
 from csparql.ingest.inputs import (
     BATCH_SHIFT, GRAPH_FORMATS, QUAD_FORMATS, SHOWN_REJECTS, IngestReport, Input, InputError, Reject,
 )
@@ -175,12 +175,29 @@ class IngestJob:
             except SyntaxError as error:  # pyoxigraph parses as it is read
                 self.reject_file(item, error)
                 return parsed_schema(self.stream).empty_table()
-            at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
-            self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
-                                for r in rejected)
-            row_of = graphs.term_row
-            rows = [(row_of(s), row_of(p), row_of(o)) for s, p, o, _ in timed]
-            return self.arrow_rows(item, rows, [micros for _, _, _, micros in timed])
+            except TypeError as error:  # a triple term (RDF 1.2), which a stream table cannot hold
+                self.reject_file(item, ValueError(f"{error}: a stream holds IRIs, blank nodes and literals"))
+                return parsed_schema(self.stream).empty_table()
+        at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
+        self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
+                            for r in rejected)
+        scope = pa.scalar(self.scope(item.index))
+
+        def stored(kind: pa.Array, value: pa.Array, datatype: pa.Array, language: pa.Array) -> pa.StructArray:
+            value = pc.if_else(pc.equal(kind, BLANK), pc.binary_join_element_wise(scope, value, ""), value)
+            return pa.StructArray.from_arrays([kind, value, datatype, language], fields=list(schema.TERM_TYPE))
+
+        column = timed.column
+        count = timed.num_rows
+        no_strings = pa.nulls(count, pa.string())
+        ts = column("ts_micros").combine_chunks()
+        return pa.Table.from_arrays(
+            [stored(column("s_kind").combine_chunks(), column("s_value").combine_chunks(), no_strings, no_strings),
+             stored(pa.repeat(pa.scalar(schema.IRI, pa.int8()), count), column("p_value").combine_chunks(), no_strings,
+                    no_strings),
+             stored(*(column(name).combine_chunks() for name in ("o_kind", "o_value", "o_datatype", "o_language"))),
+             ts, pa.array(range(1, count + 1), pa.int64()), hour_buckets(ts)],
+            schema=schema.PARSED_STREAM)
 
     def arrow_rows(self, item: Input, rows: list[tuple], micros: list[int | None]) -> pa.Table:
         """The parsed rows of ``item`` (stored terms; blank nodes scoped to the file), with their instants and
@@ -309,8 +326,4 @@ class LocalIngestJob(IngestJob):
         until = recorded_until(warehouse)
         if not staged or self.rows is None:
             return event_times_metadata((), until)
-        micros = self.rows.column("ts_micros")
-        early = pa.table({"t": micros.filter(pc.less_equal(micros, until))})
-        grouped = early.group_by("t").aggregate([("t", "count")])
-        return event_times_metadata(zip(grouped.column("t").to_pylist(), grouped.column("t_count").to_pylist()),
-                                    until)
+        return staged_event_times_metadata(self.rows.column("ts_micros"), until)

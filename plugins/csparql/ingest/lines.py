@@ -211,6 +211,54 @@ def bounded_timestamp_micros(lexical: str, datatype: str | None, future: FutureL
     return micros
 
 
+_CANONICAL_DATETIME = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                       r"(\.[0-9]{1,6})?Z$")
+_SHORT_INTEGER = r"^[0-9]{1,14}$"
+
+
+def bounded_timestamps_micros(lexical: pa.Array | pa.ChunkedArray, datatype: pa.Array | pa.ChunkedArray,
+                              future: FutureLimit | None) -> tuple[pa.Array, dict[int, str]]:
+    """``bounded_timestamp_micros`` of many timestamps at once (lexical forms and datatypes as string arrays):
+    their instants (µs; null where refused) and, by position, the reason each refused one is refused. The
+    common forms (a UTC ``xsd:dateTime`` with at most six fraction digits, a ``Z`` and a date that exists; a
+    non-negative integer of epoch milliseconds) are read by Arrow's kernels; any other goes through
+    ``bounded_timestamp_micros``, so both give the same instants and the same reasons."""
+    lexical, datatype = (column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+                         for column in (lexical, datatype))
+    latest = future.latest if future is not None else MAX_MICROS
+    no_instant = pa.scalar(None, pa.int64())
+    is_datetime = pc.fill_null(pc.is_in(datatype, pa.array(sorted(DATETIME_TYPES))), False)
+    canonical = pc.and_(is_datetime, pc.match_substring_regex(lexical, _CANONICAL_DATETIME))
+    seconds_text = pc.utf8_slice_codeunits(lexical, 0, 19)
+    seconds = pc.strptime(seconds_text, format="%Y-%m-%dT%H:%M:%S", unit="us", error_is_null=True)
+    # Arrow's strptime moves a day the month lacks (February 30) into the next month: the day must stay
+    day_text = pc.if_else(canonical, pc.utf8_slice_codeunits(lexical, 8, 10), pa.scalar(None, pa.string()))
+    exists = pc.fill_null(pc.equal(pc.day(seconds), pc.cast(day_text, pa.int64())), False)
+    fraction_text = pc.if_else(canonical, pc.utf8_slice_codeunits(lexical, 20, -1), pa.scalar(None, pa.string()))
+    fraction = pc.cast(pc.utf8_rpad(fraction_text, 6, "0"), pa.int64())
+    from_datetime = pc.if_else(pc.and_(canonical, exists), pc.add(pc.cast(seconds, pa.int64()), fraction),
+                               no_instant)
+    is_millis = pc.and_(pc.fill_null(pc.is_in(datatype, pa.array(sorted(EPOCH_MILLIS_TYPES))), False),
+                        pc.match_substring_regex(lexical, _SHORT_INTEGER))
+    from_millis = pc.multiply(pc.cast(pc.if_else(is_millis, lexical, pa.scalar(None, pa.string())), pa.int64()),
+                              1000)
+    fast = pc.coalesce(from_datetime, from_millis)
+    fast = pc.if_else(pc.and_(pc.greater_equal(fast, MIN_MICROS), pc.less_equal(fast, latest)), fast, no_instant)
+    unusual = pc.is_null(fast)
+    positions = pc.indices_nonzero(unusual).to_pylist()
+    if not positions:
+        return fast, {}
+    reasons: dict[int, str] = {}
+    slow: list[int | None] = []
+    for position in positions:
+        try:
+            slow.append(bounded_timestamp_micros(lexical[position].as_py(), datatype[position].as_py(), future))
+        except LineError as error:
+            slow.append(None)
+            reasons[position] = str(error)
+    return pc.replace_with_mask(fast, unusual, pa.array(slow, pa.int64())), reasons
+
+
 # ---------------------------------------------------------------------------------------------------------
 # One line
 # ---------------------------------------------------------------------------------------------------------
