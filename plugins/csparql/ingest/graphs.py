@@ -36,8 +36,9 @@ from csparql.ingest.lines import FutureLimit, LineError, bounded_timestamps_micr
 from csparql.storage.schema import BLANK, IRI, LITERAL
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME, RDF_LANGSTRING
 
-__all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "GRAPH_NQUADS", "PROV_GENERATED_AT_TIME", "TIMED_TRIPLES", "GraphReject",
-           "dataset_quads", "first_line_naming", "names_graphs", "parse_quads", "timed_triples"]
+__all__ = ["DEFAULT_TIMESTAMP_PREDICATES", "GRAPH_NQUADS", "PROV_GENERATED_AT_TIME", "QUADS", "TIMED_TRIPLES",
+           "GraphReject", "dataset_quads", "first_line_naming", "names_graphs", "parse_quads", "quad_columns",
+           "timed_triples"]
 
 PARSED_FORMATS = {"trig": ox.RdfFormat.TRIG, "json-ld": ox.RdfFormat.JSON_LD, "nquads": ox.RdfFormat.N_QUADS}
 """The formats pyoxigraph parses here (``GRAPH_NQUADS`` files are N-Quads); TriX goes through ``dataset_quads``."""
@@ -77,19 +78,19 @@ the object's stored form (kind, value, datatype, language as ``csparql.storage.t
 with the file's labels) and the event's instant (µs)."""
 
 DEFAULT_GRAPH = str(ox.DefaultGraph())
-"""The name of the default graph in ``_QUADS`` (a named graph's is ``<iri>`` or ``_:label``)."""
-_QUADS = pa.schema([("s_term", pa.string())] + list(TIMED_TRIPLES)[2:-1] + [("g_term", pa.string())])
+"""The name of the default graph in ``QUADS`` (a named graph's is ``<iri>`` or ``_:label``)."""
+QUADS = pa.schema([("s_term", pa.string())] + list(TIMED_TRIPLES)[2:-1] + [("g_term", pa.string())])
 """The quads as read: subject and graph name as N-Triples writes them, the rest as ``TIMED_TRIPLES``."""
 CHUNK_ROWS = 65_536
 """Quads read into Python lists before they become Arrow arrays: the lists' memory is reused chunk after chunk."""
 
 
 def quad_columns(quads: Iterable[ox.Quad]) -> pa.Table:
-    """The quads as ``_QUADS`` columns, in the order read, with their ``row`` (0, 1, ...): the only loop over
-    quads in Python. ``TypeError`` for an object that is not an IRI, a blank node or a literal (a triple term:
-    RDF 1.2 allows no other subject than an IRI or a blank node)."""
+    """The quads as ``QUADS`` columns, in the order read: the only loop over quads in Python. ``TypeError`` for
+    an object that is not an IRI, a blank node or a literal (a triple term: RDF 1.2 allows no other subject
+    than an IRI or a blank node)."""
     named, literal, blank = ox.NamedNode, ox.Literal, ox.BlankNode
-    columns: tuple[list, ...] = tuple([] for _ in _QUADS)
+    columns: tuple[list, ...] = tuple([] for _ in QUADS)
     s_term, p_value, o_kind, o_value, o_datatype, o_language, g_term = (column.append for column in columns)
     batches, row = [], 0
     for subject, predicate, object_, where in quads:
@@ -119,29 +120,27 @@ def quad_columns(quads: Iterable[ox.Quad]) -> pa.Table:
             batches.append(_batch(columns))
     if columns[0]:
         batches.append(_batch(columns))
-    table = pa.Table.from_batches(batches, schema=_QUADS).combine_chunks()
-    return table.append_column("row", pa.array(range(table.num_rows), pa.int64()))
+    return pa.Table.from_batches(batches, schema=QUADS).combine_chunks()
 
 
 def _batch(columns: tuple[list, ...]) -> pa.RecordBatch:
-    batch = pa.RecordBatch.from_arrays([pa.array(column, field.type) for column, field in zip(columns, _QUADS)],
-                                       schema=_QUADS)
+    batch = pa.RecordBatch.from_arrays([pa.array(column, field.type) for column, field in zip(columns, QUADS)],
+                                       schema=QUADS)
     for column in columns:
         column.clear()
     return batch
 
 
-def timed_triples(quads: Iterable[ox.Quad], predicates: Sequence[str], default_micros: int | None,
+def timed_triples(quads: pa.Table, predicates: Sequence[str], default_micros: int | None,
                   future: FutureLimit | None) -> tuple[pa.Table, list[GraphReject]]:
-    """The triples of the events ``quads`` hold (each graph's triples once), as ``TIMED_TRIPLES`` rows ordered
-    by instant then graph name (the default graph's last among equals), each event's triples in the order
-    written; and the graphs rejected, in the order of their names (the default graph's last). ``SyntaxError``
-    as the quads are parsed; ``TypeError`` for a term that cannot be stored (a triple term).
+    """The triples of the events in ``quads`` (``QUADS`` columns in the order written) (each graph's triples
+    once), as ``TIMED_TRIPLES`` rows ordered by instant then graph name (the default graph's last among
+    equals), each event's triples in the order written; and the graphs rejected, in the order of their names
+    (the default graph's last).
 
-    Columnar: the quads are read once into Arrow columns (``quad_columns``); the timestamps, the repeated
-    triples and the order are worked out over those columns, with Python only for what is unusual (a timestamp
-    in another form, a rejected graph)."""
-    quads_table = quad_columns(quads)
+    Columnar: the timestamps, the repeated triples and the order are worked out over the columns by Arrow's
+    kernels, with Python only for what is unusual (a timestamp in another form, a rejected graph)."""
+    quads_table = quads.combine_chunks().append_column("row", pa.array(range(quads.num_rows), pa.int64()))
     encoded = pc.dictionary_encode(quads_table.column("g_term")).combine_chunks()
     names, graph = encoded.dictionary, pc.cast(encoded.indices, pa.int64())
     quads_table = quads_table.append_column("graph", graph)
@@ -213,7 +212,7 @@ def _first_of_each(quads: pa.Table) -> pa.Table:
     several = pc.filter(sizes[0], pc.greater(sizes[1], 1))
     if not len(several):
         return quads
-    keys = ["graph"] + list(_QUADS.names[:-1])
+    keys = ["graph"] + list(QUADS.names[:-1])
     candidates = quads.filter(pc.is_in(quads.column("graph"), several))
     firsts = candidates.group_by(keys, use_threads=False).aggregate([("row", "min")]).column("row_min")
     if len(firsts) == candidates.num_rows:

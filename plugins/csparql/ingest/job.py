@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import rdflib
 
-from csparql.ingest import graphs
+from csparql.ingest import graph_parts, graphs
 from csparql.ingest.event_times import event_times_metadata, recorded_until, staged_event_times_metadata
 from csparql.ingest.inputs import (
     BATCH_SHIFT, GRAPH_FORMATS, QUAD_FORMATS, SHOWN_REJECTS, IngestReport, Input, InputError, Reject,
@@ -161,15 +161,18 @@ class IngestJob:
     def parse_graphs(self, item: Input) -> pa.Table:
         """A file of timestamped named graphs: each graph's triples with its instant; rejects name the graph
         and the line where it is first written."""
+        dataset = None
         if item.format == "trix":
             dataset = rdflib.Dataset()
             if not self.parse_with_rdflib(item, dataset):
                 return parsed_schema(self.stream).empty_table()
-            quads = graphs.dataset_quads(dataset)
-        else:
-            quads = graphs.parse_quads(item.path, "nquads" if item.format == graphs.GRAPH_NQUADS else item.format)
         with collection_paused():
             try:
+                if dataset is not None:
+                    quads = graphs.quad_columns(graphs.dataset_quads(dataset))
+                else:
+                    fmt = "nquads" if item.format == graphs.GRAPH_NQUADS else item.format
+                    quads = graph_parts.read_quads(item.path, fmt)
                 timed, rejected = graphs.timed_triples(quads, self.timestamp_predicates, self.default_micros,
                                                        self.future)
             except SyntaxError as error:  # pyoxigraph parses as it is read
