@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
