@@ -275,8 +275,12 @@ def _ingest(result: dict) -> dict:
 def _graph_ingest(result: dict) -> dict:
     target = {"id": "graph_ingest",
               "target": f"ingest of TriG timestamped named graphs at least {GRAPH_INGEST_RATE:,} triples per second"}
-    runs = {i["format"]: i for i in result["ingest"] if i.get("path") == "in-process"}
-    graphs, lines = runs.get("TriG timestamped graphs"), runs.get("timestamped N-Quads")
+    in_process = [i for i in result["ingest"] if i.get("path") == "in-process"]
+    trig = [i for i in in_process if i["format"] == "TriG timestamped graphs"]
+    graphs = max(trig, key=lambda i: i["triples"]) if trig else None  # the largest: an ingest's fixed cost counts least
+    same_file = ("dataset", "size", "history", "stream")
+    lines = next((i for i in in_process if graphs is not None and i["format"] == "timestamped N-Quads"
+                  and all(i.get(key) == graphs.get(key) for key in same_file)), None)
     if graphs is None:
         return {**target, "measured": "–", "met": None, "why": "not measured in this run"}
     measured = (f"{graphs['triples_per_second']:,.0f} triples/s ({graphs['triples']:,} triples in "

@@ -365,3 +365,10 @@ def test_the_graph_ingest_target_is_judged_on_the_in_process_trig_figure():
     met = _target({**_result([]), "ingest": [lines, {**graphs, "triples_per_second": 120_000.0}]}, "graph_ingest")
     assert met["met"] is True
     assert _target(_result([]), "graph_ingest")["met"] is None
+    # with several data sets, the largest file's figure (an ingest's fixed cost counts least there), beside the
+    # line format's for the same file
+    small = {**graphs, "size": 1, "triples": 1000, "triples_per_second": 20_000.0}
+    large = {**graphs, "size": 9, "triples": 400_000, "triples_per_second": 130_000.0, "seconds": 3.08}
+    large_lines = {**lines, "size": 9, "triples": 400_000, "triples_per_second": 170_000.0}
+    judged = _target({**_result([]), "ingest": [lines, small, large_lines, large]}, "graph_ingest")
+    assert judged["met"] is True and "400,000 triples" in judged["measured"] and "170,000" in judged["measured"]

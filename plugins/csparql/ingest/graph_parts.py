@@ -34,9 +34,11 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 MAX_PARTS = 4
 SPLIT_FORMATS = frozenset({"trig", "nquads"})
 """Formats whose statements can be told apart by line: TriG (checked, as above) and N-Quads (one per line)."""
-FIRST_PART_WEIGHT = 1.25
-"""The first part's size against another's: the children start later (a new Python process) and send their
-columns back."""
+CHILD_START_BYTES = 16 * 1024 * 1024
+"""What the first part reads more than the others: about what this process parses while a child starts (a new
+Python process) and sends its columns back."""
+CUT_WINDOW_BYTES = 1024 * 1024
+"""How far after its place a cut looks for the start of a statement."""
 _STATEMENT_START = re.compile(rb"\n(?=[^\s#}\]).,;])")
 
 
@@ -55,38 +57,46 @@ def read_quads(path: Path, format: str, parts: int | None = None, min_bytes: int
 
 
 def _read_in_parts(path: Path, format: str, parts: int) -> pa.Table | None:
-    """The file read in ``parts`` at once, or None when a cut cannot be trusted or a child failed."""
-    data = path.read_bytes()
-    cuts = _cuts(data, parts)
-    if len(cuts) < 3:
-        return None
-    directives = _directives(data, cuts[-2])
-    headers = [b"".join(text for at, text in directives if at < cut) for cut in cuts[1:-1]]
-    folder = tempfile.TemporaryDirectory(prefix="csparql-parts-")
-    outputs = [Path(folder.name) / f"part-{number}.arrow" for number in range(1, len(cuts) - 1)]
-    children = [_start_child(path, format, start, end, header, output)
-                for start, end, header, output in zip(cuts[1:-1], cuts[2:], headers, outputs)]
-    try:
-        first = ox.parse(data[:cuts[1]], format=PARSED_FORMATS[format])
-        try:
-            tables = [quad_columns(first)]
-        except SyntaxError:  # the cut split a statement: the file is read whole, as usual
+    """The file read in ``parts`` at once, or None when a cut cannot be trusted or a child failed. The children
+    start first (a new Python process takes a while) and are handed their directives once they are found."""
+    with open(path, "rb") as handle:
+        cuts = _cuts(handle, path.stat().st_size, parts)
+        if len(cuts) < 3:
             return None
-        ends = [(first.prefixes, first.base_iri)]
-        del data
-        for child, output in zip(children, outputs):
-            if child.wait() != 0:
+        folder = tempfile.TemporaryDirectory(prefix="csparql-parts-")
+        outputs = [Path(folder.name) / f"part-{number}.arrow" for number in range(1, len(cuts) - 1)]
+        children = [_start_child(path, format, start, end, output)
+                    for start, end, output in zip(cuts[1:-1], cuts[2:], outputs)]
+        try:
+            data = handle.read(cuts[-2])
+            directives = _directives(data, cuts[-2])
+            headers = [b"".join(text for at, text in directives if at < cut) for cut in cuts[1:-1]]
+            for child, header in zip(children, headers):
+                child.stdin.write(header)
+                child.stdin.close()
+            first = ox.parse(data[:cuts[1]], format=PARSED_FORMATS[format])
+            del data
+            try:
+                tables = [quad_columns(first)]
+            except SyntaxError:  # the cut split a statement: the file is read whole, as usual
                 return None
-            with pa.memory_map(str(output)) as source:
-                table = pa.ipc.open_file(source).read_all()
-            tables.append(table.cast(QUADS))
-            ends.append((json.loads(table.schema.metadata[b"prefixes"]), json.loads(table.schema.metadata[b"base"])))
-    finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-            child.wait()
-        folder.cleanup()
+            ends = [(first.prefixes, first.base_iri)]
+            for child, output in zip(children, outputs):
+                if child.wait() != 0:
+                    return None
+                with pa.memory_map(str(output)) as source:
+                    table = pa.ipc.open_file(source).read_all()
+                tables.append(table.cast(QUADS))
+                metadata = table.schema.metadata
+                ends.append((json.loads(metadata[b"prefixes"]), json.loads(metadata[b"base"])))
+        except BrokenPipeError:  # a child that ended before reading its directives
+            return None
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+                child.wait()
+            folder.cleanup()
     for end, header in zip(ends, headers):
         try:
             if end != _state_after(header, format):
@@ -96,19 +106,26 @@ def _read_in_parts(path: Path, format: str, parts: int) -> pa.Table | None:
     return pa.concat_tables(tables)
 
 
-def _cuts(data: bytes, parts: int) -> list[int]:
-    """Offsets 0 < c1 < ... < len(data) cutting ``data`` into ``parts`` parts (the first ``FIRST_PART_WEIGHT``
-    times the size of the others), each cut at the start of a line that begins with neither a space, a comment
-    nor a closing bracket (a new top-level statement, most likely)."""
+def _cuts(handle, size: int, parts: int) -> list[int]:
+    """Offsets 0 < c1 < ... < size cutting the file open as ``handle`` into ``parts`` parts (the first larger by
+    ``CHILD_START_BYTES``, or a share of a smaller file, than the others), each cut at the start of a line that
+    begins with neither a space, a comment nor a closing bracket (a new top-level statement, most likely);
+    fewer when a part would be empty."""
+    head_start = min(CHILD_START_BYTES, size // (parts + 1))
+    share = (size - head_start) / parts
     cuts = [0]
-    share = len(data) / (FIRST_PART_WEIGHT + parts - 1)
     for number in range(1, parts):
-        match = _STATEMENT_START.search(data, int(share * (FIRST_PART_WEIGHT + number - 1)))
+        at = int(head_start + share * number)
+        handle.seek(max(at - 1, 0))
+        window = handle.read(CUT_WINDOW_BYTES)
+        match = _STATEMENT_START.search(window)
         if match is None:
             break
-        if match.end() > cuts[-1] and match.end() < len(data):
-            cuts.append(match.end())
-    return cuts + [len(data)]
+        cut = max(at - 1, 0) + match.end()
+        if cuts[-1] < cut < size:
+            cuts.append(cut)
+    handle.seek(0)
+    return cuts + [size]
 
 
 def _directives(data: bytes, end: int) -> list[tuple[int, bytes]]:
@@ -139,7 +156,9 @@ def _state_after(header: bytes, format: str) -> tuple[dict, str | None]:
     return parser.prefixes, parser.base_iri
 
 
-def _start_child(path: Path, format: str, start: int, end: int, header: bytes, output: Path) -> subprocess.Popen:
+def _start_child(path: Path, format: str, start: int, end: int, output: Path) -> subprocess.Popen:
+    """A child reading bytes ``start``..``end`` of the file into ``output``, once its directives are written
+    to its stdin."""
     import csparql
 
     package_root = str(Path(csparql.__file__).resolve().parent.parent)
@@ -148,8 +167,6 @@ def _start_child(path: Path, format: str, start: int, end: int, header: bytes, o
     child = subprocess.Popen([sys.executable, "-m", "csparql.ingest.graph_parts", format, str(path), str(start),
                               str(end), str(output)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env=environment)
-    child.stdin.write(header)
-    child.stdin.close()
     return child
 
 
