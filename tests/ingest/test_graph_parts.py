@@ -100,3 +100,11 @@ def test_directive_lines_are_found_wherever_they_start_a_line():
         b"@prefix a: <http://a/> .\n", b"PREFIX b: <http://b/>\n", b"base <http://base/>\n",
         b"@base <http://d/> .\n"]
     assert [line for _, line in graph_parts._directives(data, 30)] == [b"@prefix a: <http://a/> .\n"]
+
+
+def test_without_a_child_process_the_file_is_read_whole(tmp_path, monkeypatch):
+    path = tmp_path / "events.trig"
+    path.write_text(one_line_events(1000), encoding="utf-8")
+    monkeypatch.setattr(graph_parts.sys, "executable", str(tmp_path / "no-python-here"))
+    assert graph_parts._read_in_parts(path, "trig", 2) is None
+    assert graph_parts.read_quads(path, "trig", parts=2, min_bytes=0).equals(whole(path, "trig"))

@@ -65,9 +65,10 @@ def _read_in_parts(path: Path, format: str, parts: int) -> pa.Table | None:
             return None
         folder = tempfile.TemporaryDirectory(prefix="csparql-parts-")
         outputs = [Path(folder.name) / f"part-{number}.arrow" for number in range(1, len(cuts) - 1)]
-        children = [_start_child(path, format, start, end, output)
-                    for start, end, output in zip(cuts[1:-1], cuts[2:], outputs)]
+        children: list[subprocess.Popen] = []
         try:
+            for start, end, output in zip(cuts[1:-1], cuts[2:], outputs):
+                children.append(_start_child(path, format, start, end, output))
             data = handle.read(cuts[-2])
             directives = _directives(data, cuts[-2])
             headers = [b"".join(text for at, text in directives if at < cut) for cut in cuts[1:-1]]
@@ -84,12 +85,12 @@ def _read_in_parts(path: Path, format: str, parts: int) -> pa.Table | None:
             for child, output in zip(children, outputs):
                 if child.wait() != 0:
                     return None
-                with pa.memory_map(str(output)) as source:
+                with pa.OSFile(str(output)) as source:  # read into memory: the file goes with its folder
                     table = pa.ipc.open_file(source).read_all()
                 tables.append(table.cast(QUADS))
                 metadata = table.schema.metadata
                 ends.append((json.loads(metadata[b"prefixes"]), json.loads(metadata[b"base"])))
-        except BrokenPipeError:  # a child that ended before reading its directives
+        except (OSError, ValueError):  # no child could start, or one ended before reading its directives
             return None
         finally:
             for child in children:
