@@ -165,10 +165,9 @@ def _start_child(path: Path, format: str, start: int, end: int, output: Path) ->
     package_root = str(Path(csparql.__file__).resolve().parent.parent)
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    child = subprocess.Popen([sys.executable, "-m", "csparql.ingest.graph_parts", format, str(path), str(start),
-                              str(end), str(output)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env=environment)
-    return child
+    command = [sys.executable, "-m", "csparql.ingest.graph_parts", format, str(path), str(start), str(end), str(output)]
+    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=environment)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -224,8 +224,8 @@ def _first_of_each(quads: pa.Table) -> pa.Table:
 def _graph_instants(stamps: pa.Table, about: pa.Array, future: FutureLimit | None
                     ) -> tuple[pa.Table, dict[int, str]]:
     """From the timestamp triples ``stamps`` (``about``: the graph each is about), the graphs' instants (a
-    table of ``graph`` and ``micros``) and, for a graph that cannot have one, the reason: a timestamp that is not a literal, not
-    an instant, a language-tagged string, too far in the future, or two different timestamps."""
+    table of ``graph`` and ``micros``) and, for a graph that cannot have one, the reason: a timestamp that is
+    not a literal, not an instant, a language-tagged string, too far in the future, or two different ones."""
     problems: dict[int, str] = {}
     odd = pc.or_(pc.not_equal(stamps.column("o_kind"), LITERAL), pc.is_valid(stamps.column("o_language")))
     for graph, kind, value, predicate, language in zip(
