@@ -160,11 +160,8 @@ def _state_after(header: bytes, format: str) -> tuple[dict, str | None]:
 def _start_child(path: Path, format: str, start: int, end: int, output: Path) -> subprocess.Popen:
     """A child reading bytes ``start``..``end`` of the file into ``output``, once its directives are written
     to its stdin."""
-    import csparql
-
-    package_root = str(Path(csparql.__file__).resolve().parent.parent)
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    # the child imports what this process imports (Airflow, for one, puts its plugins folder on sys.path)
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(entry for entry in sys.path if entry))
     command = [sys.executable, "-m", "csparql.ingest.graph_parts", format, str(path), str(start), str(end), str(output)]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=environment)
