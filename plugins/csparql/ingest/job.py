@@ -184,40 +184,35 @@ class IngestJob:
         at = graphs.first_line_naming(item.path, [r.graph for r in rejected if r.graph is not None])
         self.rejects.extend((item.index, at.get(r.graph, 0), escape_field(r.reason), escape_field(r.text))
                             for r in rejected)
-        scope = pa.scalar(self.scope(item.index))
-
-        def stored(kind: pa.Array, value: pa.Array, datatype: pa.Array, language: pa.Array) -> pa.StructArray:
-            value = pc.if_else(pc.equal(kind, BLANK), pc.binary_join_element_wise(scope, value, ""), value)
-            return pa.StructArray.from_arrays([kind, value, datatype, language], fields=list(schema.TERM_TYPE))
-
         column = timed.column
-        count = timed.num_rows
-        no_strings = pa.nulls(count, pa.string())
-        ts = column("ts_micros").combine_chunks()
-        return pa.Table.from_arrays(
-            [stored(column("s_kind").combine_chunks(), column("s_value").combine_chunks(), no_strings, no_strings),
-             stored(pa.repeat(pa.scalar(schema.IRI, pa.int8()), count), column("p_value").combine_chunks(), no_strings,
-                    no_strings),
-             stored(*(column(name).combine_chunks() for name in ("o_kind", "o_value", "o_datatype", "o_language"))),
-             ts, pa.array(range(1, count + 1), pa.int64()), hour_buckets(ts)],
-            schema=schema.PARSED_STREAM)
+        predicate_kinds = pa.repeat(pa.scalar(schema.IRI, pa.int8()), timed.num_rows)
+        return self.parsed_table(item, [(column("s_kind"), column("s_value"), None, None),
+                                        (predicate_kinds, column("p_value"), None, None),
+                                        tuple(column(name) for name in ("o_kind", "o_value", "o_datatype",
+                                                                        "o_language"))],
+                                 column("ts_micros"))
 
     def arrow_rows(self, item: Input, rows: list[tuple], micros: list[int | None]) -> pa.Table:
-        """The parsed rows of ``item`` (stored terms; blank nodes scoped to the file), with their instants and
-        arrivals 1, 2, ... for a stream."""
-        scope = self.scope(item.index)
+        """``parsed_table`` of rows of stored terms (subject, predicate, object)."""
+        columns = [tuple(zip(*(row[position] for row in rows))) or ((), (), (), ()) for position in range(3)]
+        return self.parsed_table(item, columns, micros)
+
+    def parsed_table(self, item: Input, terms: Sequence[tuple], micros) -> pa.Table:
+        """The parsed rows of ``item``: ``terms`` holds the subjects', predicates' and objects' kinds, values,
+        datatypes and languages (arrays or sequences; None: all null), blank nodes scoped to the file here; for a
+        stream, with their instants ``micros`` and arrivals 1, 2, ..."""
+        scope = pa.scalar(self.scope(item.index))
         arrays = []
-        for position in range(3):
-            terms = [row[position] for row in rows]
-            kinds = [term[0] for term in terms]
-            values = [scope + term[1] if term[0] == BLANK else term[1] for term in terms]
-            fields = [pa.array(kinds, pa.int8()), pa.array(values, pa.string()),
-                      pa.array([term[2] for term in terms], pa.string()),
-                      pa.array([term[3] for term in terms], pa.string())]
-            arrays.append(pa.StructArray.from_arrays(fields, fields=list(schema.TERM_TYPE)))
+        for kind, value, datatype, language in terms:
+            kind, value = _array(kind, pa.int8()), _array(value, pa.string())
+            count = len(kind)
+            value = pc.if_else(pc.equal(kind, BLANK), pc.binary_join_element_wise(scope, value, ""), value)
+            datatype, language = (pa.nulls(count, pa.string()) if part is None else _array(part, pa.string())
+                                  for part in (datatype, language))
+            arrays.append(pa.StructArray.from_arrays([kind, value, datatype, language], fields=list(schema.TERM_TYPE)))
         if self.stream:
-            ts = pa.array(micros, pa.int64())
-            arrays += [ts, pa.array(range(1, len(rows) + 1), pa.int64()), hour_buckets(ts)]
+            ts = _array(micros, pa.int64())
+            arrays += [ts, pa.array(range(1, len(ts) + 1), pa.int64()), hour_buckets(ts)]
         return pa.Table.from_arrays(arrays, schema=parsed_schema(self.stream))
 
     def write_rejects(self, report: IngestReport) -> None:
@@ -259,6 +254,13 @@ def collection_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _array(values, type: pa.DataType) -> pa.Array:
+    """``values`` (an Arrow array, chunked or not, or a Python sequence) as one Arrow array of ``type``."""
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks().cast(type)
+    return values.cast(type) if isinstance(values, pa.Array) else pa.array(values, type)
 
 
 def parsed_schema(stream: bool) -> pa.Schema:
