@@ -261,6 +261,7 @@ import threading  # noqa: E402
 from collections import Counter  # noqa: E402
 
 from csparql.deploy import registry as registry_module  # noqa: E402
+from csparql import frontend as frontend_module  # noqa: E402
 from csparql.deploy.plan import ingested_streams  # noqa: E402
 from csparql.deploy.registry import code_version, producers_of  # noqa: E402
 from csparql.frontend import compile_query  # noqa: E402
@@ -282,15 +283,16 @@ def chain_registry(settings: Settings, length: int) -> list:
 
 @pytest.fixture
 def compiles(monkeypatch):
-    """Counts ``compile_query`` calls of the deployment layer, per source name."""
+    """Counts ``compile_query`` calls of the deployment layer, per source name (the registry imports it from
+    ``csparql.frontend`` when it compiles)."""
     calls: Counter = Counter()
-    real = registry_module.compile_query
+    real = frontend_module.compile_query
 
     def counting(text, source_name="<query>"):
         calls[source_name] += 1
         return real(text, source_name)
 
-    monkeypatch.setattr(registry_module, "compile_query", counting)
+    monkeypatch.setattr(frontend_module, "compile_query", counting)
     return calls
 
 
@@ -321,7 +323,7 @@ def test_building_every_deployment_of_a_registry_compiles_each_file_once(setting
     assert deployments[3].plan is deployment_of(paths[3], settings).plan  # one plan per content, shared
 
 
-def test_each_process_of_the_dag_processor_compiles_only_its_own_file_once_the_facts_are_kept(
+def test_each_process_of_the_dag_processor_compiles_nothing_once_the_facts_are_kept(
         settings, compiles, monkeypatch):
     paths = chain_registry(settings, 12)
     first_loop = []
@@ -330,11 +332,13 @@ def test_each_process_of_the_dag_processor_compiles_only_its_own_file_once_the_f
         deployment_of(path, settings)
         first_loop.append(sum(compiles.values()))
         compiles.clear()
-    assert first_loop == [12] + [1] * 11  # the first one compiles the registry and keeps its facts
+    assert first_loop == [12] + [0] * 11  # the first one compiles the registry and keeps its facts
     assert len(facts_files(settings)) == 12
-    for path in paths:  # the next loop: each process compiles its own query, and only that
+    for path in paths:  # the next loop: a DAG is built from the kept facts, compiling nothing
         fresh_process(monkeypatch)
         deployment = deployment_of(path, settings)
+        assert not compiles
+        assert deployment.plan.registration.name == f"S{paths.index(path)}"  # an evaluation compiles its own
         assert compiles == Counter({path.name: 1})
         compiles.clear()
     assert deployment.inputs[0].producer == "q10" and deployment.inputs[0].producer_schedule.period == 5 * MINUTE
@@ -413,7 +417,7 @@ def test_a_damaged_cache_file_is_ignored_recomputed_and_replaced(settings, compi
     compiles.clear()
     (busy,) = [s for s in deployment_of(settings.registry / "reader.rq", settings).inputs if s.producer]
     assert busy.producer == "busy" and busy.producer_schedule.period == 5 * MINUTE
-    assert compiles == Counter({"reader.rq": 1, "busy.rq": 1})  # busy.rq compiled again
+    assert compiles == Counter({"busy.rq": 1})  # busy.rq compiled again; reader.rq's DAG needs only its facts
     assert json.loads(facts.read_text()) == json.loads(kept)
 
 

@@ -14,6 +14,7 @@ import pytest
 from csparql.deploy.history import versions
 from csparql.deploy.plan import deployment_of
 from csparql.deploy.registration import register
+from csparql import frontend as frontend_module
 from csparql.deploy import registry as registry_module
 from csparql.deploy.registry import RegistrationError, sync_loaders, write_loader
 from csparql.deploy.settings import Settings
@@ -85,7 +86,7 @@ def bag(dags_folder):
     from airflow.dag_processing.dagbag import DagBag
 
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(registry_module, "compile_query", counting_compile_query)
+    monkey.setattr(frontend_module, "compile_query", counting_compile_query)
     COMPILES.clear()
     yield DagBag(str(dags_folder))
     monkey.undo()
@@ -108,14 +109,14 @@ def test_parsing_the_whole_registry_compiles_each_query_once(bag):
     assert COMPILES == Counter({f"{registry_stem(e)}.rq": 1 for e in EXAMPLES})  # not once per DAG file
 
 
-def test_a_dag_processor_process_per_file_compiles_only_its_own_query_once_the_facts_are_kept(dags_folder, tmp_path):
+def test_a_dag_processor_process_per_file_compiles_no_valid_query_once_the_facts_are_kept(dags_folder, tmp_path):
     # Airflow 3's DAG processor parses each DAG file in a process it forks for that file: nothing compiled in
     # one survives to the next but the warehouse's compile cache. Two parsing loops, each file in a fresh state.
     from airflow.dag_processing.dagbag import DagBag
 
     files = [dags_folder / "csparql_streams.py", *sorted((dags_folder / "queries").glob("*.py"))]
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(registry_module, "compile_query", counting_compile_query)
+    monkey.setattr(frontend_module, "compile_query", counting_compile_query)
     monkey.setenv("CSPARQL_WAREHOUSE", str(tmp_path / "warehouse"))  # a cold compile cache
     try:
         loops = []
@@ -137,9 +138,10 @@ def test_a_dag_processor_process_per_file_compiles_only_its_own_query_once_the_f
     streams_file_dags = 6 + len(SCHEDULED)  # the ingestion DAGs and the revision DAGs
     assert first["csparql_streams"][:2] == ({f"{q}.rq": 1 for q in queries}, streams_file_dags)  # the first compiles them all
     for loop in loops:
-        for query in queries:  # then each process compiles its own query only, the ingestion DAGs' none
+        for query in queries:  # then a query's DAG is built from its facts; only the invalid one compiles (its error)
             compiled, dags, errors = loop[query]
-            assert compiled == {f"{query}.rq": 1} and dags == (0 if query == invalid else 1)
+            assert compiled == ({f"{query}.rq": 1} if query == invalid else {})
+            assert dags == (0 if query == invalid else 1)
         (error,) = loop[invalid][2]  # the invalid query's import error, as when it was compiled by others
         assert f"{invalid}.rq:7:1: error: only CONSTRUCT and DESCRIBE queries can be registered as STREAM" in error
     assert second["csparql_streams"] == ({}, streams_file_dags, [])

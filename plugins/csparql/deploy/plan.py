@@ -8,6 +8,8 @@ of a query waits for, in a form that travels to Airflow's triggerer.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -25,12 +27,13 @@ from csparql.deploy.registry import (
     RegistrySnapshot,
     check_registry_name,
     compiled_file,
+    compiled_text,
+    read_registry_file,
     registry_files,
     registry_name,
     registry_snapshot,
 )
 from csparql.deploy.settings import Settings
-from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule
 from csparql.storage.warehouse import collision_message, name_collision, reserved_name_problem, slug
@@ -120,18 +123,31 @@ class WindowWait:
 
 @dataclass(frozen=True)
 class Deployment:
-    """Everything the DAG of one registered query is built from."""
+    """Everything the DAG of one registered query is built from. Building it needs only what the registry's
+    facts say (``QueryFacts``); the query's ``plan``, which only an evaluation needs, is compiled on first use,
+    so that Airflow's DAG processor — a process per parse and per task callback — never loads the parser for a
+    query whose facts are known."""
 
     name: str
     path: Path
     text: str
-    plan: QueryPlan = field(repr=False)
     schedule: Schedule | None
     inputs: tuple[StreamInput, ...]
     output_stream: str | None
     registered_as: str | None
+    registration_kind: str | None = None  # QUERY or STREAM (None: a one-shot query)
     revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``REVISION_HORIZON``)
     panes: str = AUTO  # how windows are computed from panes (``PANES``; ``csparql.panes.PANE_MODES``)
+    digest: str | None = field(default=None, repr=False)  # SHA-256 of the registry file's bytes, when read from one
+    compiled: QueryPlan | None = field(default=None, repr=False, compare=False)  # the plan, when already compiled
+
+    @functools.cached_property
+    def plan(self) -> QueryPlan:
+        """The query's plan: ``compiled``, else ``text`` compiled now (once per content in a process);
+        ``RegistrationError`` if it is not a valid query (its facts said it was: another compiler)."""
+        if self.compiled is not None:
+            return self.compiled
+        return compiled_text(self.path, self.text, self.digest or hashlib.sha256(self.text.encode()).hexdigest())
 
     @property
     def dag_id(self) -> str:
@@ -144,7 +160,7 @@ class Deployment:
 
     @property
     def description(self) -> str:
-        what = f"REGISTER {self.plan.registration.kind} {self.registered_as}" if self.registered_as else "one-shot query"
+        what = f"REGISTER {self.registration_kind} {self.registered_as}" if self.registered_as else "one-shot query"
         if self.schedule is None:
             return f"{what}: runs when triggered"
         windows = ", ".join(f"<{iri}> [{window}]" for iri, window in self.schedule.windows)
@@ -214,9 +230,15 @@ def deployment_of(path: str | os.PathLike, settings: Settings,
     (``registry_snapshot``), as when deploying many of its queries; else it is looked at now."""
     path = Path(path)
     registry = registry_snapshot(settings) if registry is None else registry
-    name, text, plan = compiled_file(path, registry.content(path))
+    name = registry_name(path)
+    text, digest = registry.content(path) or read_registry_file(path)
+    facts = registry.facts(path) if registry.content(path) else None
+    compiled = None
+    if facts is None:  # not in the snapshot, or not a valid query: compiling says why
+        name, text, compiled = compiled_file(path, (text, digest))
+        facts = QueryFacts.of(compiled)
     _check_name(path, name, registry.files_before(path), [], settings)
-    return _deployment(path, name, text, plan, settings, registry)
+    return _deployment(path, name, text, facts, settings, registry, digest, compiled)
 
 
 def deployment_of_query(query: str | os.PathLike, settings: Settings, name: str | None = None) -> Deployment:
@@ -253,12 +275,15 @@ def deployment_of_text(text: str, name: str, settings: Settings, source_name: st
     ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query or
     with the stored results of another query is refused too (``check_name_is_free``). ``registry``: the
     registry of ``settings`` already looked at (``registry_snapshot``)."""
+    from csparql.frontend import compile_query
+
     check_name_is_free(name, settings)
     try:
         plan = compile_query(text, source_name)
     except QueryError as error:
         raise RegistrationError(source_name, "\n" + error.render()) from None
-    return _deployment(settings.registry / f"{name}.rq", name, text, plan, settings, registry)
+    return _deployment(settings.registry / f"{name}.rq", name, text, QueryFacts.of(plan), settings, registry,
+                       compiled=plan)
 
 
 def check_name_is_free(name: str, settings: Settings) -> str:
@@ -290,22 +315,23 @@ def _check_name(path: Path, name: str, registered: list[Path], stored: list[str]
         raise RegistrationError(path, problem)
 
 
-def _deployment(path: Path, name: str, text: str, plan: QueryPlan, settings: Settings,
-                registry: RegistrySnapshot | None = None) -> Deployment:
-    registration = plan.registration
+def _deployment(path: Path, name: str, text: str, facts: QueryFacts, settings: Settings,
+                registry: RegistrySnapshot | None = None, digest: str | None = None,
+                compiled: QueryPlan | None = None) -> Deployment:
     registry = registry_snapshot(settings) if registry is None else registry
-    facts = QueryFacts.of(plan)
     return Deployment(
         name=name,
         path=path,
         text=text,
-        plan=plan,
         schedule=facts.schedule,
         inputs=_inputs(path, facts, registry.producers, settings),
         output_stream=facts.output_stream,
-        registered_as=registration.name if registration else None,
+        registered_as=facts.registration[1] if facts.registration else None,
+        registration_kind=facts.registration[0] if facts.registration else None,
         revision_horizon=revision_horizon_of(path, text),
         panes=panes_setting_of(path, text) or AUTO,
+        digest=digest,
+        compiled=compiled,
     )
 
 

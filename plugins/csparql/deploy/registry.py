@@ -30,7 +30,6 @@ import rdflib
 
 from csparql.algebra.operators import QueryPlan
 from csparql.deploy.settings import Settings
-from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
 from csparql.storage.files import write_text_atomically
@@ -135,6 +134,8 @@ def _compile(path: Path, text: str, digest: str) -> QueryPlan | str:
     key = path.absolute()
     cached = _COMPILED.get(key)
     if cached is None or cached[0] != digest:
+        from csparql.frontend import compile_query  # the parser: loaded only where a query is compiled
+
         try:
             result: QueryPlan | str = compile_query(text, path.name)
         except QueryError as error:
@@ -143,15 +144,21 @@ def _compile(path: Path, text: str, digest: str) -> QueryPlan | str:
     return cached[1]
 
 
+def compiled_text(path: Path, text: str, digest: str) -> QueryPlan:
+    """The plan of ``text``, the content of the registry file ``path`` whose SHA-256 is ``digest`` (compiled
+    once per content in this process); ``RegistrationError`` when it is not a valid query."""
+    plan = _compile(path, text, digest)
+    if isinstance(plan, str):
+        raise RegistrationError(path, plan)
+    return plan
+
+
 def compiled_file(path: Path, content: tuple[str, str] | None = None) -> tuple[str, str, QueryPlan]:
     """The name, text and plan of a registry file (``content``: its text and digest when already read);
     ``RegistrationError`` when its name cannot name a query, it cannot be read, or it is not a valid query."""
     name = registry_name(path)
     text, digest = _content(path) if content is None else content
-    plan = _compile(path, text, digest)
-    if isinstance(plan, str):
-        raise RegistrationError(path, plan)
-    return name, text, plan
+    return name, text, compiled_text(path, text, digest)
 
 
 def _output_stream(plan: QueryPlan) -> str | None:
@@ -163,40 +170,49 @@ def _output_stream(plan: QueryPlan) -> str | None:
 
 @dataclass(frozen=True)
 class QueryFacts:
-    """What compiling one registry file tells the deployments of the others: the stream it produces
-    (``REGISTER STREAM``; None otherwise), its schedule (None for a one-shot query) and the streams it reads,
-    in query order. Kept per file content, in memory and in the warehouse (``registry_facts``), so that
-    building one query's deployment does not compile the whole registry."""
+    """What compiling one registry file tells the deployments of the others and its own DAG: the stream it
+    produces (``REGISTER STREAM``; None otherwise), its schedule (None for a one-shot query), the streams it
+    reads, in query order, and its registration (``QUERY`` or ``STREAM`` and the name it registers; None for
+    a one-shot query). Kept per file content, in memory and in the warehouse (``registry_facts``), so that
+    building one query's deployment compiles neither the whole registry nor, once its content is known,
+    the query itself."""
 
     output_stream: str | None
     schedule: Schedule | None
     streams: tuple[str, ...]
+    registration: tuple[str, str] | None = None
 
     @classmethod
     def of(cls, plan: QueryPlan) -> QueryFacts:
+        registration = plan.registration
         return cls(
             output_stream=_output_stream(plan),
             schedule=Schedule.of(plan) if evaluation_period(plan) is not None else None,
             streams=tuple(str(stream.iri) for stream in plan.streams),
+            registration=(registration.kind, registration.name) if registration is not None else None,
         )
 
     def to_dict(self) -> dict:
         """A JSON-ready form that ``from_dict`` reads back."""
         return {"output_stream": self.output_stream, "streams": list(self.streams),
-                "schedule": self.schedule.to_dict() if self.schedule else None}
+                "schedule": self.schedule.to_dict() if self.schedule else None,
+                "registration": list(self.registration) if self.registration else None}
 
     @classmethod
     def from_dict(cls, data: dict) -> QueryFacts:
         """The facts ``to_dict`` gave; ``ValueError``, ``KeyError`` or ``TypeError`` for anything else (a
         damaged cache file)."""
         output, streams, schedule = data["output_stream"], data["streams"], data["schedule"]
+        registration = data["registration"]
         if not (output is None or isinstance(output, str)) or not _strings(streams):
             raise ValueError("not the facts of a query")
+        if registration is not None and not (_strings(registration) and len(registration) == 2):
+            raise ValueError("not the registration of a query")
         if schedule is not None:
             if type(schedule["period"]) is not int or not _strings([w["stream"] for w in schedule["windows"]]):
                 raise ValueError("not the schedule of a query")
             schedule = Schedule.from_dict(schedule)  # each window checks its own numbers
-        return cls(output, schedule, tuple(streams))
+        return cls(output, schedule, tuple(streams), tuple(registration) if registration else None)
 
 
 def _strings(values: object) -> bool:
@@ -206,7 +222,7 @@ def _strings(values: object) -> bool:
 _FACTS: dict[Path, tuple[str, QueryFacts | None]] = {}
 """Per registry file, in this process: the digest of its content and its facts (None: it does not compile)."""
 
-FACTS_FORMAT = 1
+FACTS_FORMAT = 2
 """The version of the compile cache's files (``Warehouse.query_facts``); part of ``code_version``."""
 
 
@@ -292,6 +308,12 @@ class RegistrySnapshot:
         """The text and digest of the registry file ``path`` as this snapshot read it; None when it did not
         (not one of its files, a name that cannot name a query, unreadable)."""
         return self.contents.get(Path(path).absolute())
+
+    def facts(self, path: Path) -> QueryFacts | None:
+        """The facts of the registry file ``path`` as this snapshot found them; None when it has none (not one
+        of its files, or it cannot be deployed on its own)."""
+        wanted = Path(path).absolute()
+        return next((facts for other, facts in self.entries if other.absolute() == wanted), None)
 
     @property
     def files(self) -> list[Path]:

@@ -50,7 +50,7 @@ def registered_query_dag(loader: str | Path, settings: Settings | None = None) -
 def query_dag(deployment: Deployment, settings: Settings, conn_id: str | None = None) -> DAG:
     """The DAG that evaluates one registered query window by window (Spark through the Airflow connection
     ``conn_id`` when given, else where ``settings`` say)."""
-    kind = (deployment.plan.registration.kind.lower() if deployment.plan.registration else "one-shot")
+    kind = deployment.registration_kind.lower() if deployment.registration_kind else "one-shot"
     with DAG(
         dag_id=deployment.dag_id,
         description=deployment.description,
@@ -58,7 +58,7 @@ def query_dag(deployment: Deployment, settings: Settings, conn_id: str | None = 
         start_date=START_DATE,
         catchup=False,
         max_active_runs=MAX_ACTIVE_RUNS,
-        tags=["csparql", f"register-{kind}" if deployment.plan.registration else kind],
+        tags=["csparql", f"register-{kind}" if deployment.registration_kind else kind],
         doc_md=f"**{deployment.description}**\n\nRegistry file `{deployment.path}`\n\n```sparql\n{deployment.text}\n```",
         default_args=task_defaults(settings),
     ) as dag:
