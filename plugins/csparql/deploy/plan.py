@@ -231,8 +231,9 @@ def deployment_of(path: str | os.PathLike, settings: Settings,
     path = Path(path)
     registry = registry_snapshot(settings) if registry is None else registry
     name = registry_name(path)
-    text, digest = registry.content(path) or read_registry_file(path)
-    facts = registry.facts(path) if registry.content(path) else None
+    content = registry.content(path)
+    text, digest = content or read_registry_file(path)
+    facts = registry.facts(path) if content else None
     compiled = None
     if facts is None:  # not in the snapshot, or not a valid query: compiling says why
         name, text, compiled = compiled_file(path, (text, digest))

@@ -312,8 +312,11 @@ class RegistrySnapshot:
     def facts(self, path: Path) -> QueryFacts | None:
         """The facts of the registry file ``path`` as this snapshot found them; None when it has none (not one
         of its files, or it cannot be deployed on its own)."""
-        wanted = Path(path).absolute()
-        return next((facts for other, facts in self.entries if other.absolute() == wanted), None)
+        return self._facts_by_file.get(Path(path).absolute())
+
+    @functools.cached_property
+    def _facts_by_file(self) -> dict[Path, QueryFacts | None]:
+        return {path.absolute(): facts for path, facts in self.entries}
 
     @property
     def files(self) -> list[Path]:
