@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rdflib import URIRef
 
-from csparql.algebra.operators import QueryPlan
 from csparql.windows import (
     MAX_COUNT,
     MAX_DURATION,
@@ -33,6 +33,9 @@ from csparql.windows import (
     format_duration,
     window_at,
 )
+
+if TYPE_CHECKING:  # the schedule of a deployed query is read from its kept facts, without the algebra
+    from csparql.algebra.operators import QueryPlan
 
 
 StreamWindowKey = tuple[URIRef, Window]

@@ -147,10 +147,11 @@ def test_a_dag_processor_process_per_file_compiles_no_valid_query_once_the_facts
     assert second["csparql_streams"] == ({}, streams_file_dags, [])
 
 
-def test_a_dag_built_from_the_kept_facts_loads_no_parser_and_is_the_dag_built_by_compiling(dags_folder, bag):
+def test_a_dag_built_from_the_kept_facts_loads_no_parser_nor_algebra_and_is_the_dag_built_by_compiling(dags_folder, bag):
     # Airflow's DAG processor forks a process per DAG file parse and per task callback (every run that ends on
     # the triggerer sends one): such a process builds the query's DAG from the facts the module's DagBag kept,
-    # without loading the parser, and serializes the same DAG as this process, which compiled the query.
+    # without loading the parser or the query algebra (which cost such a process more than the rest of its work),
+    # and serializes the same DAG as this process, which compiled the query.
     import json
     import subprocess
     import sys
@@ -163,10 +164,12 @@ def test_a_dag_built_from_the_kept_facts_loads_no_parser_and_is_the_dag_built_by
               "from airflow.dag_processing.dagbag import DagBag\n"
               f"(dag,) = DagBag({str(loader)!r}).dags.values()\n"
               "print(json.dumps({'parser': 'lark' in sys.modules, 'compiled': 'csparql.frontend' in sys.modules,"
+              " 'algebra': sorted(m for m in sys.modules if m.startswith(('csparql.algebra', 'csparql.panes.'))),"
               " 'dag': DagSerialization.to_dict(dag)}, sort_keys=True, default=str))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     fresh = json.loads(done.stdout.strip().splitlines()[-1])
     assert fresh["parser"] is False and fresh["compiled"] is False
+    assert fresh["algebra"] == ["csparql.panes.modes"]
     here = json.loads(json.dumps(DagSerialization.to_dict(bag.dags["q07_register_stream_construct"]), sort_keys=True,
                                  default=str))
     assert fresh["dag"] == here

@@ -14,12 +14,12 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rdflib import URIRef
 
-from csparql.algebra.operators import QueryPlan
 from csparql.deploy.history import text_version
-from csparql.panes import AUTO, pane_mode
+from csparql.panes.modes import AUTO, pane_mode
 from csparql.deploy.registry import (
     DAG_ID,
     QueryFacts,
@@ -38,6 +38,9 @@ from csparql.language.errors import QueryError
 from csparql.schedule import Schedule
 from csparql.storage.warehouse import collision_message, name_collision, reserved_name_problem, slug
 from csparql.windows import format_duration, parse_duration
+
+if TYPE_CHECKING:  # the algebra: compiling a query loads it, building its DAG from the kept facts does not
+    from csparql.algebra.operators import QueryPlan
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,18 @@ from importlib import resources
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import rdflib
 
-from csparql.algebra.operators import QueryPlan
 from csparql.deploy.settings import Settings
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule, evaluation_period
 from csparql.storage.files import write_text_atomically
 from csparql.storage.warehouse import output_stream_iri
+
+if TYPE_CHECKING:  # the algebra: compiling a query loads it, building its DAG from the kept facts does not
+    from csparql.algebra.operators import QueryPlan
 
 DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """What can name a registered query: its DAG id and the name of its result tables."""

@@ -71,11 +71,28 @@ warehouse statistics; without statistics every pattern may read the stream, and 
 patterns recomputes. A pane cache must be keyed by the plan it was computed for.
 """
 
-from csparql.panes.combine import pane_combination_plan
-from csparql.panes.decide import (AGGREGATE, ALWAYS, ASK, AUTO, CONSTRUCT, DISTINCT, KEYED, MAXIMUM, MINIMUM, OFF,
-                                  PANE_MODES, VALUE_SET, PaneDecision, PanePlan, PaneWindow, PartialAggregate,
-                                  Recompute, automatic_refusal, pane_mode, pane_plan)
-from csparql.panes.partials import COUNT_VAR, PANE_VAR, PATTERN_VAR, PartialPlan, pane_partial_plan
+import importlib
+
+from csparql.panes.modes import ALWAYS, AUTO, OFF, PANE_MODES, pane_mode
+
+_LAZY = {
+    "pane_combination_plan": "combine",
+    **dict.fromkeys(["AGGREGATE", "ASK", "CONSTRUCT", "DISTINCT", "KEYED", "MAXIMUM", "MINIMUM", "VALUE_SET",
+                     "PaneDecision", "PanePlan", "PaneWindow", "PartialAggregate", "Recompute",
+                     "automatic_refusal", "pane_plan"], "decide"),
+    **dict.fromkeys(["COUNT_VAR", "PANE_VAR", "PATTERN_VAR", "PartialPlan", "pane_partial_plan"], "partials"),
+}
+"""The names loaded with the pane algebra on first use (PEP 562): the modes alone load nothing else, so that
+what only reads a query's pane mode (an Airflow DAG file) does not load the algebra."""
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["pane_plan", "pane_mode", "automatic_refusal", "AUTO", "ALWAYS", "OFF", "PANE_MODES", "pane_partial_plan",
            "pane_combination_plan", "PartialPlan", "PANE_VAR", "PATTERN_VAR", "COUNT_VAR", "PanePlan", "PaneWindow",

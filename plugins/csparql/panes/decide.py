@@ -13,6 +13,7 @@ from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_expression, format_operator
 from csparql.algebra.walk import expressions_of, walk
 from csparql.language import expressions as ex
+from csparql.panes.modes import ALWAYS, AUTO, OFF, PANE_MODES, pane_mode  # noqa: F401 - decide's names too
 from csparql.windows import LogicalWindow, PhysicalWindow, format_duration
 
 XSD_NAMESPACE = "http://www.w3.org/2001/XMLSchema#"
@@ -395,28 +396,6 @@ def _patterns_text(triples: tuple[alg.TriplePattern, ...]) -> str:
 
 
 # --- when the engine uses them -----------------------------------------------------------------------------
-
-AUTO, ALWAYS, OFF = "auto", "always", "off"
-"""How a query's windows are computed (``# csparql panes auto|always|off``): ``AUTO`` (the default) from panes
-where that is expected to cost less than recomputing — the query allows it, its partials are not keyed (a
-keyed pane keeps a row per stream solution, so combining a window reads as many rows as recomputing it), and
-the window's stream files hold at least the engine's minimum (``csparql.engine.settings.pane_min_triples``,
-``CSPARQL_PANES_MIN_TRIPLES``); ``ALWAYS``
-whenever the query allows it; ``OFF`` never (every window recomputed, the reference)."""
-PANE_MODES = (AUTO, ALWAYS, OFF)
-
-
-def pane_mode(value: str | bool | None) -> str:
-    """A pane mode from a setting: one of ``PANE_MODES``, ``on`` for ``ALWAYS``, None for ``AUTO``;
-    ``ValueError`` otherwise."""
-    if value is None:
-        return AUTO
-    text = str(value).strip().lower()
-    text = ALWAYS if text == "on" else text
-    if text not in PANE_MODES:
-        raise ValueError(f"panes take {', '.join(PANE_MODES)} (or on, for always), not {value!r}")
-    return text
-
 
 def automatic_refusal(decision: PanePlan) -> str | None:
     """Why ``AUTO`` recomputes a query whose windows could combine from panes (None: it does not)."""
