@@ -1,6 +1,6 @@
 """Whether a query's sliding windows can be computed from panes, and how (issue 18): ``pane_plan`` gives a
-``PanePlan`` or ``Recompute`` with the reason (the argument is in ``csparql.panes``); and the pane modes a query
-or a run asks for (``AUTO``, ``ALWAYS``, ``OFF``)."""
+``PanePlan`` or ``Recompute`` with the reason (the argument is in ``csparql.panes``), and why ``AUTO`` recomputes
+a query that could (the pane modes a query or a run asks for are ``csparql.panes.modes``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from csparql.algebra import operators as alg
 from csparql.algebra.sexpr import format_expression, format_operator
 from csparql.algebra.walk import expressions_of, walk
 from csparql.language import expressions as ex
-from csparql.panes.modes import ALWAYS, AUTO, OFF, PANE_MODES, pane_mode  # noqa: F401 - decide's names too
 from csparql.windows import LogicalWindow, PhysicalWindow, format_duration
 
 XSD_NAMESPACE = "http://www.w3.org/2001/XMLSchema#"
