@@ -147,10 +147,10 @@ def test_a_dag_processor_process_per_file_compiles_no_valid_query_once_the_facts
     assert second["csparql_streams"] == ({}, streams_file_dags, [])
 
 
-def test_a_dag_built_from_the_kept_facts_loads_no_parser_nor_algebra_and_is_the_dag_built_by_compiling(dags_folder, bag):
+def test_a_dag_from_the_kept_facts_loads_neither_parser_nor_algebra_and_is_the_compiled_dag(dags_folder, bag):
     # Airflow's DAG processor forks a process per DAG file parse and per task callback (every run that ends on
     # the triggerer sends one): such a process builds the query's DAG from the facts the module's DagBag kept,
-    # without loading the parser or the query algebra (which cost such a process more than the rest of its work),
+    # without loading the parser or the query algebra (most of what such a process imported of csparql),
     # and serializes the same DAG as this process, which compiled the query.
     import json
     import subprocess
