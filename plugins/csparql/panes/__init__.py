@@ -94,7 +94,4 @@ def __getattr__(name: str):
     return value
 
 
-__all__ = ["pane_plan", "pane_mode", "automatic_refusal", "AUTO", "ALWAYS", "OFF", "PANE_MODES", "pane_partial_plan",
-           "pane_combination_plan", "PartialPlan", "PANE_VAR", "PATTERN_VAR", "COUNT_VAR", "PanePlan", "PaneWindow",
-           "PartialAggregate", "Recompute", "PaneDecision", "MINIMUM", "MAXIMUM", "VALUE_SET", "KEYED", "AGGREGATE",
-           "DISTINCT", "ASK", "CONSTRUCT"]
+__all__ = ["AUTO", "ALWAYS", "OFF", "PANE_MODES", "pane_mode", *_LAZY]
