@@ -48,6 +48,11 @@ def test_the_triggerer_evaluates_two_windows_at_a_time_unless_told_a_whole_numbe
         Settings.from_environment({"CSPARQL_TRIGGERER_EVALUATIONS": "many"})
 
 
+def test_no_api_connection_unless_one_is_named():
+    assert Settings.from_environment({}).api_conn_id is None
+    assert Settings.from_environment({"CSPARQL_API_CONN_ID": " airflow_api "}).api_conn_id == "airflow_api"
+
+
 def test_the_maximum_future_skew_is_an_hour_unless_the_environment_says_otherwise():
     assert Settings.from_environment({}).max_future_skew == 60 * MINUTE
     assert Settings.from_environment({"CSPARQL_MAX_FUTURE_SKEW": "2d"}).max_future_skew == 48 * 60 * MINUTE

@@ -102,6 +102,7 @@ CONSTRUCT { ?car t:passedBy ?tollgate }
 FROM STREAM <http://streams.org/milantollgates.trdf> [RANGE 5m STEP 5m]
 WHERE { ?tollgate t:registers ?car . }
 """
+TRIGGERER_API_STREAM = TRIGGERER_STREAM.replace("TriggererPassages", "ApiPassages")
 CONNECT_CONNECTION = "csparql_connect"
 TRIGGERER_DAGS = """# Airflow DAGs whose Spark is a Spark Connect server: their windows are evaluated on the triggerer.
 from datetime import timedelta
@@ -111,10 +112,11 @@ from airflow.sdk import DAG
 
 from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
 
-for dag_id, query, name in {dags!r}:
+for dag_id, query, name, api_conn_id in {dags!r}:
     with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")):
         CsparqlEvaluateWindowOperator(task_id="evaluate_window", query=query, name=name, warehouse={warehouse!r},
-                                      conn_id={connection!r}, retries=1, retry_delay=timedelta(seconds=1))
+                                      conn_id={connection!r}, api_conn_id=api_conn_id, retries=1,
+                                      retry_delay=timedelta(seconds=1))
 """
 
 
@@ -147,10 +149,15 @@ def world(tmp_path_factory, spark):
         query=str(root / "user" / "cars_per_district.rq"), warehouse=str(root / "warehouse")), encoding="utf-8")
     (root / "user" / "broken_windows.rq").write_text(BROKEN_QUERY, encoding="utf-8")
     (root / "user" / "triggerer_passages.rq").write_text(TRIGGERER_STREAM, encoding="utf-8")
+    (root / "user" / "api_passages.rq").write_text(TRIGGERER_API_STREAM, encoding="utf-8")
     (dags / "on_triggerer.py").write_text(TRIGGERER_DAGS.format(dags=[
-        ("on_triggerer", str(root / "user" / "cars_per_district.rq"), "triggerer_cars"),
-        ("failing_on_triggerer", str(root / "user" / "broken_windows.rq"), "broken_windows"),
-        ("stream_on_triggerer", str(root / "user" / "triggerer_passages.rq"), "triggerer_passages"),
+        ("on_triggerer", str(root / "user" / "cars_per_district.rq"), "triggerer_cars", None),
+        ("failing_on_triggerer", str(root / "user" / "broken_windows.rq"), "broken_windows", None),
+        # a connection to the REST API that does not exist: the Asset event falls back to a worker
+        ("stream_on_triggerer", str(root / "user" / "triggerer_passages.rq"), "triggerer_passages",
+         "no_such_connection"),
+        # the stack's own (csparql_airflow_api, the default the stack sets)
+        ("stream_through_api", str(root / "user" / "api_passages.rq"), "api_passages", None),
     ], warehouse=str(root / "warehouse"), connection=CONNECT_CONNECTION), encoding="utf-8")
     # the Spark Connect server of the DAGs above: its address and token now, started by the tests that use it
     connect = test_server(root / "connect")
@@ -176,7 +183,8 @@ def world(tmp_path_factory, spark):
         ingest_dag = ingest_dag_id(MILAN)
         stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag, ingest_dag_id(LATE),
                              *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES), "user_cars_per_district",
-                             "on_triggerer", "failing_on_triggerer", "stream_on_triggerer"])
+                             "on_triggerer", "failing_on_triggerer", "stream_on_triggerer",
+                             "stream_through_api"])
         yield {"root": root, "files": files, "settings": settings, "stack": stack, "ingest_dag": ingest_dag,
                "spark": spark, "connect": connect}
     finally:
@@ -778,10 +786,38 @@ def test_a_killed_triggerer_loses_no_window_and_its_window_is_written_once(world
     assert len(stored.rows) == latest_run(settings.warehouse, "triggerer_cars", at)["rows_written"]
 
 
-def test_an_output_stream_written_on_the_triggerer_gets_its_asset_event_from_a_short_worker_finish(
+def test_an_output_stream_written_on_the_triggerer_records_its_asset_event_through_the_api_with_no_task_process(
         world, connect_server):
-    """A trigger cannot add Asset events: a REGISTER STREAM query evaluated on the triggerer resumes in a worker
-    with the evaluation's record, which evaluates nothing and records its output stream's Asset event."""
+    """A trigger cannot add Asset events: a REGISTER STREAM query evaluated on the triggerer records its output
+    stream's event through Airflow's REST API, as the login of the stack's API connection, and ends the task
+    from the triggerer: no task process; the event names the run in its extra."""
+    stack, settings, files = world["stack"], world["settings"], world["files"]
+    at = files.start + 45 * MINUTE
+    run, task = _trigger(stack, "stream_through_api", at)
+
+    processes = _watch_task_processes(stack, "stream_through_api", run["dag_run_id"], task["id"])
+
+    finished = _wait_for_run(stack, "stream_through_api", run["dag_run_id"])
+    assert finished["state"] == "success", stack.task_log_tail("stream_through_api", finished, lines=200)
+    assert processes == set()  # evaluated, announced and ended on the triggerer
+    task = _task(stack, "stream_through_api", run, "evaluate_window")
+    assert (task["state"], task["try_number"], task["pid"]) == ("success", 1, None)
+    runs = [r for r in delta_runs(settings.warehouse) if r["query"] == "api_passages"]
+    assert [(r["status"], r["complete"]) for r in runs] == [("succeeded", True)]
+    log = _log(stack, "stream_through_api", run, 1)
+    assert "recorded the Asset event of urn:csparql:stream:ApiPassages through the API" in log, log
+    [asset] = stack.api("GET", "assets?uri_pattern=ApiPassages")["assets"]
+    events = stack.api("GET", f"assets/events?asset_id={asset['id']}")["asset_events"]
+    assert [{key: e["extra"].get(key) for key in ("window_end", "dag_id", "run_id", "task_id")} for e in events] == [
+        {"window_end": format_instant(at), "dag_id": "stream_through_api", "run_id": run["dag_run_id"],
+         "task_id": "evaluate_window"}]
+
+
+def test_an_output_stream_whose_api_connection_is_missing_gets_its_asset_event_from_a_short_worker_finish(
+        world, connect_server):
+    """A REGISTER STREAM query evaluated on the triggerer whose connection to the REST API does not exist says
+    so in its log and resumes in a worker with the evaluation's record, which evaluates nothing and records its
+    output stream's Asset event: nothing is lost."""
     stack, settings, files = world["stack"], world["settings"], world["files"]
     at = files.start + 40 * MINUTE
     run, task = _trigger(stack, "stream_on_triggerer", at)
@@ -795,6 +831,7 @@ def test_an_output_stream_written_on_the_triggerer_gets_its_asset_event_from_a_s
     assert [(r["status"], r["complete"]) for r in runs] == [("succeeded", True)]  # evaluated once, on the triggerer
     log = _log(stack, "stream_on_triggerer", run, 1)
     assert "evaluating it on the triggerer" in log and "the triggerer evaluated the window" in log, log
+    assert "there is no Airflow connection 'no_such_connection' ([csparql] api_conn_id)" in log, log
     [asset] = stack.api("GET", "assets?uri_pattern=TriggererPassages")["assets"]
     events = stack.api("GET", f"assets/events?asset_id={asset['id']}")["asset_events"]
     assert [(e["source_run_id"], e["extra"].get("window_end")) for e in events] == [

@@ -132,6 +132,33 @@ def test_spark_is_chosen_by_the_connection_type_and_its_url_comes_from_the_provi
                                         "`airflow connections add nothing_here --conn-type spark_connect")
 
 
+def test_the_api_connection_gives_the_api_server_s_url_and_says_what_is_wrong_in_one_line(monkeypatch):
+    """The connection through which a run on the triggerer records an Asset event: its URL from a host that is
+    a URL or from host, port and schema; a missing connection, one without host and an api-server that does not
+    answer are each one line (the task's log says it, and the task finishes in a worker). Recording itself,
+    against a real api-server, is in ``test_airflow_end_to_end.py``."""
+    from csparql.orchestration.asset_events import AssetEventNotRecorded, AssetEventsApi
+    from csparql.stack.airflow_stack import free_port
+
+    closed = free_port()  # nothing listens there
+    monkeypatch.setenv("AIRFLOW_CONN_API_URL", json.dumps(
+        {"conn_type": "http", "host": f"http://127.0.0.1:{closed}/", "login": "svc", "password": "pw"}))
+    monkeypatch.setenv("AIRFLOW_CONN_API_PARTS", json.dumps(
+        {"conn_type": "http", "host": "airflow-apiserver", "port": 8080, "schema": "https"}))
+    monkeypatch.setenv("AIRFLOW_CONN_API_NO_HOST", json.dumps({"conn_type": "http", "login": "svc"}))
+    assert AssetEventsApi("api_url").url == f"http://127.0.0.1:{closed}"
+    assert AssetEventsApi("api_parts").url == "https://airflow-apiserver:8080"
+    with pytest.raises(AssetEventNotRecorded, match="the Airflow connection 'api_no_host' has no host: give the "
+                                                    "api-server's URL"):
+        AssetEventsApi("api_no_host")
+    with pytest.raises(AssetEventNotRecorded) as absent:
+        AssetEventsApi("nothing_here")
+    assert str(absent.value).startswith("there is no Airflow connection 'nothing_here' ([csparql] api_conn_id): "
+                                        "create it with `airflow connections add nothing_here --conn-type http")
+    with pytest.raises(AssetEventNotRecorded, match=f"the api-server http://127.0.0.1:{closed} did not answer"):
+        AssetEventsApi("api_url").record("csparql://streams/anything", {})
+
+
 # --- the DAG factory and the Asset graph ---------------------------------------------------------------------
 
 

@@ -93,6 +93,10 @@ OPTIONS: tuple[SettingOption, ...] = (
     SettingOption("triggerer_evaluations", "CSPARQL_TRIGGERER_EVALUATIONS", "2", "2", "integer",
                   "With Spark Connect, how many windows one triggerer process evaluates at a time (at least 1); "
                   "complete windows beyond it wait for a place."),
+    SettingOption("api_conn_id", "CSPARQL_API_CONN_ID", "", "", "string",
+                  "The Airflow connection (type http: the api-server's URL, a login of role op or admin) through "
+                  "which a REGISTER STREAM query evaluated on the triggerer records its output stream's Asset "
+                  "event, so that its run takes no worker; empty: such a run finishes in a worker."),
     SettingOption("max_future_skew", MAX_FUTURE_SKEW_VARIABLE, _duration_default(MAX_FUTURE_SKEW),
                   _duration_default(MAX_FUTURE_SKEW), "string",
                   "Triples timestamped more than this ahead of the clock are rejected at ingest."),
@@ -158,6 +162,7 @@ class Settings:
     wait_timeout: int = 600_000_000
     poll_interval: int = 2_000_000
     triggerer_evaluations: int = 2
+    api_conn_id: str | None = None
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
     push_max_bytes: int = 16 << 20
@@ -261,6 +266,7 @@ class Settings:
             wait_timeout=duration("wait_timeout"),
             poll_interval=max(duration("poll_interval"), 1_000_000),
             triggerer_evaluations=count("triggerer_evaluations"),
+            api_conn_id=values["api_conn_id"][0].strip() or None,
             max_future_skew=skew("max_future_skew"),
             revision_horizon=duration("revision_horizon"),
             push_max_bytes=count("push_max_bytes"),
@@ -297,6 +303,7 @@ class Settings:
             "wait_timeout": format_duration(self.wait_timeout),
             "poll_interval": format_duration(self.poll_interval),
             "triggerer_evaluations": str(self.triggerer_evaluations),
+            "api_conn_id": self.api_conn_id or "",
             "max_future_skew": format_duration(self.max_future_skew),
             "revision_horizon": format_duration(self.revision_horizon),
             "push_max_bytes": str(self.push_max_bytes),

@@ -87,8 +87,10 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
     type ``spark_connect`` (a Spark Connect server) or ``spark`` (spark-submit to a cluster), else Spark runs
     where the settings say (``CSPARQL_SPARK``; a local Spark inside the task by default); ``warehouse`` the
     warehouse folder, else the settings'; ``name`` what a query file's results are named (its file's stem by
-    default). ``settings`` (``csparql.deploy.settings.Settings``) and a ``query``
-    that is already a ``Deployment`` are how the registry's DAGs pass what they have built.
+    default); ``api_conn_id`` the connection to Airflow's REST API through which a run evaluated on the
+    triggerer records its output stream's Asset event, else ``[csparql] api_conn_id`` (below). ``settings``
+    (``csparql.deploy.settings.Settings``) and a ``query`` that is already a ``Deployment`` are how the
+    registry's DAGs pass what they have built.
 
     One run of a query: waits until every input of the run's window has landed (``WindowRequirements``),
     then evaluates the window and writes its results, replacing any earlier copy (so retries and re-runs never
@@ -100,10 +102,12 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
 
     - with Spark Connect (``Settings.spark == "connect"``, or a ``spark_connect`` connection), the trigger
       evaluates the window itself, in a thread of the triggerer, and ends the task from there: success with
-      the task's value as XCom, or failure (the message in the task's log, retried as any failure). The run
-      has no task process, except when it has stale windows to announce or an output stream's Asset event to
-      record: then the task resumes in ``evaluate`` with the trigger's record and only finishes (a trigger
-      cannot add Asset events). A run ended on the triggerer sends no OpenLineage event;
+      the task's value as XCom, or failure (the message in the task's log, retried as any failure). A trigger
+      cannot add Asset events: a ``REGISTER STREAM`` query's output stream gets its event through Airflow's
+      REST API (``api_conn_id``; ``csparql.orchestration.asset_events``). The run has no task process, except
+      when it has stale windows to announce, or an output stream's Asset event the API did not record (no
+      ``api_conn_id``, or the call failed): then the task resumes in ``evaluate`` with the trigger's record
+      and only finishes. A run ended on the triggerer sends no OpenLineage event;
     - with a local Spark or spark-submit, the task resumes in a worker, in ``evaluate``: one task process.
 
     After ``Settings.wait_timeout`` Airflow ends the wait (the trigger timeout) and the task resumes in a
@@ -120,8 +124,10 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
 
     def __init__(self, *, query: str | os.PathLike | Deployment, conn_id: str | None = None,
                  warehouse: str | os.PathLike | None = None, name: str | None = None,
-                 settings: Settings | None = None, **kwargs) -> None:
+                 settings: Settings | None = None, api_conn_id: str | None = None, **kwargs) -> None:
         settings = operator_settings(settings, warehouse)
+        if api_conn_id is not None:
+            settings = dataclasses.replace(settings, api_conn_id=api_conn_id or None)
         deployment = query if isinstance(query, Deployment) else deployment_of_query(query, settings, name)
         inlets, outlets = evaluation_assets(deployment)
         kwargs["inlets"] = kwargs.get("inlets") or inlets

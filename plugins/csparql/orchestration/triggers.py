@@ -7,10 +7,11 @@ fires an event and the task resumes in a worker, which evaluates the window (a l
 itself, in a thread of the triggerer (never on its event loop), through the evaluation step every path shares
 (``csparql.jobs.evaluation``), and ends the task instance from the triggerer: ``TaskSuccessEvent`` with the
 task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow retries the task as for a
-failure in a worker). Two things only a worker can do make the task resume there after the evaluation, with
-the evaluation's record (``{"status": "evaluated"}``), to finish without evaluating again: announcing stale
-windows to their revision DAGs, and recording the Asset event of a ``REGISTER STREAM`` query's output stream
-(a trigger cannot add Asset events). The ``[csparql] triggerer_evaluations`` option bounds the evaluations one
+failure in a worker). A trigger cannot add Asset events: the Asset event of a ``REGISTER STREAM`` query's
+output stream is recorded through Airflow's REST API when ``[csparql] api_conn_id`` names a connection to it
+(``csparql.orchestration.asset_events``). Otherwise, and to announce stale windows to their revision DAGs,
+the task resumes in a worker after the evaluation, with the evaluation's record (``{"status": "evaluated"}``),
+to finish without evaluating again. The ``[csparql] triggerer_evaluations`` option bounds the evaluations one
 triggerer process runs at a time.
 """
 
@@ -60,7 +61,8 @@ def evaluation_arguments(deployment, settings: Settings, conn_id: str | None) ->
     the query file and name, the settings an evaluation reads, and the Airflow connection of Spark."""
     return {"query": str(deployment.path), "name": deployment.name, "registry": str(settings.registry),
             "landing": str(settings.landing), "revision_horizon": settings.revision_horizon,
-            "spark": settings.spark, "spark_conn_id": settings.spark_conn_id, "conn_id": conn_id}
+            "spark": settings.spark, "spark_conn_id": settings.spark_conn_id, "conn_id": conn_id,
+            "api_conn_id": settings.api_conn_id}
 
 
 class WindowCompleteTrigger(BaseTrigger):
@@ -127,13 +129,14 @@ class WindowCompleteTrigger(BaseTrigger):
         given = self.evaluation
         return Settings(registry=Path(given["registry"]), warehouse=Warehouse(self.warehouse),
                         landing=Path(given["landing"]), spark=given["spark"], spark_conn_id=given["spark_conn_id"],
-                        revision_horizon=given["revision_horizon"])
+                        revision_horizon=given["revision_horizon"], api_conn_id=given.get("api_conn_id"))
 
     def evaluate(self, complete: TriggerEvent) -> TriggerEvent:
         """Evaluate the run's complete window here when Spark is a Spark Connect server, and say how the task
         ends: ``TaskSuccessEvent`` (its value as XCom), ``TaskFailedEvent`` (the failure logged), or, when a
-        worker must finish it, an event with the evaluation's record; ``complete`` (resume in a worker, which
-        evaluates) when Spark is not a Spark Connect server."""
+        worker must finish it (stale windows to announce, an output stream's Asset event the API did not
+        record), an event with the evaluation's record; ``complete`` (resume in a worker, which evaluates) when
+        Spark is not a Spark Connect server."""
         from csparql.deploy.plan import deployment_of_query
         from csparql.jobs.evaluation import evaluate_deployment_window
         from csparql.orchestration.connections import evaluation_engine, settings_for_connection
@@ -155,6 +158,32 @@ class WindowCompleteTrigger(BaseTrigger):
             return TaskFailedEvent()
         record = evaluated.record()
         self.log.info("%s", describe(record))
-        if record["stale"] or deployment.output_stream:
+        if record["stale"] or (deployment.output_stream and not self.record_stream_event(
+                settings.api_conn_id, deployment.output_stream, record)):
             return TriggerEvent({"status": "evaluated", "record": record})
         return TaskSuccessEvent(xcoms={"return_value": task_value(record, [])})
+
+    def record_stream_event(self, api_conn_id: str | None, stream: str, record: dict) -> bool:
+        """Record the output stream's Asset event for the run's window through Airflow's REST API (the
+        connection ``api_conn_id``); whether it was recorded (else the task must finish in a worker, which
+        records it: why is logged)."""
+        from csparql.orchestration.asset_events import AssetEventNotRecorded, AssetEventsApi
+        from csparql.orchestration.assets import stream_asset
+
+        if not api_conn_id:
+            return False
+        extra = {"stream": stream, "window_end": format_instant(record["window_end"])}
+        ti = self.task_instance
+        if ti is not None:
+            extra.update({"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id,
+                          "map_index": ti.map_index})
+        try:
+            event = AssetEventsApi(api_conn_id).record(stream_asset(stream).uri, extra)
+        except Exception as error:  # noqa: BLE001 - whatever the failure, the worker records the event instead
+            if not isinstance(error, AssetEventNotRecorded):
+                error = f"{type(error).__name__}: {error}"
+            self.log.warning("the Asset event of %s was not recorded through the API (%s): the task finishes in "
+                             "a worker, which records it", stream, error)
+            return False
+        self.log.info("recorded the Asset event of %s through the API (event %s)", stream, event.get("id"))
+        return True

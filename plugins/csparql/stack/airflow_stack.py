@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import sqlite3
@@ -59,6 +60,9 @@ queries × ``MAX_ACTIVE_RUNS`` plus the backfill runs in flight (docker-compose 
 
 EVALUATION_POOL_DESCRIPTION = "Spark evaluations of windows and revisions (csparql)"
 INGEST_POOL_DESCRIPTION = "Spark ingests of landed files (csparql): fresh data never waits behind evaluations"
+API_CONNECTION_ID = "csparql_airflow_api"
+"""The connection to the stack's own REST API (``[csparql] api_conn_id``), as its service login: through it a
+``REGISTER STREAM`` run evaluated on the triggerer records its output stream's Asset event, with no worker."""
 
 
 class StackError(RuntimeError):
@@ -97,6 +101,10 @@ class AirflowStack:
     extra_environment: dict[str, str] = field(default_factory=dict)
     other_users: dict[str, tuple[str, str]] = field(default_factory=dict)
     """More logins besides the admin: user name → (SimpleAuthManager role, password), e.g. a viewer."""
+    service_username: str = "csparql_service"
+    """The login of ``API_CONNECTION_ID`` (role ``op``: it may write Asset events); its password is drawn anew
+    for every stack object and written with the others at ``set_up``."""
+    service_password: str = field(default_factory=lambda: secrets.token_urlsafe(18), repr=False)
     python: Path = field(default_factory=lambda: Path(sys.executable))
     """The interpreter of the environment Airflow is installed in: its ``airflow`` runs every component."""
     isolated: bool = False
@@ -132,6 +140,7 @@ class AirflowStack:
             env.pop(key, None)
         bin_folder = str(self.python.parent)
         env.update(self.settings_environment)
+        env.setdefault("CSPARQL_API_CONN_ID", API_CONNECTION_ID)
         env.update({
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
@@ -148,7 +157,11 @@ class AirflowStack:
             # "downstream", every run's wait went first and the first results came last).
             "AIRFLOW__CORE__DEFAULT_TASK_WEIGHT_RULE": "upstream",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
-                [f"{self.username}:admin"] + [f"{name}:{role}" for name, (role, _) in self.other_users.items()]),
+                [f"{self.username}:admin", f"{self.service_username}:op"]
+                + [f"{name}:{role}" for name, (role, _) in self.other_users.items()]),
+            f"AIRFLOW_CONN_{API_CONNECTION_ID.upper()}": json.dumps(
+                {"conn_type": "http", "host": self.url, "login": self.service_username,
+                 "password": self.service_password}),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
             "AIRFLOW__API__HOST": "127.0.0.1",
@@ -208,7 +221,8 @@ class AirflowStack:
         """Create the metadata database, the login and the pools of the evaluations and of the ingests
         (idempotent)."""
         self.home.mkdir(parents=True, exist_ok=True)
-        passwords = {self.username: self.password} | {name: secret for name, (_, secret) in self.other_users.items()}
+        passwords = ({self.username: self.password, self.service_username: self.service_password}
+                     | {name: secret for name, (_, secret) in self.other_users.items()})
         (self.home / "passwords.json").write_text(json.dumps(passwords), encoding="utf-8")
         self.run_airflow("db", "migrate")
         with sqlite3.connect(self.home / "airflow.db") as database:  # readers no longer block the writer
