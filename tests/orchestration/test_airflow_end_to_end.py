@@ -786,6 +786,15 @@ def test_a_killed_triggerer_loses_no_window_and_its_window_is_written_once(world
     assert len(stored.rows) == latest_run(settings.warehouse, "triggerer_cars", at)["rows_written"]
 
 
+def _succeeded_run_and_its_task_processes(stack: AirflowStack, dag: str, at: int) -> tuple[dict, set[int]]:
+    """A manual run of ``dag`` for the window ending ``at``, once it succeeded, and the task processes it took."""
+    run, task = _trigger(stack, dag, at)
+    processes = _watch_task_processes(stack, dag, run["dag_run_id"], task["id"])
+    finished = _wait_for_run(stack, dag, run["dag_run_id"])
+    assert finished["state"] == "success", stack.task_log_tail(dag, finished, lines=200)
+    return run, processes
+
+
 def test_an_output_stream_written_on_the_triggerer_records_its_asset_event_through_the_api_with_no_task_process(
         world, connect_server):
     """A trigger cannot add Asset events: a REGISTER STREAM query evaluated on the triggerer records its output
@@ -793,12 +802,7 @@ def test_an_output_stream_written_on_the_triggerer_records_its_asset_event_throu
     from the triggerer: no task process; the event names the run in its extra."""
     stack, settings, files = world["stack"], world["settings"], world["files"]
     at = files.start + 45 * MINUTE
-    run, task = _trigger(stack, "stream_through_api", at)
-
-    processes = _watch_task_processes(stack, "stream_through_api", run["dag_run_id"], task["id"])
-
-    finished = _wait_for_run(stack, "stream_through_api", run["dag_run_id"])
-    assert finished["state"] == "success", stack.task_log_tail("stream_through_api", finished, lines=200)
+    run, processes = _succeeded_run_and_its_task_processes(stack, "stream_through_api", at)
     assert processes == set()  # evaluated, announced and ended on the triggerer
     task = _task(stack, "stream_through_api", run, "evaluate_window")
     assert (task["state"], task["try_number"], task["pid"]) == ("success", 1, None)
@@ -820,12 +824,7 @@ def test_an_output_stream_whose_api_connection_is_missing_gets_its_asset_event_f
     output stream's Asset event: nothing is lost."""
     stack, settings, files = world["stack"], world["settings"], world["files"]
     at = files.start + 40 * MINUTE
-    run, task = _trigger(stack, "stream_on_triggerer", at)
-
-    processes = _watch_task_processes(stack, "stream_on_triggerer", run["dag_run_id"], task["id"])
-
-    finished = _wait_for_run(stack, "stream_on_triggerer", run["dag_run_id"])
-    assert finished["state"] == "success", stack.task_log_tail("stream_on_triggerer", finished, lines=200)
+    run, processes = _succeeded_run_and_its_task_processes(stack, "stream_on_triggerer", at)
     assert len(processes) == 1  # the finish: announcing and the Asset event, no Spark
     runs = [r for r in delta_runs(settings.warehouse) if r["query"] == "triggerer_passages"]
     assert [(r["status"], r["complete"]) for r in runs] == [("succeeded", True)]  # evaluated once, on the triggerer
