@@ -5,6 +5,7 @@ GROUP BY and DISTINCT. Its answers are those of the same window evaluated distri
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import pytest
@@ -101,10 +102,13 @@ def observations_warehouse(tmp_path_factory) -> Warehouse:
     return warehouse
 
 
+_JOB_GROUPS = itertools.count()
+
+
 def _jobs_of(spark, action) -> tuple[object, int]:
     """What ``action()`` returns, and how many Spark jobs it ran."""
     context = spark.sparkContext
-    group = f"compact-windows-{id(action)}"
+    group = f"compact-windows-{next(_JOB_GROUPS)}"  # never reused: a group named twice counts both jobs
     context.setJobGroup(group, group)
     try:
         outcome = action()
