@@ -1,7 +1,8 @@
 """A small window (a compact evaluation: its files hold at most ``COMPACT_TRIPLES`` triples) runs as one Spark
 job — one partition from the scans to the collect, nothing shuffled or broadcast — whatever the shape of its
 plan: patterns over a stream and a default graph with no table, chains of joins, FILTERs, OPTIONALs, UNIONs,
-GROUP BY and DISTINCT. Its answers are those of the same window evaluated distributed."""
+GROUP BY and DISTINCT. Its answers are those of the same window evaluated distributed. The joins of a basic
+graph pattern, whose sides are bounded by the triples read, hash the pattern; the others sort both sides."""
 
 from __future__ import annotations
 
@@ -130,3 +131,37 @@ def test_a_small_window_is_one_spark_job_with_the_answers_of_a_distributed_evalu
     assert len(evaluation.result) > 0
     assert Counter(evaluation.result.rows) == Counter(reference.result.rows)
     assert jobs == 1
+
+
+def _physical_plans_of(spark, action) -> tuple[object, list[str]]:
+    """What ``action()`` returns, and the physical plans of the SQL executions it ran (Spark's SQL status
+    store, which keeps them without the UI)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+
+    def executions() -> dict[int, str]:
+        listed = store.executionsList()
+        return {listed.apply(i).executionId(): listed.apply(i).physicalPlanDescription()
+                for i in range(listed.size())}
+
+    before = max(executions(), default=-1)
+    outcome = action()
+    return outcome, [plan for number, plan in sorted(executions().items()) if number > before]
+
+
+@pytest.mark.parametrize("query, sorted_joins", [(CHAIN, False), (AVERAGES, False), (PLACES_QUERY, True)],
+                         ids=["chain", "averages", "places"])
+def test_a_small_window_hashes_the_patterns_of_its_joins_and_sorts_only_joins_of_unbounded_sides(
+        spark, observations_warehouse, query, sorted_joins):
+    """Within a basic graph pattern each join's right side is one pattern, at most the triples read: a hash
+    join, no sort. The join with a UNION and the OPTIONAL of the third query have sides of no known bound:
+    sort-merge joins, whose sorts spill."""
+    plan = compile_query(query)
+    name = plan.registration.name.lower()
+    compact = Engine(observations_warehouse, spark)
+    compact.evaluate(plan, T_END, f"{name}_warm_plans", write=False)
+    evaluation, plans = _physical_plans_of(spark, lambda: compact.evaluate(plan, T_END, f"{name}_plans",
+                                                                         write=False))
+    assert len(evaluation.result) > 0
+    text = "\n".join(plans)
+    assert "ShuffledHashJoin" in text, text
+    assert ("SortMergeJoin" in text) is sorted_joins, text

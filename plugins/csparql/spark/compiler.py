@@ -41,6 +41,9 @@ BROADCAST_TRIPLES = 2_000_000
 # An evaluation whose windows' files hold at most this many triples runs in one partition, with no broadcast
 # and no shuffle; its static parts are kept in one partition too.
 COMPACT_TRIPLES = 200_000
+# In a compact evaluation, a join whose right side has at most this many rows for certain builds a hash table of
+# it rather than sorting both sides (a shuffled hash join, which cannot spill: the bound keeps it in memory).
+HASH_BUILD_ROWS = 400_000
 
 
 class SparkCompiler:
@@ -193,12 +196,28 @@ class SparkCompiler:
 
     def _patterns(self, op: alg.BGP, graph: bool, broadcast: bool) -> Solutions:
         result: Solutions | None = None
+        rows = self._triples_read_bound(op.sources)  # each pattern's matches are some of these triples
         for triple in op.triples:
             part = self._pattern(triple, op.sources, graph)
             if broadcast:
                 part.df = F.broadcast(part.df)
-            result = part if result is None else self._inner_join(result, part)
+            result = part if result is None else self._inner_join(result, part, right_rows=rows)
         return result
+
+    def _triples_read_bound(self, sources: tuple[alg.Source, ...]) -> int | None:
+        """At most how many triples a pattern over ``sources`` reads, when the reader can tell: what the
+        windows' files hold plus each static graph's triples. None with entailment (inferences add triples)
+        or when a count is unknown."""
+        if self.entailment is not None:
+            return None
+        window_triples = getattr(self.reader, "window_triples", None)
+        estimate = getattr(self.reader, "estimated_triples", None)
+        expanded = self.frames.expand(sources)
+        streams = [s for s in expanded if isinstance(s, alg.StreamWindow)]
+        graphs = [s for s in expanded if not isinstance(s, alg.StreamWindow)]
+        counts = [window_triples(streams) if window_triples is not None else None] if streams else []
+        counts += [estimate(graph) if estimate is not None else None for graph in graphs]
+        return None if any(count is None for count in counts) else sum(counts)
 
     def _static_versions(self, sources: tuple[alg.Source, ...]) -> tuple | None:
         """What identifies the triples of the static graphs a part reads — each table's Delta id and version —
@@ -239,19 +258,24 @@ class SparkCompiler:
 
     # joins
 
-    def _joined(self, left: DataFrame, right: DataFrame, on, how: str) -> DataFrame:
-        """``left.join(right, on, how)``; in a compact evaluation as a sort-merge join, which one partition
-        needs no shuffle for (a broadcast would cost a Spark job of its own)."""
+    def _joined(self, left: DataFrame, right: DataFrame, on, how: str, right_rows: int | None = None) -> DataFrame:
+        """``left.join(right, on, how)``; in a compact evaluation a join that one partition needs no shuffle for
+        (a broadcast would cost a Spark job of its own): a hash join building ``right`` when it has at most
+        ``HASH_BUILD_ROWS`` rows for certain (``right_rows``, a bound), else a sort-merge join, whose sorts
+        spill."""
         if self.compact:
+            strategy = "shuffle_hash" if right_rows is not None and right_rows <= HASH_BUILD_ROWS else "merge"
             # One partition in, one out: a join's output is a collection of its sides' partitionings, which
             # Spark would shuffle again to join it with anything else.
-            return left.join(right.hint("merge"), on, how).coalesce(1)
+            return left.join(right.hint(strategy), on, how).coalesce(1)
         return left.join(right, on, how)
 
     def _shared(self, left: Solutions, right: Solutions) -> list[Variable]:
         return [var for var in left.vars if var in right.vars]
 
-    def _inner_join(self, left: Solutions, right: Solutions, left_op=None, right_op=None) -> Solutions:
+    def _inner_join(self, left: Solutions, right: Solutions, left_op=None, right_op=None,
+                    right_rows: int | None = None) -> Solutions:
+        """The join of two solution sequences; ``right_rows`` a bound on ``right``'s rows when one is known."""
         shared = self._shared(left, right)
         certain_left = certain(left_op) if left_op is not None else set(left.vars)
         certain_right = certain(right_op) if right_op is not None else set(right.vars)
@@ -259,7 +283,7 @@ class SparkCompiler:
         loose = [var for var in shared if var not in equi]
         keys = [self.column(var) for var in equi] + ([GRAPH_COLUMN] if left.graph and right.graph else [])
         if not loose:
-            df = self._joined(left.df, right.df, keys, "inner") if keys else left.df.crossJoin(right.df)
+            df = self._joined(left.df, right.df, keys, "inner", right_rows) if keys else left.df.crossJoin(right.df)
         else:
             df = self._compatible_join(left, right, keys, loose, "inner")
         return self._merged(left, right, df)
