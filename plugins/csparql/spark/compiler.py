@@ -196,7 +196,8 @@ class SparkCompiler:
 
     def _patterns(self, op: alg.BGP, graph: bool, broadcast: bool) -> Solutions:
         result: Solutions | None = None
-        rows = self._triples_read_bound(op.sources)  # each pattern's matches are some of these triples
+        # each pattern's matches are some of these triples; only a compact evaluation uses the bound
+        rows = self._triples_read_bound(op.sources) if self.compact else None
         for triple in op.triples:
             part = self._pattern(triple, op.sources, graph)
             if broadcast:
