@@ -10,13 +10,16 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
 from importlib import import_module
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 import csparql
 from csparql.deploy.provider import get_provider_info
@@ -57,6 +60,46 @@ def test_the_scan_finds_a_path_built_from_the_module_file(tmp_path):
     module.write_text("from pathlib import Path\nROOT = Path(__file__).resolve().parents[3]\n"
                       "TEMPLATE = 'registered_query_dag(__file__)'\nimport pyspark\nHOME = Path(pyspark.__file__)\n")
     assert source_tree_paths(module) == ["2: __file__"]
+
+
+def imported_top_level_modules(path: Path) -> set[str]:
+    """The top-level names of the modules ``path`` imports by absolute name, wherever in the module."""
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.partition(".")[0])
+    return modules
+
+
+def distribution_key(name: str) -> str:
+    """A distribution's name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_module_the_package_imports_is_a_declared_requirement():
+    """An installed wheel must bring what it imports: a module that only arrives as somebody else's dependency
+    (Airflow's FastAPI, a provider's client library) disappears when that dependency changes. A module not
+    installed here (an extra's) is taken to be the distribution of its own name."""
+    declared = {distribution_key(Requirement(text).name) for text in PYPROJECT["project"]["dependencies"]}
+    for extra, requirements in PYPROJECT["project"]["optional-dependencies"].items():
+        if extra != "test":
+            declared |= {distribution_key(Requirement(text).name) for text in requirements}
+    providers = packages_distributions()
+    undeclared = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for module in imported_top_level_modules(path) - set(sys.stdlib_module_names) - {"csparql"}:
+            distributions = {distribution_key(name) for name in providers.get(module, [module])}
+            if not distributions & declared:
+                undeclared.setdefault(module, []).append(str(path.relative_to(PACKAGE)))
+    assert undeclared == {}, f"modules imported but not declared in pyproject.toml's dependencies: {undeclared}"
+
+
+def test_the_import_scan_finds_imports_inside_functions(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import os.path\nfrom . import sibling\n\ndef f():\n    from httpx import Client\n")
+    assert imported_top_level_modules(module) == {"os", "httpx"}
 
 
 def test_files_read_at_run_time_are_package_data_declared_in_pyproject():
