@@ -15,7 +15,9 @@ set per DAG (``bench_dags.py`` in the stack's DAGs folder), so one stack serves 
 
 While a DAG is unpaused, a feeder thread lands the stream continuously: every ``tick`` seconds it writes the
 registrations of the last tick (``rate`` triples a second, timestamped with the wall clock) as timestamped
-N-Quads and lands them with ``ingest_stream``, which advances the stream's watermark; the query's
+N-Quads and lands them with ``ingest_stream`` in this process, without Spark, as the push endpoint and the
+Redis and Kafka sources land small batches (through the benchmark's own Spark it cost a JVM ~10 s of CPU a
+minute of the two cores the stack is measured on); the ingest advances the stream's watermark; the query's
 run waits for that watermark (allowed lateness 0 s). Every two seconds the lag — now minus the
 end of the latest window whose results are committed — is sampled. A period is kept up with when the lag
 does not grow over the observation (least-squares slope under ``KEEP_UP_SLOPE`` seconds per second) and at
@@ -92,8 +94,7 @@ def _free_port() -> int:
 class Feeder:
     """Lands the tollgate stream continuously (see the module docstring) while ``active``."""
 
-    def __init__(self, spark, warehouse, folder: Path, rate: int, tick: float, seed: int):
-        self.spark = spark
+    def __init__(self, warehouse, folder: Path, rate: int, tick: float, seed: int):
         self.warehouse = warehouse
         self.folder = folder
         self.rate = rate
@@ -127,7 +128,7 @@ class Feeder:
             data._write_registrations(path, self.rng, self.city, self.last, now, count)
             clock = time.perf_counter()
             try:
-                report = ingest_stream(self.spark, self.warehouse, data.MILAN_TOLLGATES, [path])
+                report = ingest_stream(None, self.warehouse, data.MILAN_TOLLGATES, [path], in_process=True)
                 self.ingests.append({"triples": report.landed, "seconds": time.perf_counter() - clock,
                                      "watermark": report.max_ts})
             except Exception as error:  # keep feeding: the trial's lag shows what a failed ingest costs
@@ -194,7 +195,7 @@ def run(profile, work: Path, spark) -> dict:
     feeder = None
     try:
         clock = time.perf_counter()
-        feeder = Feeder(spark, warehouse, work / "feed",
+        feeder = Feeder(warehouse, work / "feed",
                         profile.capacity_rate if capacity_runs else profile.airflow_rate,
                         profile.airflow_tick_seconds, profile.seed)
         feeder.start()  # landing while the stack starts: a watermark exists before the first window waits
