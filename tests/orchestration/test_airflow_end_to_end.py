@@ -683,6 +683,33 @@ def _truth_of_user_query(files, at: int):
         {None: list(Graph().parse(files.graphs[None]))}, at))
 
 
+def _callbacks_waiting(stack: AirflowStack) -> int:
+    """Callback requests in Airflow's database that the DAG processor has not fetched yet."""
+    database = sqlite3.connect(stack.home / "airflow.db", timeout=60)
+    try:
+        (count,), = database.execute("SELECT count(*) FROM callback WHERE type = 'dag_processor'").fetchall()
+        return count
+    finally:
+        database.close()
+
+
+def _dag_processor_events(stack: AirflowStack, run_id: str) -> list[str]:
+    """What the DAG processor's parsing processes have logged about run ``run_id``."""
+    events = []
+    for path in sorted((stack.home / "logs" / "dag_processor").rglob("*.log")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if run_id in line:
+                events.append(json.loads(line).get("event", line) if line.startswith("{") else line)
+    return events
+
+
+def _callbacks_fetched(stack: AirflowStack, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while _callbacks_waiting(stack):
+        assert time.monotonic() < deadline, "the DAG processor did not fetch its callback requests"
+        time.sleep(0.5)
+
+
 def test_a_window_evaluated_on_the_triggerer_ends_its_task_with_no_task_process(world, connect_server):
     """With Spark Connect the trigger evaluates the complete window itself and ends the task: no executor ever
     starts a task process for it; the results are pyoxigraph's; the task's value and log are Airflow's."""
@@ -713,6 +740,11 @@ def test_a_window_evaluated_on_the_triggerer_ends_its_task_with_no_task_process(
         at, len(stored.rows), recorded["run_id"], True)
     log = _log(stack, "on_triggerer", run, 1)
     assert "evaluating it on the triggerer" in log and "row(s) written" in log, log
+    # Airflow sends the DAG processor a success callback for the task, which runs nothing: the stack's DAG
+    # processor drops it instead of forking a process that parses the DAG file to drop it
+    _callbacks_fetched(stack)
+    time.sleep(10)  # a process forked for a callback would have logged by now
+    assert _dag_processor_events(stack, run["dag_run_id"]) == []
 
 
 def test_a_failing_evaluation_on_the_triggerer_fails_its_task_with_the_message_and_is_retried(world, connect_server):
@@ -741,6 +773,13 @@ def test_a_failing_evaluation_on_the_triggerer_fails_its_task_with_the_message_a
         assert "the evaluation of the window at 2020-01-01T00:10:00Z failed" in log and "deletionVectors" in log, log
     failed = [r for r in delta_runs(settings.warehouse) if r["query"] == "broken_windows"]
     assert [r["status"] for r in failed] == ["failed", "failed"]
+    # the retry's and the failure's callbacks still reach the DAG processor (the DAG defines none to run)
+    _callbacks_fetched(stack)
+    deadline = time.monotonic() + 60
+    while (events := _dag_processor_events(stack, run["dag_run_id"])).count(
+            "Callback requested but no callback found") < 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert events.count("Callback requested but no callback found") == 2, events
 
 
 def delta_runs(warehouse: Warehouse) -> list[dict]:

@@ -578,3 +578,10 @@ def test_the_scheduler_examines_enough_runs_that_waiting_windows_do_not_starve_b
 
     examined = int(variable(SCHEDULER, "AIRFLOW__SCHEDULER__MAX_DAGRUNS_PER_LOOP_TO_SCHEDULE"))
     assert examined == DAGRUNS_PER_LOOP, "the embedded stack and docker-compose should schedule alike"
+
+
+def test_the_dag_processor_is_airflow_s_less_a_parse_per_run_that_ends_on_the_triggerer():
+    from importlib.util import find_spec
+
+    assert command("airflow-dag-processor") == ["python", "-m", "csparql.orchestration.dag_processor"]
+    assert find_spec("csparql.orchestration.dag_processor") is not None

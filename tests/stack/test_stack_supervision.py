@@ -1,6 +1,6 @@
 """The embedded stack starts again an Airflow component that exits (the scheduler exits on an unexpected
 database error and relies on a process manager to restart it), and only that one. The components here are a
-stand-in script for the ``airflow`` command: what is tested is the supervision, not Airflow."""
+stand-in script for their commands: what is tested is the supervision, not Airflow."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def stack(tmp_path, monkeypatch):
     script = tmp_path / "airflow"
     script.write_text(FAKE_AIRFLOW)
     script.chmod(0o755)
-    monkeypatch.setattr(AirflowStack, "airflow", property(lambda self: str(script)))
+    monkeypatch.setattr(AirflowStack, "command", lambda self, name: [str(script), name])
     monkeypatch.setenv("CSPARQL_TEST_CALLS", str(tmp_path / "calls"))
     started = AirflowStack(home=tmp_path / "home", dags=tmp_path / "dags", settings_environment={})
     started.start()

@@ -33,6 +33,11 @@ COMPONENTS = {
     "dag-processor": ["dag-processor"],
     "triggerer": ["triggerer", "--skip-serve-logs"],
 }
+"""Each component's arguments to the ``airflow`` command."""
+
+LAUNCHERS = {"dag-processor": "csparql.orchestration.dag_processor"}
+"""Components run by a module of csparql that runs Airflow's command with a change (``python -m <module>
+<arguments>``): the DAG processor without a DAG-file parse per task a trigger ends (``csparql.orchestration.dag_processor``)."""
 
 ISOLATED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TZ")
 """What an isolated stack's components inherit of this process's environment (``AirflowStack.isolated``)."""
@@ -123,6 +128,12 @@ class AirflowStack:
     @property
     def airflow(self) -> str:
         return str(self.python.with_name("airflow"))
+
+    def command(self, name: str) -> list[str]:
+        """The command line of component ``name``."""
+        if name in LAUNCHERS:
+            return [str(self.python), "-m", LAUNCHERS[name], *COMPONENTS[name][1:]]
+        return [self.airflow, *COMPONENTS[name]]
 
     @property
     def working_directory(self) -> Path | None:
@@ -246,7 +257,7 @@ class AirflowStack:
         logs.mkdir(parents=True, exist_ok=True)
         with open(logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
-                [self.airflow, *COMPONENTS[name]], env=self.environment(), stdout=log, stderr=subprocess.STDOUT,
+                self.command(name), env=self.environment(), stdout=log, stderr=subprocess.STDOUT,
                 cwd=self.working_directory,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
