@@ -37,7 +37,8 @@ COMPONENTS = {
 
 LAUNCHERS = {"dag-processor": "csparql.orchestration.dag_processor"}
 """Components run by a module of csparql that runs Airflow's command with a change (``python -m <module>
-<arguments>``): the DAG processor without a DAG-file parse per task a trigger ends (``csparql.orchestration.dag_processor``)."""
+<arguments>``): the DAG processor without a DAG-file parse per task a trigger ends
+(``csparql.orchestration.dag_processor``)."""
 
 ISOLATED_VARIABLES = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "JAVA_HOME", "TZ")
 """What an isolated stack's components inherit of this process's environment (``AirflowStack.isolated``)."""
