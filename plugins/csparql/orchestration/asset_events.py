@@ -15,6 +15,7 @@ when the api-server refuses them.
 from __future__ import annotations
 
 import threading
+import time
 
 import httpx
 
@@ -22,6 +23,10 @@ from airflow.exceptions import AirflowException
 
 TIMEOUT_SECONDS = 10.0
 """How long one call to the api-server may take."""
+
+SERVER_ERROR_PAUSES = (0.5, 1.0, 2.0, 4.0)
+"""The pauses before calling again after a server error (HTTP 5xx): an api-server on SQLite answers 500 while
+another component holds the database, and its transaction was rolled back, so calling again records one event."""
 
 _TOKENS: dict[tuple[str, str], str] = {}
 _ASSET_IDS: dict[tuple[str, str], int] = {}
@@ -99,6 +104,15 @@ class AssetEventsApi:
         return ids[0]
 
     def _call(self, client: httpx.Client, method: str, path: str, **arguments) -> httpx.Response:
+        """One API call, made again after each of ``SERVER_ERROR_PAUSES`` while the api-server answers a server
+        error; the last answer."""
+        for pause in (*SERVER_ERROR_PAUSES, None):
+            answer = self._authorized_call(client, method, path, **arguments)
+            if answer.status_code < 500 or pause is None:
+                return answer
+            time.sleep(pause)
+
+    def _authorized_call(self, client: httpx.Client, method: str, path: str, **arguments) -> httpx.Response:
         """One API call with the login's token, fetching a new token once when the api-server refuses it."""
         for fresh in (False, True):
             token = self._token(client, fresh)
