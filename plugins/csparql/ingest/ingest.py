@@ -56,7 +56,9 @@ Writes
     stay where they are. A stream ingest ``in_process`` (a pushed body, a batch of messages) parses with the
     same parsers and stages the same layout with pyarrow, without Spark (``csparql.ingest.job``). Any failure
     before the commit deletes the stage folder: the table is left at the version it had. Statistics (triples
-    per predicate) are recorded after the commit.
+    per predicate) are recorded after the commit. Then, before the watermark moves, the stream's small files of
+    each closed minute are merged into one (``csparql.storage.stream_compaction``): the windows it completes
+    read a file per minute rather than one per ingest.
 
 Arrival order (streams)
     ``arrival = batch << 40 | ordinal``: ``batch`` is the table's version when the ingest starts, plus one
@@ -99,6 +101,7 @@ from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS
 from csparql.storage.statistics import record_statistics
 from csparql.storage.tables import CONTENT_SHA256, IRI_PROPERTY, KIND_PROPERTY, LANDED_TRIPLES, LANDED_WATERMARK
+from csparql.storage.stream_compaction import compact_stream
 from csparql.storage.warehouse import Warehouse, iri_problem
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
 from csparql.windows import format_duration, format_instant, parse_instant
@@ -389,6 +392,7 @@ def ingest_stream(
     job.run(report, commit, always_commit=transaction is not None, commit_rejected=not all_or_nothing)
     if report.version is not None:
         _record(report, warehouse, iri, "stream", replaces=False)
+        compact_stream(path)  # so that a window reads a file per minute, not one per ingest
         if report.max_ts is not None:
             try:
                 advance_watermark(warehouse, iri, min(report.max_ts, future.latest), "ingest")

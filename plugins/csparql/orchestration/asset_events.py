@@ -9,7 +9,9 @@ source task instance in Airflow (the API records it as the login's); its ``extra
 (``dag_id``, ``run_id``, ``task_id``, ``map_index``).
 
 The connection's token (``POST /auth/token``) and the Assets' ids are kept per process and looked up again
-when the api-server refuses them.
+when the api-server refuses them; so is one HTTP client per api-server (``httpx.Client`` may be shared between
+threads): a client's creation loads the system's certificates, and its connections are kept open between
+events.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ another component holds the database, and its transaction was rolled back, so ca
 
 _TOKENS: dict[tuple[str, str], str] = {}
 _ASSET_IDS: dict[tuple[str, str], int] = {}
+_CLIENTS: dict[str, httpx.Client] = {}
 _LOCK = threading.Lock()
 
 
@@ -73,18 +76,17 @@ class AssetEventsApi:
         """Record an event of the Asset whose URI is ``uri`` with ``extra``; returns the event as the API
         answers it. ``AssetEventNotRecorded`` when the api-server cannot be reached, refuses the login, or
         knows no such Asset."""
-        with httpx.Client(base_url=self.url, timeout=TIMEOUT_SECONDS, trust_env=False) as client:
-            try:
-                asset_id = self._asset_id(client, uri)
-                answer = self._call(client, "POST", "/api/v2/assets/events", json={"asset_id": asset_id,
-                                                                                    "extra": extra})
-                if answer.status_code == 404:  # the Asset was deleted and registered again: another id
-                    with _LOCK:
-                        _ASSET_IDS.pop((self.url, uri), None)
-                    answer = self._call(client, "POST", "/api/v2/assets/events",
-                                        json={"asset_id": self._asset_id(client, uri), "extra": extra})
-            except httpx.HTTPError as error:
-                raise AssetEventNotRecorded(f"the api-server {self.url} did not answer: {error}") from None
+        client = _client(self.url)
+        try:
+            asset_id = self._asset_id(client, uri)
+            answer = self._call(client, "POST", "/api/v2/assets/events", json={"asset_id": asset_id, "extra": extra})
+            if answer.status_code == 404:  # the Asset was deleted and registered again: another id
+                with _LOCK:
+                    _ASSET_IDS.pop((self.url, uri), None)
+                answer = self._call(client, "POST", "/api/v2/assets/events",
+                                    json={"asset_id": self._asset_id(client, uri), "extra": extra})
+        except httpx.HTTPError as error:
+            raise AssetEventNotRecorded(f"the api-server {self.url} did not answer: {error}") from None
         self._check(answer, f"recording an event of {uri}")
         return answer.json()
 
@@ -138,3 +140,12 @@ class AssetEventsApi:
             return
         detail = " ".join(answer.text.split())[:300]
         raise AssetEventNotRecorded(f"{doing} at {self.url}: HTTP {answer.status_code} {detail}")
+
+
+def _client(url: str) -> httpx.Client:
+    """The process's HTTP client of the api-server at ``url``, created on first use and kept open."""
+    with _LOCK:
+        client = _CLIENTS.get(url)
+        if client is None:
+            client = _CLIENTS[url] = httpx.Client(base_url=url, timeout=TIMEOUT_SECONDS, trust_env=False)
+        return client

@@ -167,14 +167,16 @@ def action_column(actions: pa.Table, name: str) -> list:
     return actions.column(name).to_pylist() if name in actions.column_names else [None] * actions.num_rows
 
 
-def file_uri(root, relative: str) -> str:
-    """The absolute path of a data file the log names relative to the table's folder ``root``."""
-    return relative if relative.startswith("/") else str(Path(root).resolve() / unquote(relative))
+def file_uri(root: Path, relative: str) -> str:
+    """The absolute path of a data file the log names relative to the table's folder ``root`` (resolved: callers
+    resolve it once per listing, not once per file)."""
+    return relative if relative.startswith("/") else str(root / unquote(relative))
 
 
 def read_files(root, relatives: Iterable[str]) -> pa.Table | None:
     """The rows of some data files of the table at ``root`` (None when there are none), their schemas unified
     (files written before a column was added lack it)."""
+    root = Path(root).resolve()
     tables = [pq.read_table(file_uri(root, relative)) for relative in relatives]
     if not tables:
         return None
@@ -195,6 +197,7 @@ def live_files(table: DeltaTable, root, timestamp_column: str = "ts") -> list[Fi
     partitions = [
         {c[len("partition."):]: actions.column(c)[i].as_py() for c in partition_columns} for i in range(len(paths))
     ]
+    root = Path(root).resolve()
     return [
         FileInfo(file_uri(root, relative), sizes[i], records[i], micros_of(mins[i]), micros_of(maxs[i]), partitions[i],
                  _written_micros(written[i]))
@@ -284,7 +287,7 @@ class TableSnapshots:
             if version is None and cached is not None and cached[0] == table.version():
                 return cached[1]
             known = self._file_rows.setdefault(key, {})
-            live = [file_uri(key, relative) for relative in action_column(add_actions(table), "path")]
+            live = [file_uri(Path(key), relative) for relative in action_column(add_actions(table), "path")]
             for uri in live:
                 if uri not in known:
                     known[uri] = _conformed(pq.read_table(uri), arrow_schema)
@@ -354,10 +357,12 @@ def _compact_exclusively(table: DeltaTable, root: Path, files: list[FileInfo],
     folder = "/".join(f"{key}={value}" for key, value in partition.items())
     name = f"{folder}/" * bool(folder) + f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     target = root / name
+    target.parent.mkdir(parents=True, exist_ok=True)  # a stream's files lie in their ingest's folder, not in it
     pq.write_table(rows, target, compression="snappy")
     now = int(time.time() * 1000)
     statistics = file_statistics(str(target), timestamp_column)
-    actions: list[AddAction | RemoveAction] = [AddAction(name, target.stat().st_size, partition, now, False, statistics)]
+    actions: list[AddAction | RemoveAction] = [
+        AddAction(name, target.stat().st_size, partition, now, False, statistics)]
     actions += [RemoveAction(Path(f.uri).relative_to(root).as_posix(), False, now, f.size, partition) for f in files]
     try:
         table.create_write_transaction(
