@@ -46,6 +46,9 @@ def test_the_small_files_of_each_closed_minute_make_a_group_and_the_minute_still
     assert _names(closed_span_groups(files)) == {START: ["a", "b"], START + MINUTE: ["c", "d"]}
     # the latest minute closes once a later triple has landed
     assert _names(closed_span_groups(files[:4])) == {START: ["a", "b"]}
+    # a group is in time order, whatever the order of the log: the merged file's rows are
+    assert [[Path(f.uri).name for f in group] for group in closed_span_groups(files[::-1]).values()] == [
+        ["c", "d"], ["a", "b"]]
 
 
 def test_large_files_files_across_a_minute_lone_files_and_other_partitions_are_left_alone():

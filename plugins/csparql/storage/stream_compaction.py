@@ -39,7 +39,8 @@ SpanKey = tuple[tuple[tuple[str, str | None], ...], int]
 def closed_span_groups(files: Sequence[FileInfo], span: int = COMPACTION_SPAN_MICROS) -> dict[SpanKey, list[FileInfo]]:
     """The groups of ``files`` (a stream table's live files) worth merging: in one partition, small
     (``SMALL_FILE_BYTES``), with every timestamp in one aligned span of ``span`` µs that a later file's
-    timestamps have passed (closed), and at least two of them."""
+    timestamps have passed (closed), and at least two of them; each in the order of its files' first
+    timestamps, so that the merged file's rows are in time order."""
     bounded = [f for f in files if f.min_ts is not None and f.max_ts is not None]
     if not bounded:
         return {}
@@ -51,7 +52,8 @@ def closed_span_groups(files: Sequence[FileInfo], span: int = COMPACTION_SPAN_MI
                 latest < start + span:
             continue
         groups.setdefault((tuple(sorted(file.partition.items())), start), []).append(file)
-    return {key: group for key, group in groups.items() if len(group) >= 2}
+    return {key: sorted(group, key=lambda f: (f.min_ts, f.max_ts, f.uri)) for key, group in groups.items()
+            if len(group) >= 2}
 
 
 def compact_stream(path, span: int = COMPACTION_SPAN_MICROS) -> int:
