@@ -80,10 +80,14 @@ def _landing(number: int, at: int, chosen: random.Random) -> list[tuple[str, str
 
 
 def _write(path: Path, triples) -> Path:
-    path.write_text("".join(
-        f'<{s}> <{p}> {f"<{o}>" if o.startswith("http") else f"{chr(34)}{o}{chr(34)}"} '
-        f'"{format_instant(at)}"^^<{XSD}dateTime> .\n' for s, p, o, at in triples), encoding="utf-8")
+    """``triples`` as a file of the line format: the timestamp is each triple's fourth term."""
+    path.write_text("".join(f'<{s}> <{p}> {_object(o)} "{format_instant(at)}"^^<{XSD}dateTime> .\n'
+                            for s, p, o, at in triples), encoding="utf-8")
     return path
+
+
+def _object(value: str) -> str:
+    return f"<{value}>" if value.startswith("http") else f'"{value}"'
 
 
 COUNTS = f"""REGISTER QUERY counts AS
