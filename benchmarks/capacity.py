@@ -20,7 +20,9 @@ not catch up: only the latest window is run on unpausing) and five more. For eac
 - **lag**: now − the end of each query's latest committed window, sampled every two seconds; its slope over the
   last two thirds of the observation (the largest over the queries) says whether the stack falls behind;
 - **commit latency**: a window's end to its results committed (the run's end in the runs table), p50 and p95
-  over every committed window of every query;
+  over every committed window of every query; and the same over the windows that closed after the queries
+  were unpaused (the first window of each query closed before: its latency includes the time the query was
+  paused, and all N first windows are due at once);
 - **CPU**: the machine's busy share of its cores over the observation (``psutil.cpu_times``), and the load.
 
 N is **kept up with** when no window is missed, no run failed and no query's lag grows (slope under
@@ -122,6 +124,7 @@ def summarize(count: int, trials: list[dict], cpu_busy: float | None, load: floa
     failed = sum(t["failed_runs"] for t in trials)
     slopes = [t["lag_slope"] for t in trials if t["lag_slope"] is not None]
     latencies = [value for t in trials for value in t["commit_latency_seconds"]]
+    latencies_unpaused = [value for t in trials for value in t.get("commit_latency_unpaused_seconds", ())]
     durations = [value for t in trials for value in t["evaluation_seconds"]]
     never_committed = [t["dag"] for t in trials if not t["lag_samples"]]
     worst_slope = max(slopes) if slopes else None
@@ -138,6 +141,8 @@ def summarize(count: int, trials: list[dict], cpu_busy: float | None, load: floa
         "lag_at_end_max_seconds": max((t["lag_at_end_seconds"] or 0.0 for t in trials), default=None),
         "commit_latency_p50_seconds": percentile(latencies, 0.50),
         "commit_latency_p95_seconds": percentile(latencies, 0.95),
+        "commit_latency_unpaused_p50_seconds": percentile(latencies_unpaused, 0.50),
+        "commit_latency_unpaused_p95_seconds": percentile(latencies_unpaused, 0.95),
         "evaluation_median_seconds": statistics.median(durations) if durations else None,
         "cpu_busy_percent": cpu_busy,
         "load_average": load,

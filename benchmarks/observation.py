@@ -67,6 +67,10 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
         before_end = sorted({micros_of(r["window_end"]) for r in succeeded})
         latency = sorted((micros_of(r["started_at"]) + r["duration_ms"] * 1000 - micros_of(r["window_end"])) / 1e6
                          for r in succeeded)
+        # the first window closed before the DAG was unpaused: its latency includes the time it was paused
+        latency_while_on = sorted(
+            (micros_of(r["started_at"]) + r["duration_ms"] * 1000 - micros_of(r["window_end"])) / 1e6
+            for r in succeeded if micros_of(r["window_end"]) > started)
         lag = samples[name]
         slope = linear_slope(lag[len(lag) // 3:]) if len(lag) >= 6 else linear_slope(lag)
         # no lag sample at all means no window was committed while observed: it did not keep up
@@ -83,6 +87,7 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
             "lag_slope": slope,
             "lag_at_end_seconds": lag[-1][1] if lag else None,
             "commit_latency_seconds": latency,
+            "commit_latency_unpaused_seconds": latency_while_on,
             "evaluation_seconds": sorted(r["duration_ms"] / 1000 for r in succeeded),
             "keeps_up": keeps_up,
         })

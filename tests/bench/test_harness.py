@@ -316,7 +316,8 @@ def test_every_capacity_query_registers_and_the_kinds_take_turns(tmp_path):
 def _trial(name, expected, evaluated, failed=0, slope=0.0, lag=((1.0, 5.0),)):
     return {"dag": name, "windows_expected": expected, "windows_evaluated": evaluated, "failed_runs": failed,
             "lag_slope": slope, "lag_samples": list(lag), "lag_at_end_seconds": lag[-1][1] if lag else None,
-            "commit_latency_seconds": [4.0, 6.0], "evaluation_seconds": [1.5]}
+            "commit_latency_seconds": [4.0, 6.0, 50.0], "commit_latency_unpaused_seconds": [4.0, 6.0],
+            "evaluation_seconds": [1.5]}
 
 
 @pytest.mark.parametrize("trials, kept_up", [
@@ -332,7 +333,8 @@ def test_capacity_kept_up_needs_every_window_no_failure_and_a_flat_lag(trials, k
     point = summarize(len(trials), trials, 50.0, 1.0)
     assert point["kept_up"] is kept_up
     assert point["windows_missed"] == point["windows_due"] - point["windows_evaluated"]
-    assert point["commit_latency_p50_seconds"] == 4.0 and point["commit_latency_p95_seconds"] == 6.0
+    assert point["commit_latency_p50_seconds"] == 6.0 and point["commit_latency_p95_seconds"] == 50.0
+    assert point["commit_latency_unpaused_p50_seconds"] == 4.0 and point["commit_latency_unpaused_p95_seconds"] == 6.0
 
 
 @pytest.mark.parametrize("kind", ["urban", "topics", "two_streams"])

@@ -46,11 +46,14 @@ class WindowEvaluation:
         return self.evaluation.window.end
 
     def record(self) -> dict:
-        """The evaluation as plain JSON values: the window (µs), rows written, run id, duration, completeness,
-        query version, and the stale windows found (``stale``, each ``StaleWindow`` as a dict of its fields)."""
+        """The evaluation as plain JSON values: the window (µs), rows written, run id, duration and where it went
+        (``phases_ms``: whole milliseconds per ``csparql.engine.runner.Phases`` phase), completeness, query
+        version, and the stale windows found (``stale``, each ``StaleWindow`` as a dict of its fields)."""
         return {"query": self.query, "window_start": self.window_start, "window_end": self.window_end,
                 "rows_written": self.evaluation.rows_written, "run_id": self.evaluation.run_id,
-                "duration_ms": self.evaluation.duration_ms, "complete": self.complete,
+                "duration_ms": self.evaluation.duration_ms,
+                "phases_ms": {name: round(ms) for name, ms in self.evaluation.phases.items()},
+                "complete": self.complete,
                 "query_version": self.query_version, "stale": [dict(w.__dict__) for w in self.stale]}
 
 
@@ -86,10 +89,14 @@ def task_value(record: dict, missing: list[str]) -> dict:
 
 
 def describe(record: dict) -> str:
-    """One line saying which window an evaluation (a ``WindowEvaluation.record()``) wrote and how many rows."""
+    """One line saying which window an evaluation (a ``WindowEvaluation.record()``) wrote, how many rows, how
+    long it took and, when the record has them, its phases (e.g. ``(plan 150 ms, spark 270 ms, write 28 ms)``)."""
     from csparql.windows import format_instant
 
     start = record.get("window_start")
     took = f" in {record['duration_ms']} ms" if record.get("duration_ms") is not None else ""
+    phases = record.get("phases_ms") or {}
+    if took and phases:
+        took += " (" + ", ".join(f"{name} {ms} ms" for name, ms in phases.items()) + ")"
     return (f"window ({format_instant(start) if start is not None else '-'}, {format_instant(record['window_end'])}]"
             f": {record.get('rows_written')} row(s) written{took}")
