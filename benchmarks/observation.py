@@ -65,12 +65,13 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
         mine = [r for r in runs if r["query"] == name and first <= micros_of(r["window_end"]) <= last]
         succeeded = [r for r in mine if r["status"] == "succeeded"]
         before_end = sorted({micros_of(r["window_end"]) for r in succeeded})
-        latency = sorted((micros_of(r["started_at"]) + r["duration_ms"] * 1000 - micros_of(r["window_end"])) / 1e6
-                         for r in succeeded)
-        # the first window closed before the DAG was unpaused: its latency includes the time it was paused
-        latency_while_on = sorted(
-            (micros_of(r["started_at"]) + r["duration_ms"] * 1000 - micros_of(r["window_end"])) / 1e6
-            for r in succeeded if micros_of(r["window_end"]) > started)
+        # (window end, its end → committed in seconds); the first window closed before the DAG was unpaused, so
+        # its latency includes the time it was paused
+        latencies = [(micros_of(r["window_end"]),
+                      (micros_of(r["started_at"]) + r["duration_ms"] * 1000 - micros_of(r["window_end"])) / 1e6)
+                     for r in succeeded]
+        latency = sorted(seconds for _, seconds in latencies)
+        latency_while_on = sorted(seconds for end, seconds in latencies if end > started)
         lag = samples[name]
         slope = linear_slope(lag[len(lag) // 3:]) if len(lag) >= 6 else linear_slope(lag)
         # no lag sample at all means no window was committed while observed: it did not keep up

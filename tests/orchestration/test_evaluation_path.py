@@ -143,3 +143,15 @@ def test_the_airflow_layer_has_no_import_cycle_even_through_imports_inside_funct
                    for name in graph.get(start, ()))
 
     assert sorted(module for module in graph if reaches(module, module, {module})) == []
+
+
+def test_the_log_line_of_an_evaluation_gives_its_phases_when_its_record_has_them():
+    """What the task log says of an evaluation: the window, the rows, the time and where it went (a record of
+    an earlier version, without phases, reads as before)."""
+    from csparql.jobs.evaluation import describe
+
+    record = {"window_start": T0, "window_end": T0 + MINUTE, "rows_written": 3, "duration_ms": 706,
+              "phases_ms": {"lost runs": 18, "plan": 150, "spark": 270, "write": 28}}
+    window = f"window ({format_instant(T0)}, {format_instant(T0 + MINUTE)}]: 3 row(s) written in 706 ms"
+    assert describe(record) == f"{window} (lost runs 18 ms, plan 150 ms, spark 270 ms, write 28 ms)"
+    assert describe({key: value for key, value in record.items() if key != "phases_ms"}) == window
