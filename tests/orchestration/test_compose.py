@@ -359,6 +359,10 @@ def test_the_connect_server_applies_the_settings_its_clients_cannot_set():
     assert not differing, (
         f"a Spark Connect client only sets spark.sql.* settings, so '{SPARK_CONNECT}' must be started with the others "
         f"of RESULT_SETTINGS (wanted, found): {differing}")
+    cache = confs.get("spark.sql.codegen.cache.maxEntries", "Spark's default 100")
+    assert cache == str(session.CODEGEN_CACHE_ENTRIES), (
+        f"'{SPARK_CONNECT}' keeps {cache} compiled classes, csparql's sessions "
+        f"{session.CODEGEN_CACHE_ENTRIES}: a static setting the server must be started with")
     assert confs.get("spark.driver.host") in (SPARK_CONNECT, service(SPARK_CONNECT).get("hostname")), (
         f"executors reach the Connect server's driver at spark.driver.host, which must be '{SPARK_CONNECT}'")
 

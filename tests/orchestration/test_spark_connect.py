@@ -144,3 +144,22 @@ def test_spark_remote_is_the_master_unless_one_is_chosen(monkeypatch):
     assert configured_master("local[2]") == "local[2]"
     monkeypatch.setenv("CSPARQL_SPARK_MASTER", "spark://127.0.0.1:7077")
     assert configured_master() == "spark://127.0.0.1:7077"
+
+
+def test_the_sessions_the_engine_starts_and_its_connect_server_keep_the_code_they_compiled(spark, starting_server):
+    """Spark's code cache holds ``CODEGEN_CACHE_ENTRIES`` compiled classes in this process's session and in the
+    Connect server (a static setting: the server is started with it, a client could not give it)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    from csparql.runtime.connect_server import close_session, connect_mode_left_alone
+    from csparql.runtime.session import CODEGEN_CACHE_ENTRIES
+
+    setting = "spark.sql.codegen.cache.maxEntries"
+    assert spark.conf.get(setting) == str(CODEGEN_CACHE_ENTRIES) != "100"  # Spark's default
+    url = starting_server.wait_until_answering()
+    with connect_mode_left_alone():
+        client = ConnectSession(connection=url)
+        try:
+            assert client.conf.get(setting) == str(CODEGEN_CACHE_ENTRIES)
+        finally:
+            close_session(client)

@@ -47,6 +47,14 @@ RESULT_SETTINGS = {
 }
 """Settings the engine's results and table layout depend on: applied over whatever else configures a session."""
 
+CODEGEN_CACHE_ENTRIES = 1000
+"""How many compiled classes of generated code a Spark JVM keeps (``spark.sql.codegen.cache.maxEntries``,
+Spark's default 100). One evaluation of an SRBench query compiles up to ~100 classes, and a driver that
+evaluates several registered queries in turn needs them all: with 100 it compiled again on nearly every
+evaluation (SRBench Q12 ~100 compilations, 1–1.5 s of Janino, per warm window), with 1000 on almost none
+(docs/performance/keeping-up.md, "Compiled code kept between evaluations"). A static setting: it is given when
+the JVM's first session starts, never by a Spark Connect client."""
+
 _UTC_JVM = "-Duser.timezone=UTC"
 
 
@@ -101,6 +109,7 @@ def session_settings(master: str, app_name: str = "csparql", launch: bool = True
     settings["spark.python.sql.dataFrameDebugging.enabled"] = "false"
     settings["spark.executor.extraJavaOptions"] = _UTC_JVM
     settings["spark.default.parallelism"] = str(max(2, os.cpu_count() or 2))
+    settings["spark.sql.codegen.cache.maxEntries"] = str(CODEGEN_CACHE_ENTRIES)
     if launch:
         settings["spark.driver.memory"] = os.environ.get("CSPARQL_DRIVER_MEMORY", "2g")
         settings["spark.driver.extraJavaOptions"] = f"{_UTC_JVM} -Dlog4j2.configurationFile=file:{_LOG4J}"
