@@ -58,8 +58,9 @@ def runs_rows(warehouse: Warehouse) -> list[dict]:
 
 @pytest.fixture
 def fresh_snapshots(monkeypatch):
-    """Each test reads the tables as a new process would, not through what another test kept open."""
+    """Each test reads and writes the tables as a new process would, not through what another test kept open."""
     monkeypatch.setattr(delta, "SNAPSHOTS", delta.TableSnapshots())
+    monkeypatch.setattr(delta, "WRITERS", delta.WriterTables())
 
 
 def test_a_full_disk_during_a_result_write_is_one_line_and_the_failed_run_wrote_no_rows(
@@ -107,12 +108,14 @@ def test_a_corrupt_log_entry_is_one_line_naming_the_table_and_the_version(
     query = tmp_path / "full.rq"
     query.write_text(QUERY)
     monkeypatch.setattr(delta, "SNAPSHOTS", delta.TableSnapshots())
+    monkeypatch.setattr(delta, "WRITERS", delta.WriterTables())
     assert main(["run", str(query), "--at", AT, "--warehouse", str(warehouse.root)]) == 0
     capsys.readouterr()
     table = {"stream": warehouse.stream(STREAM), "result table": warehouse.results("Full", "bindings"),
              "runs table": warehouse.runs}[which]
     corrupt(table, 1)
-    monkeypatch.setattr(delta, "SNAPSHOTS", delta.TableSnapshots())  # a new process
+    monkeypatch.setattr(delta, "SNAPSHOTS", delta.TableSnapshots())  # a new process: nothing read …
+    monkeypatch.setattr(delta, "WRITERS", delta.WriterTables())  # … or written before
     assert main(["run", str(query), "--at", AT, "--warehouse", str(warehouse.root)]) == 1
     line = one_line(capsys)
     assert f"the Delta table at {table} has a corrupt Delta log entry at version 1 " in line

@@ -166,3 +166,114 @@ def test_compactions_racing_on_one_record_table_keep_every_row_once(tmp_path):
     assert any(outcomes)
     assert sorted(TableSnapshots().rows(table, pa.schema([pa.field("n", pa.int64())])).column("n").to_pylist()) == \
         list(range(50))
+
+
+# ``storage.delta.write_on_version`` through ``WRITERS``: the table a write left is kept for the next write.
+
+SCHEMA = pa.schema([pa.field("n", pa.int64())])
+
+
+def _numbered(path, value):
+    """Write ``value`` with the version ``build`` saw; the version committed."""
+    from csparql.storage import delta
+
+    seen = []
+
+    def build(table):
+        seen.append(table.version())
+        return delta.Write(pa.table({"n": pa.array([value], pa.int64())}))
+
+    committed = delta.write_on_version(path, SCHEMA, build, "writing a number")
+    return seen, committed
+
+
+def _opened(monkeypatch):
+    """The paths ``write_on_version`` opened (or created) a table at from now on."""
+    from csparql.storage import delta
+
+    opened: list[str] = []
+    ensure = delta.ensure
+    monkeypatch.setattr(delta, "ensure", lambda path, *a, **k: opened.append(str(path)) or ensure(path, *a, **k))
+    return opened
+
+
+def test_writes_go_through_the_table_the_last_one_left_and_see_other_writers_commits(tmp_path, monkeypatch):
+    from deltalake import DeltaTable
+
+    table = tmp_path / "t"
+    opened = _opened(monkeypatch)
+    assert _numbered(table, 1) == ([0], 1)  # created (version 0), then written
+    assert _numbered(table, 2) == ([1], 2)
+    _write(table, [3])  # another writer: version 3
+    assert _numbered(table, 4) == ([3], 4)  # built on the version the other writer committed
+    assert opened == [str(table)]  # opened once, then brought up to date
+    assert sorted(DeltaTable(str(table)).to_pyarrow_table().column("n").to_pylist()) == [1, 2, 3, 4]
+
+
+def test_a_table_removed_and_created_again_is_written_afresh(tmp_path, monkeypatch):
+    from deltalake import DeltaTable
+
+    table = tmp_path / "t"
+    _numbered(table, 1)
+    _numbered(table, 2)
+    shutil.rmtree(table)
+    _write(table, [10])
+    _write(table, [20])  # version 1 again, another table
+    opened = _opened(monkeypatch)
+    assert _numbered(table, 30) == ([1], 2)
+    assert opened == [str(table)]
+    assert sorted(DeltaTable(str(table)).to_pyarrow_table().column("n").to_pylist()) == [10, 20, 30]
+
+
+def test_a_write_that_fails_keeps_no_table_and_the_next_write_opens_it_again(tmp_path, monkeypatch):
+    from csparql.storage import delta
+
+    table = tmp_path / "t"
+    _numbered(table, 1)
+    opened = _opened(monkeypatch)
+
+    def failing(_):
+        raise RuntimeError("the build failed")
+
+    with pytest.raises(RuntimeError, match="the build failed"):
+        delta.write_on_version(table, SCHEMA, failing, "failing")
+    assert _numbered(table, 2) == ([1], 2)
+    assert opened == [str(table)]  # the failed write used the kept table and left none: opened again
+
+
+def test_a_commit_made_while_a_write_was_built_is_built_on_again_and_concurrent_writers_each_get_a_version(
+        tmp_path):
+    import threading
+
+    from deltalake import DeltaTable
+
+    from csparql.storage import delta
+
+    table = tmp_path / "t"
+    _numbered(table, 0)
+    seen = []
+
+    def build_then_lose_the_race(current):
+        seen.append(current.version())
+        if len(seen) == 1:
+            _write(table, [-1])  # another process commits first
+        return delta.Write(pa.table({"n": pa.array([100], pa.int64())}))
+
+    assert delta.write_on_version(table, SCHEMA, build_then_lose_the_race, "racing") == 3
+    assert seen == [1, 2]
+
+    committed: list[int] = []
+    start = threading.Barrier(3)
+
+    def write(values):
+        start.wait()
+        committed.extend(_numbered(table, n)[1] for n in values)
+
+    threads = [threading.Thread(target=write, args=(range(k * 10, k * 10 + 5),)) for k in (1, 2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(committed) == list(range(4, 19))  # one version each, none lost
+    values = sorted(DeltaTable(str(table)).to_pyarrow_table().column("n").to_pylist())
+    assert values == sorted([-1, 0, 100, *range(10, 15), *range(20, 25), *range(30, 35)])

@@ -8,7 +8,9 @@ Every write is one commit. Writers retry on commit conflicts (another writer com
 exponential backoff, each attempt against the latest version of the table. A write whose content depends on
 what the table holds (a number no other commit may take, a row that must not be written twice) commits only
 on the version it read (``write_on_version``): delta-rs would otherwise move it past concurrent commits it
-does not conflict with.
+does not conflict with. Such writes go through the table the process's previous write to it left, brought up
+to date (``WRITERS``), and reads through tables kept open the same way (``SNAPSHOTS``): opening a table reads
+its log from the last checkpoint, bringing it up to date only the entries committed since.
 """
 
 from __future__ import annotations
@@ -467,21 +469,82 @@ def write_on_version(path, schema: pa.Schema, build: Callable[[DeltaTable], Writ
     state. A table that does not exist yet is created with ``schema``, ``partition_by`` and ``properties``.
     Returns the version committed (as the write left ``table``: delta-rs brings the table it writes
     through to the version it committed, so the log is not read again), None when ``build`` wrote nothing (it
-    returned None); ``StorageError`` after ``EXCLUSIVE_ATTEMPTS`` conflicting attempts."""
-    table = ensure(path, schema, partition_by, properties)
-    for attempt in range(EXCLUSIVE_ATTEMPTS):
-        if attempt:
-            table = open_table(path)
-        write = build(table)
-        if write is None:
-            return None
-        try:
-            with named_failures(path, "writing to"):
-                _write_exclusively(table, write, partition_by)
-            return table.version()
-        except CommitFailedError:
-            time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
+    returned None); ``StorageError`` after ``EXCLUSIVE_ATTEMPTS`` conflicting attempts.
+
+    The process's writes to one table go one at a time, each through the table the previous one left
+    (``WRITERS``): only the log entries committed since are read, not the log from its last checkpoint."""
+    with WRITERS.latest(path, schema, partition_by, properties) as held:
+        table = held.table
+        for attempt in range(EXCLUSIVE_ATTEMPTS):
+            if attempt:
+                table = held.table = open_table(path)
+            write = build(table)
+            if write is None:
+                return None
+            try:
+                with named_failures(path, "writing to"):
+                    _write_exclusively(table, write, partition_by)
+                return table.version()
+            except CommitFailedError:
+                time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
     raise StorageError(f"{what} at {path} kept conflicting with concurrent writers after {EXCLUSIVE_ATTEMPTS} attempts")
+
+
+@dataclass
+class _HeldTable:
+    table: DeltaTable
+
+
+class WriterTables:
+    """The table each path was last written through by this process, kept for its next write.
+
+    ``latest(path, …)`` holds the path's lock (one write at a time per table in this process) and gives the
+    table at its latest version: the kept one brought up to date (``DeltaTable.update_incremental``: the log
+    entries committed since), else one opened (or created) anew — the first time, after a failed write, or
+    when the table was removed or created again. A write that raises leaves nothing kept."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, tuple[DeltaTable, tuple[int, int] | None]] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def forget(self) -> None:
+        """Keep nothing (a forked child: another thread of its parent may have held a lock at the fork)."""
+        self.__init__()
+
+    @contextmanager
+    def latest(self, path, schema: pa.Schema, partition_by=None, properties=None) -> Iterator[_HeldTable]:
+        key = str(Path(path).resolve())
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            kept = self._tables.pop(key, None)
+            origin = _log_origin(key)
+            table = _brought_up_to_date(kept[0], key) if kept is not None and kept[1] == origin else None
+            if table is None:
+                table = ensure(path, schema, partition_by, properties)
+                origin = _log_origin(key)
+            held = _HeldTable(table)
+            yield held
+            self._tables[key] = (held.table, origin)
+
+
+def _brought_up_to_date(table: DeltaTable, key: str) -> DeltaTable | None:
+    """``table`` at its latest version (its protocol checked again when the version moved), or None when its
+    log can no longer be followed (entries cleaned up, the folder gone)."""
+    before = table.version()
+    try:
+        table.update_incremental()
+    except (DeltaError, OSError):
+        return None
+    if table.version() != before:
+        check_protocol(table, key)
+    return table
+
+
+WRITERS = WriterTables()
+"""The process's ``WriterTables``: what ``write_on_version`` writes through."""
+os.register_at_fork(after_in_child=WRITERS.forget)
 
 
 def _write_exclusively(table: DeltaTable, write: Write, partition_by: list[str] | None) -> None:
