@@ -246,14 +246,8 @@ class TableSnapshots:
         origin = _log_origin(key)
         if table is None or origin != self._origins.get(key):  # new, or removed and created again since
             return self._open(key, origin)
-        before = table.version()
-        try:
-            table.update_incremental()
-        except (DeltaError, OSError):
-            return self._open(key, origin)
-        if table.version() != before:
-            check_protocol(table, key)
-        return table
+        updated = _brought_up_to_date(table, key)
+        return updated if updated is not None else self._open(key, origin)
 
     def _open(self, key: str, origin: tuple[int, int] | None) -> DeltaTable:
         table = open_table(key)
