@@ -114,6 +114,26 @@ def test_evaluating_a_window_twice_leaves_one_copy_with_typed_columns(spark, tmp
     assert [r["status"] for r in runs] == ["succeeded", "succeeded"]
 
 
+def test_an_evaluation_optimizes_its_plan_once_and_the_next_over_the_same_statistics_reuses_it(spark, tmp_path,
+                                                                                                monkeypatch):
+    from csparql.engine import evaluate, runner
+
+    warehouse = warehouse_with_history(tmp_path / "w", 1)
+    engine = Engine(warehouse, spark)
+    plan = compile_query(PER_STREET)
+    optimized = []
+    optimize = runner.optimize
+    for module in (runner, evaluate):  # the engine's, and compile_plan's when it is handed a plan not optimized
+        monkeypatch.setattr(module, "optimize", lambda *args: optimized.append(1) or optimize(*args))
+    first = engine.evaluate(plan, T_END, "PerStreet", write=False)  # asks for panes (refused), then compiles
+    assert len(optimized) == 1
+    second = engine.evaluate(plan, T_END, "PerStreet", write=False)
+    assert len(optimized) == 1 and sorted(second.result.rows) == sorted(first.result.rows)
+    write_stream(warehouse, STREAM, [(URIRef("urn:x"), URIRef("urn:p"), Literal(1), T_END)])  # new statistics
+    engine.evaluate(plan, T_END, "PerStreet", write=False)
+    assert len(optimized) == 2
+
+
 KILLER = textwrap.dedent(
     """
     import os, sys, time

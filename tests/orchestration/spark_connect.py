@@ -54,12 +54,17 @@ from csparql.storage.warehouse import Warehouse
 url, warehouse, at, *pairs = sys.argv[1:]
 spark = spark_session(url)
 engine = Engine(Warehouse(Path(warehouse)), spark)
+schema_requests = []  # the client's AnalyzePlan requests for a plan's schema
+ask_schema = spark.client.schema
+spark.client.schema = lambda *args, **kwargs: schema_requests.append(1) or ask_schema(*args, **kwargs)
 for query, name in zip(pairs[::2], pairs[1::2]):
     plan = compile_query(Path(query).read_text(encoding="utf-8"), query)
+    asked = len(schema_requests)
     evaluation = engine.evaluate(plan, int(at), name)
     record = {"name": name, "session": type(spark).__module__, "window_start": evaluation.window.start,
               "window_end": evaluation.window.end, "rows_written": evaluation.rows_written,
-              "run_id": evaluation.run_id, "duration_ms": evaluation.duration_ms}
+              "run_id": evaluation.run_id, "duration_ms": evaluation.duration_ms,
+              "schema_requests": len(schema_requests) - asked}
     print(RESULT_PREFIX + json.dumps(record), flush=True)
 spark.stop()
 """

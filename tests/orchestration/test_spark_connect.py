@@ -78,6 +78,8 @@ def test_a_window_evaluated_over_spark_connect_matches_the_local_evaluation(spar
 
     record = over_connect[name]
     assert record["session"] == "pyspark.sql.connect.session"  # the engine ran on a Connect session
+    # the results came back in one request: no round trip (and analysis on the server) for their schema first
+    assert record["schema_requests"] == 0
     assert (record["window_start"], record["window_end"]) == (local.window.start, local.window.end)
     assert record["rows_written"] == len(local.result.rows)
     stored = list(StoredResults(warehouse, name).windows())

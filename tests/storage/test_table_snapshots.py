@@ -34,6 +34,25 @@ def test_a_commit_by_another_writer_is_seen_and_the_files_are_listed_once_per_ve
     assert _values(snapshots, table) == [1, 2]
 
 
+def test_the_log_is_read_again_only_once_it_holds_a_newer_commit(tmp_path, monkeypatch):
+    from deltalake import DeltaTable
+
+    table = tmp_path / "t"
+    _write(table, [1])
+    snapshots = TableSnapshots()
+    snapshots.latest(table)
+    updates = []
+    update = DeltaTable.update_incremental
+    monkeypatch.setattr(DeltaTable, "update_incremental", lambda self: updates.append(1) or update(self))
+    for _ in range(3):  # nothing committed since: the log is not listed
+        assert snapshots.latest(table).version() == 0
+    assert updates == []
+    _write(table, [2])
+    _write(table, [3])  # two commits by another writer: both read in one update
+    assert snapshots.latest(table).version() == 2 and updates == [1]
+    assert _values(snapshots, table) == [1, 2, 3] and updates == [1]
+
+
 def test_a_table_removed_and_created_again_is_read_afresh_even_at_the_same_version(tmp_path):
     table = tmp_path / "t"
     _write(table, [1])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from rdflib import Variable
 
 from csparql.algebra import operators as alg
@@ -66,7 +67,18 @@ def _to_arrow(df: DataFrame, term_columns: list[str]) -> pa.Table:
     A term column is typed as the stored struct, whose ``kind`` and ``value`` are never null inside a term;
     but a null term (unbound, or an expression's error) is a struct whose fields are null too, which Arrow
     refuses to view as non-nullable fields. The columns are read as structs whose fields may be null."""
-    return df.select(*[F.col(name).cast(NULLABLE_TERM_STRUCT).alias(name) for name in term_columns]).toArrow()
+    return arrow_table(df.select(*[F.col(name).cast(NULLABLE_TERM_STRUCT).alias(name) for name in term_columns]))
+
+
+def arrow_table(df: DataFrame) -> pa.Table:
+    """``df.toArrow()``, in one round trip over Spark Connect: its ``toArrow`` first asks the server for the
+    plan's schema (an analysis of the whole plan) although the execution's response carries it too."""
+    execute = getattr(df, "_to_table", None)  # a Spark Connect DataFrame's (what its toArrow runs)
+    if execute is None:
+        return df.toArrow()
+    table, schema = execute()
+    return table.cast(to_arrow_schema(schema if schema is not None else df.schema,
+                                      error_on_duplicated_field_names_in_struct=True, timezone="UTC"))
 
 
 def compile_plan(

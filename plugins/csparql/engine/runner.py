@@ -154,6 +154,7 @@ class Engine:
         self.master = master
         self.compact_triples = compact_triples
         self.pane_min_triples = pane_min_triples_setting() if pane_min_triples is None else pane_min_triples
+        self._last_optimized: tuple | None = None  # (plan, statistics, the optimized plan)
 
     @property
     def spark(self):
@@ -181,7 +182,10 @@ class Engine:
                 previous = (DeltaSourceReader(self.spark, self.catalog, before.windows), before.end)
                 previous[0].prepare(plan)
         with phases("plan"):
-            compiled = compile_plan(self.spark, plan, reader, at=window.end, statistics=statistics, previous=previous,
+            # under entailment the plan is optimized with the entailed graph's statistics (compile_plan)
+            optimized = None if plan.entailment else self.optimized(plan, statistics)
+            compiled = compile_plan(self.spark, optimized or plan, reader, at=window.end, statistics=statistics,
+                                    optimized=optimized is not None, previous=previous,
                                     compact_triples=self.compact_triples)
         if previous is not None:
             for iri, scan in previous[0].scans.items():
@@ -190,6 +194,16 @@ class Engine:
                 total.rows += scan.rows
                 total.file_uris.extend(scan.file_uris)
         return compiled, reader
+
+    def optimized(self, plan: alg.QueryPlan, statistics) -> alg.QueryPlan:
+        """``optimize(plan, statistics)``; the last answer is given again for the same plan object and equal
+        statistics (an evaluation asks twice: for its panes, then for its Spark plan)."""
+        last = self._last_optimized
+        if last is not None and last[0] is plan and last[1] == statistics:
+            return last[2]
+        optimized = optimize(plan, statistics)
+        self._last_optimized = (plan, statistics, optimized)
+        return optimized
 
     def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None,
                       window: EvaluationWindow | None = None, mode: str = AUTO) -> PaneComputer | None:
@@ -203,7 +217,7 @@ class Engine:
         with phases("statistics"):
             statistics = self.catalog.statistics()
         with phases("plan"):
-            optimized = optimize(plan, statistics)
+            optimized = self.optimized(plan, statistics)
             decision = pane_plan(optimized)
         if not isinstance(decision, PanePlan):
             return None

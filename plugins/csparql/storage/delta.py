@@ -169,10 +169,10 @@ def action_column(actions: pa.Table, name: str) -> list:
     return actions.column(name).to_pylist() if name in actions.column_names else [None] * actions.num_rows
 
 
-def file_uri(root: Path, relative: str) -> str:
+def file_uri(root: Path | str, relative: str) -> str:
     """The absolute path of a data file the log names relative to the table's folder ``root`` (resolved: callers
     resolve it once per listing, not once per file)."""
-    return relative if relative.startswith("/") else str(root / unquote(relative))
+    return relative if relative.startswith("/") else os.path.join(root, unquote(relative))
 
 
 def read_files(root, relatives: Iterable[str]) -> pa.Table | None:
@@ -226,7 +226,7 @@ class TableSnapshots:
         self._tables: dict[str, DeltaTable] = {}
         self._origins: dict[str, tuple[int, int] | None] = {}
         self._files: dict[str, dict[str, tuple[int, list[FileInfo]]]] = {}  # table → timestamp column → files
-        self._file_rows: dict[str, dict[str, pa.Table]] = {}  # table → live data file → its rows
+        self._file_rows: dict[str, dict[str, pa.Table]] = {}  # table → live data file (its log path) → its rows
         self._rows: dict[str, tuple[int, pa.Table]] = {}  # table → (version, its rows)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -282,15 +282,15 @@ class TableSnapshots:
             cached = self._rows.get(key)
             if version is None and cached is not None and cached[0] == table.version():
                 return cached[1]
-            known = self._file_rows.setdefault(key, {})
-            live = [file_uri(Path(key), relative) for relative in action_column(add_actions(table), "path")]
-            for uri in live:
-                if uri not in known:
-                    known[uri] = _conformed(pq.read_table(uri), arrow_schema)
-            rows = pa.concat_tables([known[uri] for uri in live]) if live else arrow_schema.empty_table()
+            known = self._file_rows.setdefault(key, {})  # as the log names them (relative paths)
+            live = action_column(add_actions(table), "path")
+            for relative in live:
+                if relative not in known:
+                    known[relative] = _conformed(pq.read_table(file_uri(key, relative)), arrow_schema)
+            rows = pa.concat_tables([known[relative] for relative in live]) if live else arrow_schema.empty_table()
             if version is None:
-                for uri in known.keys() - set(live):  # removed: compacted, or their rows replaced
-                    del known[uri]
+                for relative in known.keys() - set(live):  # removed: compacted, or their rows replaced
+                    del known[relative]
                 self._rows[key] = (table.version(), rows)
             return rows
 
@@ -525,8 +525,14 @@ class WriterTables:
 
 def _brought_up_to_date(table: DeltaTable, key: str) -> DeltaTable | None:
     """``table`` at its latest version (its protocol checked again when the version moved), or None when its
-    log can no longer be followed (entries cleaned up, the folder gone)."""
+    log can no longer be followed (entries cleaned up, the folder gone).
+
+    Delta numbers its commits without gaps, so a table whose next commit's log entry does not exist is at its
+    latest version: that costs one ``stat``, where ``update_incremental`` lists the log (milliseconds of CPU,
+    more as the log grows), and most reads of a record table find nothing committed since the last one."""
     before = table.version()
+    if not os.path.exists(os.path.join(key, "_delta_log", f"{before + 1:020d}.json")):
+        return table
     try:
         table.update_incremental()
     except (DeltaError, OSError):
