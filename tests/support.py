@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +28,11 @@ REQUIRE_TOOLS = "CSPARQL_TESTS_REQUIRE_TOOLS"
 def use_a_private_airflow_home() -> None:
     """Airflow reads its settings from the environment when first imported: the tests that import or run it
     get an ``AIRFLOW_HOME`` of their own (never the user's), no example DAGs and the repository's plugins
-    (what is set already is kept: one home for the whole session)."""
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="csparql-airflow-home-"))
+    (what is set already is kept: one home for the whole session, removed when the process exits)."""
+    if "AIRFLOW_HOME" not in os.environ:
+        home = tempfile.mkdtemp(prefix="csparql-airflow-home-")
+        atexit.register(shutil.rmtree, home, ignore_errors=True)
+        os.environ["AIRFLOW_HOME"] = home
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(ROOT / "plugins"))
     os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")

@@ -8,9 +8,7 @@ last triple) and the default static graph, landed by the engine before Airflow s
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +17,10 @@ import pytest
 from csparql import samples
 from csparql.deploy.settings import Settings
 from csparql.stack.airflow_stack import AirflowStack, free_port
+from support import use_a_private_airflow_home
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="csparql-airflow-home-"))
-os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPOSITORY / "plugins"))
+use_a_private_airflow_home()
 
 MILAN = samples.STREAMS["milantollgates"]
 VIEWER = ("viewer", "viewer-password")
