@@ -525,7 +525,8 @@ class WriterTables:
 
 def _brought_up_to_date(table: DeltaTable, key: str) -> DeltaTable | None:
     """``table`` at its latest version (its protocol checked again when the version moved), or None when its
-    log can no longer be followed (entries cleaned up, the folder gone).
+    log can no longer be followed (entries cleaned up, the folder gone). Callers first compare the log's origin
+    (``_log_origin``): a table removed, or removed and created again, never reaches this.
 
     Delta numbers its commits without gaps, so a table whose next commit's log entry does not exist is at its
     latest version: that costs one ``stat``, where ``update_incremental`` lists the log (milliseconds of CPU,
