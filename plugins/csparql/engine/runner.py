@@ -182,10 +182,10 @@ class Engine:
                 previous = (DeltaSourceReader(self.spark, self.catalog, before.windows), before.end)
                 previous[0].prepare(plan)
         with phases("plan"):
-            # under entailment the plan is optimized with the entailed graph's statistics (compile_plan)
-            optimized = None if plan.entailment else self.optimized(plan, statistics)
-            compiled = compile_plan(self.spark, optimized or plan, reader, at=window.end, statistics=statistics,
-                                    optimized=optimized is not None, previous=previous,
+            # under entailment compile_plan optimizes it, with the entailed graph's statistics
+            prepared = plan if plan.entailment else self.optimized(plan, statistics)
+            compiled = compile_plan(self.spark, prepared, reader, at=window.end, statistics=statistics,
+                                    optimized=not plan.entailment, previous=previous,
                                     compact_triples=self.compact_triples)
         if previous is not None:
             for iri, scan in previous[0].scans.items():
