@@ -3,8 +3,10 @@
 
 One stack serves the module (starting it takes about a minute). The windows evaluated by Airflow are
 compared with ``csparql replay`` of the same range, run as a separate process over a copy of the warehouse.
-Its tasks run a local Spark, except those of the DAGs whose Spark is a Spark Connect server (the connection
-``csparql_connect``, a server the tests that need it start): those evaluate their windows on the triggerer.
+As on the embedded stack, Spark is one Spark Connect server (``CSPARQL_SPARK=connect`` through the connection
+``csparql_connect``): the registered queries' windows, their revisions and the ingests are its clients, and a
+complete window is evaluated on the triggerer. The user's own DAG runs a local Spark inside its task, the path
+of an Airflow without a Spark connection: its window resumes in one task process.
 """
 
 from __future__ import annotations
@@ -82,13 +84,20 @@ WHERE { ?tollgate t:registers ?car . ?tollgate c:placedIn ?street . ?district c:
 GROUP BY ?district
 """
 USER_DAG = """# An Airflow DAG a user writes: one task that evaluates a C-SPARQL query's window, its query a file.
+import os
+
 import pendulum
 from airflow.sdk import DAG
 
+from csparql.deploy.settings import Settings
 from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
 
+# Spark inside the task, whatever the deployment's CSPARQL_SPARK says; the deployment's evaluation pool
+LOCAL_SPARK = Settings.from_environment({{**os.environ, "CSPARQL_SPARK": "local"}})
+
 with DAG("user_cars_per_district", schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")):
-    CsparqlEvaluateWindowOperator(task_id="evaluate", query={query!r}, name="user_cars", warehouse={warehouse!r})
+    CsparqlEvaluateWindowOperator(task_id="evaluate", query={query!r}, name="user_cars", warehouse={warehouse!r},
+                                  settings=LOCAL_SPARK, pool=LOCAL_SPARK.pool)
 """
 BROKEN = "http://example.org/broken/stream"
 BROKEN_QUERY = f"""REGISTER QUERY BrokenWindows AS
@@ -133,8 +142,11 @@ def world(tmp_path_factory, spark):
         "CSPARQL_ALLOWED_LATENESS": "0s",
         "CSPARQL_WAIT_TIMEOUT": "1d",  # the scheduled runs of today's (empty) windows just wait
         "CSPARQL_POLL_INTERVAL": "2s",
+        "CSPARQL_SPARK": "connect",
+        "CSPARQL_SPARK_CONN_ID": CONNECT_CONNECTION,
     }
     settings = Settings.from_environment(environment)
+    connect = test_server(root / "connect")  # the Spark Connect server of every evaluation and ingest
     load_static(spark, settings.warehouse, None, [files.graphs[None]], replace=True)
     shutil.copy(EXAMPLES / "02-cars-per-tollgate.rq", root / "tollgates.rq")
     register(root / "tollgates.rq", settings, name="tollgates")
@@ -159,8 +171,6 @@ def world(tmp_path_factory, spark):
         # the stack's own (csparql_airflow_api, the default the stack sets)
         ("stream_through_api", str(root / "user" / "api_passages.rq"), "api_passages", None),
     ], warehouse=str(root / "warehouse"), connection=CONNECT_CONNECTION), encoding="utf-8")
-    # the Spark Connect server of the DAGs above: its address and token now, started by the tests that use it
-    connect = test_server(root / "connect")
     stack = AirflowStack(home=root / "airflow", dags=dags, settings_environment=environment, port=free_port(),
                          pool_slots=2,
                          extra_environment={
@@ -175,11 +185,13 @@ def world(tmp_path_factory, spark):
                              f"AIRFLOW_CONN_{CONNECT_CONNECTION.upper()}":
                                  f"spark-connect://:{connect.token}@localhost:{connect.port}",
                          })
-    stack.set_up()
-    stack.start()
-    stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
+    connect.start()  # its JVM starts while Airflow's database is set up
     try:
+        stack.set_up()
+        stack.start()
+        stack.supervise_in_background()  # as csparql stack does: the scheduler may exit on a database error
         stack.wait_until_healthy()
+        connect.wait_until_answering()
         ingest_dag = ingest_dag_id(MILAN)
         stack.wait_for_dags(["tollgates", "districts", "district_consumer", ingest_dag, ingest_dag_id(LATE),
                              *LATE_QUERIES, *(f"revise_{name}" for name in LATE_QUERIES), "user_cars_per_district",
@@ -228,7 +240,9 @@ def test_a_user_dag_with_the_evaluate_operator_gives_pyoxigraph_s_window_and_lin
     stack.api("POST", "dags/user_cars_per_district/dagRuns", {
         "logical_date": format_instant(at), "data_interval_start": format_instant(at),
         "data_interval_end": format_instant(at)})
-    stack.wait_for_runs("user_cars_per_district", 1)
+    run, = stack.wait_for_runs("user_cars_per_district", 1)
+    # the DAG's settings chose a Spark inside the task, not the deployment's Connect server
+    assert "Spark: a session of its own in this process" in stack.task_log_tail("user_cars_per_district", run, 400)
 
     [(start, end, stored)] = list(StoredResults(settings.warehouse, "user_cars").windows())
     assert (start, end) == (at - 30 * MINUTE, at)
@@ -358,10 +372,11 @@ def test_a_chained_query_waits_without_a_task_process_and_evaluates_once_the_pro
     processes = _watch_task_processes(stack, "district_consumer", waiting_run["dag_run_id"], waiting["id"])
     producer_run, = stack.wait_for_runs("districts", 1, run_type="backfill")
     consumer_run, = stack.wait_for_runs("district_consumer", 1, run_type="backfill")
-    assert len(processes) == 1, processes  # the whole run took one task process: the evaluation's
+    # over Spark Connect the triggerer evaluated the window and ended the task: the whole run took no process
+    assert processes == set(), processes
     produced = _task(stack, "districts", producer_run, "evaluate_window")
     consumed = _task(stack, "district_consumer", consumer_run, "evaluate_window")
-    assert consumed["try_number"] == 1 and consumed["pid"] in processes
+    assert (consumed["state"], consumed["try_number"], consumed["pid"]) == ("success", 1, None), consumed
     windows = rows_by_window(settings.warehouse, "district_consumer")
     assert list(windows) == [window_end] and sum(windows[window_end].values()) > 0
     run = latest_run(settings.warehouse, "district_consumer", window_end)
@@ -576,10 +591,11 @@ def test_late_triples_revise_their_windows_inside_the_horizon_by_themselves_and_
     with urllib.request.urlopen(request, timeout=60) as response:
         page = response.read().decode()
     assert "Late triples</dt><dd class=\"late\">3 (how late: p50" in page  # the Streams page
-    # the revisions were Airflow runs, started by the revision asset's events: in the grid, with their logs
+    # the revisions were Airflow runs, started by the revision asset's events: in the grid, with their logs (a
+    # run's state follows its task's end, which recorded the revision, by a scheduler loop)
     for name in ("late_counts", "late_producer", "late_consumer"):
-        runs = [r for r in stack.dag_runs(f"revise_{name}") if r["state"] == "success"]
-        assert runs and {r["run_type"] for r in runs} == {"asset_triggered"}, runs
+        runs = stack.wait_for_runs(f"revise_{name}", 1, timeout=120)
+        assert {r["run_type"] for r in runs} == {"asset_triggered"}, runs
     assert "revised: revision 1" in stack.task_log_tail("revise_late_counts", runs_of(stack, "revise_late_counts")[-1],
                                                         lines=200)
 
@@ -608,10 +624,12 @@ def _land(stack: AirflowStack, dag: str, landing: Path, name: str, triples: list
     assert (landing / "done" / name).exists(), f"{name} did not land"
 
 
-def test_a_file_lands_while_backfilled_evaluations_wait_for_every_slot_of_the_spark_pool(world):
+def test_a_file_lands_while_evaluations_wait_for_every_slot_of_the_spark_pool(world):
     # Issue 25: a file dropped while the examples' backfills ran waited 8 minutes, its ingest queued behind every
     # backfilled evaluation in the one pool they shared. Here the evaluations' pool has no free slot at all (as
-    # when a backlog holds them all) while a backfill's runs wait for it: the file lands all the same.
+    # when a backlog holds them all) while two runs of the user's DAG wait for it: the file lands all the same.
+    # (Its evaluations resume in a worker, which takes a slot of the pool; an evaluation the triggerer ends over
+    # Spark Connect takes none.)
     stack, settings, files = world["stack"], world["settings"], world["files"]
     pool = stack.api("GET", f"pools/{settings.pool}")
 
@@ -621,19 +639,21 @@ def test_a_file_lands_while_backfilled_evaluations_wait_for_every_slot_of_the_sp
 
     resize(0)
     try:
-        start, end = (format_instant(files.start + m * MINUTE) for m in (40, 41))
-        stack.unpause("tollgates")
+        stack.unpause("user_cars_per_district")
         stack.unpause(world["ingest_dag"])
-        stack.backfill("tollgates", start, end, reprocess="completed")
+        runs = [stack.api("POST", "dags/user_cars_per_district/dagRuns", {
+            "logical_date": format_instant(at), "data_interval_start": format_instant(at),
+            "data_interval_end": format_instant(at)})["dag_run_id"]
+            for at in (files.start + 40 * MINUTE, files.start + 45 * MINUTE)]
         ex = "http://example.org/fresh/"
         _land(stack, world["ingest_dag"], settings.landing_folder(MILAN), "fresh.nq",
               [("gate", "car", files.end + MINUTE)], ex, timeout=600)  # a retry of the ingest included
-        waiting = [r for r in stack.dag_runs("tollgates")
-                   if r["run_type"] == "backfill" and r["state"] in ("queued", "running")]
-        assert len(waiting) == 2, f"the backfill's runs no longer wait for the pool: {waiting}"
+        waiting = [r for r in stack.dag_runs("user_cars_per_district")
+                   if r["dag_run_id"] in runs and r["state"] in ("queued", "running")]
+        assert len(waiting) == 2, f"the runs no longer wait for the pool: {waiting}"
     finally:
         resize(pool["slots"])
-    stack.wait_for_backfills("tollgates")
+    assert [_wait_for_run(stack, "user_cars_per_district", run)["state"] for run in runs] == ["success", "success"]
 
 
 def test_no_airflow_component_exited_while_the_module_ran(world):
@@ -644,10 +664,8 @@ def test_no_airflow_component_exited_while_the_module_ran(world):
 
 @pytest.fixture(scope="module")
 def connect_server(world):
-    """The Spark Connect server of the triggerer's evaluations (the connection ``csparql_connect``), answering."""
+    """The module's Spark Connect server (the connection ``csparql_connect``), answering."""
     server = world["connect"]
-    if server.process is None:
-        server.start()
     server.wait_until_answering()
     return server
 
