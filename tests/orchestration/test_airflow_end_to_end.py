@@ -648,9 +648,13 @@ def test_a_file_lands_while_evaluations_wait_for_every_slot_of_the_spark_pool(wo
         ex = "http://example.org/fresh/"
         _land(stack, world["ingest_dag"], settings.landing_folder(MILAN), "fresh.nq",
               [("gate", "car", files.end + MINUTE)], ex, timeout=600)  # a retry of the ingest included
-        waiting = [r for r in stack.dag_runs("user_cars_per_district")
-                   if r["dag_run_id"] in runs and r["state"] in ("queued", "running")]
-        assert len(waiting) == 2, f"the runs no longer wait for the pool: {waiting}"
+        # their windows are complete: each task left its wait on the triggerer and is scheduled, waiting for a slot
+        deadline = time.monotonic() + 120
+        while (states := [_task(stack, "user_cars_per_district", {"dag_run_id": run}, "evaluate")["state"]
+                          for run in runs]) != ["scheduled", "scheduled"] and time.monotonic() < deadline:
+            assert not set(states) - {"scheduled", "deferred", None}, f"the runs no longer wait for the pool: {states}"
+            time.sleep(1)
+        assert states == ["scheduled", "scheduled"], states
     finally:
         resize(pool["slots"])
     assert [_wait_for_run(stack, "user_cars_per_district", run)["state"] for run in runs] == ["success", "success"]
