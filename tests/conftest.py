@@ -61,7 +61,7 @@ LONG_FILES = (
     "tests/engine/test_revision_concurrency.py",
 )
 """The files (and packages) that take the longest, longest first, as a two-worker run on two cores measured
-them (pytest's ``--durations``, summed per file: about six minutes for the first, 40 s for the last)."""
+them (pytest's ``--durations``, summed per file: five to six minutes for the first ones, 40 s for the last)."""
 
 
 def work_unit(nodeid: str) -> str:
