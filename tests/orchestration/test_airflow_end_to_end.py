@@ -237,9 +237,7 @@ def test_a_user_dag_with_the_evaluate_operator_gives_pyoxigraph_s_window_and_lin
     assert read_watermarks(settings.warehouse).get(MILAN), "the ingest test lands the stream first"
     at = files.start + 30 * MINUTE
     stack.unpause("user_cars_per_district")
-    stack.api("POST", "dags/user_cars_per_district/dagRuns", {
-        "logical_date": format_instant(at), "data_interval_start": format_instant(at),
-        "data_interval_end": format_instant(at)})
+    _start_run(stack, "user_cars_per_district", at)
     run, = stack.wait_for_runs("user_cars_per_district", 1)
     # the DAG's settings chose a Spark inside the task, not the deployment's Connect server
     assert "Spark: a session of its own in this process" in stack.task_log_tail("user_cars_per_district", run, 400)
@@ -641,23 +639,21 @@ def test_a_file_lands_while_evaluations_wait_for_every_slot_of_the_spark_pool(wo
     try:
         stack.unpause("user_cars_per_district")
         stack.unpause(world["ingest_dag"])
-        runs = [stack.api("POST", "dags/user_cars_per_district/dagRuns", {
-            "logical_date": format_instant(at), "data_interval_start": format_instant(at),
-            "data_interval_end": format_instant(at)})["dag_run_id"]
-            for at in (files.start + 40 * MINUTE, files.start + 45 * MINUTE)]
+        runs = [_start_run(stack, "user_cars_per_district", files.start + m * MINUTE) for m in (40, 45)]
         ex = "http://example.org/fresh/"
         _land(stack, world["ingest_dag"], settings.landing_folder(MILAN), "fresh.nq",
               [("gate", "car", files.end + MINUTE)], ex, timeout=600)  # a retry of the ingest included
         # their windows are complete: each task left its wait on the triggerer and is scheduled, waiting for a slot
         deadline = time.monotonic() + 120
-        while (states := [_task(stack, "user_cars_per_district", {"dag_run_id": run}, "evaluate")["state"]
+        while (states := [_task(stack, "user_cars_per_district", run, "evaluate")["state"]
                           for run in runs]) != ["scheduled", "scheduled"] and time.monotonic() < deadline:
             assert not set(states) - {"scheduled", "deferred", None}, f"the runs no longer wait for the pool: {states}"
             time.sleep(1)
         assert states == ["scheduled", "scheduled"], states
     finally:
         resize(pool["slots"])
-    assert [_wait_for_run(stack, "user_cars_per_district", run)["state"] for run in runs] == ["success", "success"]
+    assert [_wait_for_run(stack, "user_cars_per_district", run["dag_run_id"])["state"] for run in runs] == [
+        "success", "success"]
 
 
 def test_no_airflow_component_exited_while_the_module_ran(world):
@@ -674,12 +670,17 @@ def connect_server(world):
     return server
 
 
+def _start_run(stack: AirflowStack, dag: str, at: int) -> dict:
+    """A manual run of ``dag`` for the window ending ``at`` (its logical date and data interval), as created."""
+    return stack.api("POST", f"dags/{dag}/dagRuns", {
+        "logical_date": format_instant(at), "data_interval_start": format_instant(at),
+        "data_interval_end": format_instant(at)})
+
+
 def _trigger(stack: AirflowStack, dag: str, at: int) -> tuple[dict, dict]:
     """A manual run of ``dag`` evaluating the window ending ``at``, and its task instance once it exists."""
     stack.unpause(dag)
-    run = stack.api("POST", f"dags/{dag}/dagRuns", {
-        "logical_date": format_instant(at), "data_interval_start": format_instant(at),
-        "data_interval_end": format_instant(at)})
+    run = _start_run(stack, dag, at)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         task = _task(stack, dag, run, "evaluate_window", allow=(404,))
