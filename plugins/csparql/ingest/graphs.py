@@ -261,28 +261,47 @@ def _count(triples: int) -> str:
     return f"{triples} triple" + ("" if triples == 1 else "s")
 
 
+WRITTEN_IRI = re.compile(r'[<"]([^<>"\s]*)[>"]')
+"""An IRI written in full: between angle brackets (TriG, N-Quads) or quotes (JSON-LD)."""
+PREFIXED_LOCAL = re.compile(r"[\w-]*:([\w.-]*[\w-])")
+"""A prefixed name's local part (a name ends in a name character, not in a dot)."""
+BLANK_LABEL = re.compile(r"_:([\w.-]*[\w-])")
+"""A blank node's label."""
+
+
 def first_line_naming(path, names: Sequence[GraphName]) -> dict[GraphName, int]:
     """For each graph name, the first line of the file at ``path`` that writes it (an IRI in full, between
     angle brackets or quotes, or a prefixed name ending in its last segment; a blank node's label); 0 where
-    none does. A hint for the reader of a reject, not a parser's position."""
-    patterns = {}
+    none does. A hint for the reader of a reject, not a parser's position.
+
+    One pass over the file whatever the number of names: each line's written IRIs, local parts and labels are
+    looked up among the names' (a file whose every graph is rejected names as many graphs as it has lines)."""
+    by_iri: dict[str, list[GraphName]] = {}
+    by_local: dict[str, list[GraphName]] = {}
+    by_label: dict[str, list[GraphName]] = {}
     for name in names:
         kind, value = name
         if kind == BLANK:
-            patterns[name] = re.compile(rf"_:{re.escape(value)}\b")
-        else:
-            local = re.split(r"[/#:]", value)[-1]
-            prefixed = rf"|[\w-]*:{re.escape(local)}(?![\w.-]*[\w-])" if local else ""
-            patterns[name] = re.compile(rf"[<\"]{re.escape(value)}[>\"]{prefixed}")
+            by_label.setdefault(value, []).append(name)
+            continue
+        by_iri.setdefault(value, []).append(name)
+        local = re.split(r"[/#:]", value)[-1]
+        if local:
+            by_local.setdefault(local, []).append(name)
     lines = {name: 0 for name in names}
-    waiting = set(patterns)
+    waiting = set(lines)
+    looked_up = ((WRITTEN_IRI, by_iri), (PREFIXED_LOCAL, by_local), (BLANK_LABEL, by_label))
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             for number, text in enumerate(handle, 1):
-                for name in list(waiting):
-                    if patterns[name].search(text):
-                        lines[name] = number
-                        waiting.discard(name)
+                for pattern, named in looked_up:
+                    if not named:
+                        continue
+                    for written in pattern.finditer(text):
+                        for name in named.get(written[1], ()):
+                            if name in waiting:
+                                lines[name] = number
+                                waiting.discard(name)
                 if not waiting:
                     break
     except OSError:
