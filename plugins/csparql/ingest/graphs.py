@@ -290,13 +290,14 @@ def first_line_naming(path, names: Sequence[GraphName]) -> dict[GraphName, int]:
             by_local.setdefault(local, []).append(name)
     lines = {name: 0 for name in names}
     waiting = set(lines)
-    looked_up = ((WRITTEN_IRI, by_iri), (PREFIXED_LOCAL, by_local), (BLANK_LABEL, by_label))
+    if not waiting:  # an ingest with no rejected graph: the file is not read again
+        return lines
+    looked_up = [(pattern, named) for pattern, named in
+                 ((WRITTEN_IRI, by_iri), (PREFIXED_LOCAL, by_local), (BLANK_LABEL, by_label)) if named]
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             for number, text in enumerate(handle, 1):
                 for pattern, named in looked_up:
-                    if not named:
-                        continue
                     for written in pattern.finditer(text):
                         for name in named.get(written[1], ()):
                             if name in waiting:
