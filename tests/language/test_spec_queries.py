@@ -61,3 +61,16 @@ def test_the_console_script_reads_standard_input():
     bad = subprocess.run([*command, "check", "-"], input="SELECT * WHERE { ?s ?p }", capture_output=True, text=True)
     assert bad.returncode == 1
     assert "<stdin>:1:24: error:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_every_example_registers_under_a_name_of_its_own():
+    # Examples that share a REGISTER name would write into one result table: ``csparql demo`` and the stack
+    # evaluate them all in one warehouse.
+    from collections import Counter
+
+    from csparql.frontend import compile_query
+
+    for folder in (SPEC_QUERIES, ROOT / "examples" / "rspql" / "queries"):
+        registered = [compile_query(p.read_text(encoding="utf-8"), p.name).registration for p in folder.glob("*.rq")]
+        names = Counter(r.name for r in registered if r is not None)
+        assert names and not [name for name, count in names.items() if count > 1], folder

@@ -305,12 +305,12 @@ def test_register_refuses_a_second_producer_of_the_same_stream_and_keeps_the_reg
     settings = Settings.from_environment()
     construct = REPOSITORY / "examples" / "queries" / "07-register-stream-construct.rq"
     first = register(construct, settings)
-    assert first.name == "CarsEnteringCityCenterPerDistrict.rq" and first.with_suffix(".py").exists()
-    with pytest.raises(RegistrationError, match="already produced by CarsEnteringCityCenterPerDistrict.rq"):
+    assert first.name == "CarsEnteringCityCenterPerDistrictStream.rq" and first.with_suffix(".py").exists()
+    with pytest.raises(RegistrationError, match="already produced by CarsEnteringCityCenterPerDistrictStream.rq"):
         register(construct, settings, name="Copy")
     assert sorted(p.name for p in settings.registry.iterdir() if not p.name.startswith(".")) == [
-        "CarsEnteringCityCenterPerDistrict.py", "CarsEnteringCityCenterPerDistrict.rq"]
-    assert [v.number for v in versions("CarsEnteringCityCenterPerDistrict", settings)] == [1]
+        "CarsEnteringCityCenterPerDistrictStream.py", "CarsEnteringCityCenterPerDistrictStream.rq"]
+    assert [v.number for v in versions("CarsEnteringCityCenterPerDistrictStream", settings)] == [1]
     assert versions("Copy", settings) == []  # a refused registration keeps no version either
     first.unlink()
     assert sync_loaders(settings) == ([], [first.with_suffix(".py")])
