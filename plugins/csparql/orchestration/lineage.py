@@ -5,10 +5,16 @@ task succeeds; the provider sends them with its configured transport (``[openlin
 are Delta tables named as OpenLineage names local files: namespace ``file``, name the table's absolute path.
 Each carries the Delta version the task read or wrote (``version``, the standard dataset-version facet); a
 stream read by an evaluation also carries its window (``csparqlWindow``).
+
+A window evaluated on the triggerer (Spark Connect) and ended there has no task process, so the provider's
+listener sends nothing for it: the trigger sends its events itself, through the provider's client
+(``report_run_ended_on_triggerer``), named as the listener names a task's events.
 """
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime, timezone
 from pathlib import Path
 
 import attr
@@ -93,6 +99,91 @@ def static_graphs(warehouse: Warehouse, plan: alg.QueryPlan) -> list[str | None]
         else:
             graphs[None if source.iri is None else str(source.iri)] = None
     return [graph for graph in graphs if (warehouse.static(graph) / "_delta_log").is_dir()]
+
+
+_ADAPTER = None
+
+
+def _openlineage_adapter():
+    """The process's ``OpenLineageAdapter`` (one OpenLineage client, one transport, for every event)."""
+    global _ADAPTER
+    if _ADAPTER is None:
+        from airflow.providers.openlineage.plugins.adapter import OpenLineageAdapter
+
+        _ADAPTER = OpenLineageAdapter()
+    return _ADAPTER
+
+
+def report_run_ended_on_triggerer(task_instance, started: datetime, lineage: OperatorLineage | None,
+                                  error: str | None = None, log: logging.Logger | None = None) -> bool:
+    """Send the OpenLineage START and COMPLETE events (FAIL with ``error``) of a task that the triggerer
+    evaluated and ended, where no task process runs and so the OpenLineage provider's listener sends none:
+    through the provider's own client and configuration (``[openlineage]``: disabled, transport, namespace,
+    emission policy), with the job name (``dag_id.task_id``), run id and parent run a task process's run of the
+    same try would have, and ``lineage`` (``evaluation_lineage``) as its datasets. ``task_instance`` is the
+    trigger's (a ``RuntimeTaskInstance`` when the task started on the triggerer). Whether events were sent;
+    a failure to send is logged, never raised."""
+    from airflow.providers.openlineage import conf as openlineage_conf
+
+    log = log or logging.getLogger(__name__)
+    try:
+        if openlineage_conf.is_disabled():
+            return False
+        run = _dag_run_of(task_instance)
+        if run is None:
+            log.info("no OpenLineage events for this run: the triggerer gave no DAG run with its task instance")
+            return False
+        return _emit_task_events(task_instance, run, started, lineage or OperatorLineage(), error, log)
+    except Exception as failure:  # noqa: BLE001 - lineage must never change how the task ends
+        log.warning("the OpenLineage events of this run were not sent: %s: %s", type(failure).__name__, failure)
+        return False
+
+
+def _dag_run_of(task_instance):
+    """The DAG run of the trigger's task instance (``dag_run`` of its template context), else None."""
+    if task_instance is None or not hasattr(task_instance, "get_template_context"):
+        return None
+    return task_instance.get_template_context().get("dag_run")
+
+
+def _emit_task_events(ti, run, started: datetime, lineage: OperatorLineage, error: str | None,
+                      log: logging.Logger) -> bool:
+    from airflow.providers.openlineage.utils.emission_policy import resolve_task_emission_policy
+    from airflow.providers.openlineage.utils.utils import get_job_name, get_task_parent_run_facet
+
+    task = getattr(ti, "task", None)
+    if task is not None and not resolve_task_emission_policy(operator=task, dag_id=ti.dag_id,
+                                                             task_id=ti.task_id).emit:
+        return False
+    adapter = _openlineage_adapter()
+    date = run.logical_date or run.run_after
+    run_id = adapter.build_task_instance_run_id(dag_id=ti.dag_id, task_id=ti.task_id, try_number=ti.try_number,
+                                               logical_date=date, map_index=ti.map_index)
+    parent = adapter.build_dag_run_id(dag_id=ti.dag_id, logical_date=date, clear_number=run.clear_number or 0)
+    dag = getattr(task, "dag", None)
+    owner = getattr(task, "owner", None)
+    if owner in (None, "airflow") and dag is not None:
+        owner = getattr(dag, "owner", owner)
+    common = {
+        "run_id": run_id, "job_name": get_job_name(ti), "job_description": None,
+        "nominal_start_time": _iso(run.data_interval_start), "nominal_end_time": _iso(run.data_interval_end),
+        "owners": [name.strip() for name in owner.split(",")] if owner else None,
+        "tags": sorted(getattr(dag, "tags", None) or []) or None,
+        "run_facets": get_task_parent_run_facet(parent_run_id=parent, parent_job_name=ti.dag_id,
+                                                dr_conf=run.conf or {}),
+    }
+    adapter.start_task(event_time=started.isoformat(), task=OperatorLineage(), **common)
+    ended = datetime.now(timezone.utc).isoformat()
+    if error is None:
+        adapter.complete_task(end_time=ended, task=lineage, **common)
+    else:
+        adapter.fail_task(end_time=ended, task=lineage, error=error, **common)
+    log.info("sent the OpenLineage events of %s (run %s)", common["job_name"], run_id)
+    return True
+
+
+def _iso(instant) -> str | None:
+    return instant.isoformat() if isinstance(instant, datetime) else instant
 
 
 def ingest_lineage(warehouse: Warehouse, stream: str, landed: list[Path], version: int) -> OperatorLineage:

@@ -7,9 +7,10 @@ fires an event and the task resumes in a worker, which evaluates the window (a l
 itself, in a thread of the triggerer (never on its event loop), through the evaluation step every path shares
 (``csparql.jobs.evaluation``), and ends the task instance from the triggerer: ``TaskSuccessEvent`` with the
 task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow retries the task as for a
-failure in a worker). A trigger cannot add Asset events: the Asset event of a ``REGISTER STREAM`` query's
-output stream is recorded through Airflow's REST API when ``[csparql] api_conn_id`` names a connection to it
-(``csparql.orchestration.asset_events``). Otherwise, and to announce stale windows to their revision DAGs,
+failure in a worker); a task ended there sends its OpenLineage events from the triggerer, named as a task
+process's (``csparql.orchestration.lineage.report_run_ended_on_triggerer``). A trigger cannot add Asset
+events: the Asset event of a ``REGISTER STREAM`` query's output stream is recorded through Airflow's REST API
+when ``[csparql] api_conn_id`` names a connection to it (``csparql.orchestration.asset_events``). Otherwise, and to announce stale windows to their revision DAGs,
 the task resumes in a worker after the evaluation, with the evaluation's record (``{"status": "evaluated"}``),
 to finish without evaluating again. The ``[csparql] triggerer_evaluations`` option bounds the evaluations one
 triggerer process runs at a time.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +145,7 @@ class WindowCompleteTrigger(BaseTrigger):
 
         given = self.evaluation
         at = parse_instant(str(self.window_instant))
+        started = datetime.now(timezone.utc)
         try:
             settings = settings_for_connection(self.settings(), given.get("conn_id"))
             if settings.spark != "connect":
@@ -153,15 +156,34 @@ class WindowCompleteTrigger(BaseTrigger):
                           format_instant(self.requirements().window_end))
             evaluated = evaluate_deployment_window(evaluation_engine(settings), deployment, settings, at, True)
         except Exception as error:  # noqa: BLE001 - every failure ends the task failed, with its message logged
-            self.log.error("the evaluation of the window at %s failed: %s", format_instant(at),
-                           " ".join(str(error).split()) or type(error).__name__)
+            message = " ".join(str(error).split()) or type(error).__name__
+            self.log.error("the evaluation of the window at %s failed: %s", format_instant(at), message)
+            self.report_lineage(started, None, message)
             return TaskFailedEvent()
         record = evaluated.record()
         self.log.info("%s", describe(record))
         if record["stale"] or (deployment.output_stream and not self.record_stream_event(
                 settings.api_conn_id, deployment.output_stream, record)):
-            return TriggerEvent({"status": "evaluated", "record": record})
+            return TriggerEvent({"status": "evaluated", "record": record})  # the worker's run sends the lineage
+        self.report_lineage(started, (deployment, settings, evaluated))
         return TaskSuccessEvent(xcoms={"return_value": task_value(record, [])})
+
+    def report_lineage(self, started: datetime, evaluated: tuple | None, error: str | None = None) -> None:
+        """Send the OpenLineage events of a task ended here (``csparql.orchestration.lineage``): what the
+        evaluation read and wrote (``evaluated``: the deployment, its settings and the ``WindowEvaluation``),
+        or the failure (``error``)."""
+        from csparql.orchestration.lineage import evaluation_lineage, report_run_ended_on_triggerer
+
+        lineage = None
+        if evaluated is not None:
+            deployment, settings, evaluation = evaluated
+            try:
+                lineage = evaluation_lineage(settings.warehouse, deployment.plan, evaluation.evaluation)
+            except Exception as failure:  # noqa: BLE001 - lineage never changes how the task ends
+                self.log.warning("the lineage of this run could not be read: %s: %s", type(failure).__name__,
+                                 failure)
+                return
+        report_run_ended_on_triggerer(self.task_instance, started, lineage, error, self.log)
 
     def record_stream_event(self, api_conn_id: str | None, stream: str, record: dict) -> bool:
         """Record the output stream's Asset event for the run's window through Airflow's REST API (the

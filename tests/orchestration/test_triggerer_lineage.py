@@ -1,0 +1,156 @@
+"""OpenLineage events of windows evaluated and ended on the triggerer: ``WindowCompleteTrigger.evaluate`` run
+as Airflow's triggerer runs it — the task instance built from the serialized DAG by the triggerer's own
+``TriggerRunner.create_runtime_ti``, the evaluation a client of a real Spark Connect server — with the
+OpenLineage provider's ``file`` transport; the events are read back from its file.
+
+The trigger runs in a fresh Python process: this process holds the suite's classic SparkSession, and PySpark
+opens no Connect session beside it. Only the database row of the task instance is not there (no scheduler
+runs): the triggerer's ``TaskInstanceDTO`` is built by hand with the fields the triggerer gives it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from csparql.examples import examples_folder
+from csparql.ingest.ingest import ingest_stream, load_static
+from csparql.samples import write_samples
+from csparql.storage.revisions import table_version
+from csparql.storage.warehouse import Warehouse
+from csparql.windows import format_instant
+from orchestration.spark_cluster import spark_environment
+from orchestration.spark_connect import test_server
+
+pytestmark = [pytest.mark.spark, pytest.mark.airflow]
+
+TOLLGATES = "http://streams.org/citytollgates.trdf"
+QUERY = examples_folder("queries") / "04-cars-per-district.rq"
+NAMESPACE = "csparql-triggerer"
+CONNECTION = "csparql_connect"
+
+# As the triggerer: the DAG serialized, the runtime task instance made from it and the DAG run's data, the
+# trigger's kwargs the operator gave (its template field rendered), then the trigger's evaluation.
+_TRIGGER = """
+import json, sys, uuid
+from datetime import datetime, timedelta, timezone
+
+import pendulum
+from airflow.executors.workloads.task import TaskInstanceDTO
+from airflow.jobs.triggerer_job_runner import TriggerRunner
+from airflow.providers.openlineage.plugins.adapter import OpenLineageAdapter
+from airflow.sdk import DAG
+from airflow.serialization.serialized_objects import DagSerialization
+from airflow.triggers.base import TriggerEvent
+
+from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
+from csparql.orchestration.triggers import WindowCompleteTrigger
+
+query, warehouse, at, dag_id, conn_id = sys.argv[1:]
+window_end = datetime.fromisoformat(at.replace("Z", "+00:00"))
+with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")) as dag:
+    operator = CsparqlEvaluateWindowOperator(task_id="evaluate_window", query=query, name="cars",
+                                             warehouse=warehouse, conn_id=conn_id)
+run_id = "manual__" + at
+ti = TaskInstanceDTO(id=uuid.uuid4(), task_id="evaluate_window", dag_id=dag_id, run_id=run_id, try_number=1,
+                     dag_version_id=uuid.uuid4(), pool_slots=1, priority_weight=1)
+dag_run = {"dag_id": dag_id, "run_id": run_id, "logical_date": window_end,
+           "data_interval_start": window_end - timedelta(minutes=5), "data_interval_end": window_end,
+           "run_after": window_end, "start_date": datetime.now(timezone.utc), "end_date": None, "clear_number": 0,
+           "run_type": "manual", "state": "running", "conf": {}, "consumed_asset_events": [], "partition_key": None}
+runtime_ti = TriggerRunner.create_runtime_ti(ti, DagSerialization.to_dict(dag), dag_run)
+trigger = WindowCompleteTrigger(**{**operator.start_trigger_args.trigger_kwargs, "window_instant": at})
+trigger.task_instance = runtime_ti
+event = trigger.evaluate(TriggerEvent({"status": "complete"}))
+print("CSPARQL_RESULT " + json.dumps({
+    "event": type(event).__name__,
+    "run_id": OpenLineageAdapter.build_task_instance_run_id(dag_id, "evaluate_window", 1, window_end, -1),
+    "parent_run_id": OpenLineageAdapter.build_dag_run_id(dag_id, window_end, 0)}), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    server = test_server(tmp_path_factory.mktemp("spark-connect"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def city(spark, server, tmp_path_factory):
+    """An hour of the sample tollgates stream and the city's static graph, ingested while the server starts."""
+    root = tmp_path_factory.mktemp("triggerer-lineage")
+    warehouse = Warehouse(root / "warehouse")
+    samples = write_samples(root / "samples", hours=1)
+    ingest_stream(spark, warehouse, TOLLGATES, [samples.streams[TOLLGATES]])
+    load_static(spark, warehouse, None, [samples.graphs[None]], replace=True)
+    return root, warehouse, samples
+
+
+def run_trigger(server, root: Path, warehouse: Warehouse, at: int, dag_id: str, connection: str,
+                **openlineage: str) -> tuple[dict, list[dict]]:
+    """Evaluate the window at ``at`` in a trigger of a new process; what it printed and the events sent."""
+    lineage = root / f"{dag_id}.jsonl"
+    env = spark_environment(root)
+    for key in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE", "PYSPARK_GATEWAY_PORT"):
+        env.pop(key, None)
+    env.update({
+        "AIRFLOW_HOME": str(root / "airflow"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        f"AIRFLOW_CONN_{CONNECTION.upper()}": f"spark-connect://:{server.token}@localhost:{server.port}",
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(lineage),
+                                                       "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": NAMESPACE,
+        **openlineage,
+    })
+    done = subprocess.run([sys.executable, "-c", _TRIGGER, str(QUERY), str(warehouse.root), format_instant(at),
+                           dag_id, connection], env=env, cwd=root, capture_output=True, text=True, timeout=240,
+                          stdin=subprocess.DEVNULL)
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("CSPARQL_RESULT ")] or [None]
+    assert done.returncode == 0 and line, done.stdout[-2000:] + done.stderr[-4000:]
+    events = [json.loads(e) for e in lineage.read_text(encoding="utf-8").splitlines()] if lineage.exists() else []
+    return json.loads(line.split(" ", 1)[1]), events
+
+
+def test_a_window_ended_on_the_triggerer_sends_its_lineage_as_a_task_process_would(server, city):
+    root, warehouse, samples = city
+    server.wait_until_answering()
+    printed, events = run_trigger(server, root, warehouse, samples.end, "cars_on_triggerer", CONNECTION)
+    assert printed["event"] == "TaskSuccessEvent"  # the task ended on the triggerer: no task process
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    start, complete = events
+    for event in events:  # the listener's names: the job dag_id.task_id, the run id of the try, its DAG run
+        assert event["job"] == {**event["job"], "namespace": NAMESPACE, "name": "cars_on_triggerer.evaluate_window"}
+        assert event["run"]["runId"] == printed["run_id"]
+        assert event["run"]["facets"]["parent"]["run"]["runId"] == printed["parent_run_id"]
+        assert event["run"]["facets"]["parent"]["job"]["name"] == "cars_on_triggerer"
+    assert start["eventTime"] <= complete["eventTime"]
+
+    tollgates, city_graph = warehouse.stream(TOLLGATES), warehouse.static(None)
+    results = warehouse.results("cars", "bindings")
+    assert [(d["namespace"], d["name"], d["facets"]["version"]["datasetVersion"]) for d in complete["inputs"]] == [
+        ("file", str(tollgates), str(table_version(tollgates))),
+        ("file", str(city_graph), str(table_version(city_graph)))]
+    window = complete["inputs"][0]["facets"]["csparqlWindow"]
+    assert (window["stream"], window["window"], window["windowEnd"]) == (
+        TOLLGATES, "[RANGE 30m STEP 5m]", format_instant(samples.end))
+    assert window["triplesRead"] > 0
+    assert [(d["namespace"], d["name"], d["facets"]["version"]["datasetVersion"]) for d in complete["outputs"]] == [
+        ("file", str(results), str(table_version(results)))]
+
+
+def test_a_failure_on_the_triggerer_sends_fail_with_its_message_and_nothing_when_lineage_is_disabled(server, city):
+    root, warehouse, samples = city
+    printed, events = run_trigger(server, root, warehouse, samples.end, "failing_on_triggerer", "no_such_connection")
+    assert printed["event"] == "TaskFailedEvent"
+    assert [e["eventType"] for e in events] == ["START", "FAIL"]
+    assert "no Airflow connection 'no_such_connection'" in events[1]["run"]["facets"]["errorMessage"]["message"]
+    assert events[1]["run"]["runId"] == printed["run_id"]
+
+    printed, events = run_trigger(server, root, warehouse, samples.end, "disabled_lineage", "no_such_connection",
+                                  AIRFLOW__OPENLINEAGE__DISABLED="True")
+    assert printed["event"] == "TaskFailedEvent" and events == []
