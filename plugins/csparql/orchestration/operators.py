@@ -44,10 +44,14 @@ EVALUATE_WINDOW_JOB = job_path()
 LOG4J = LOG4J_CONFIGURATION
 
 
-EVALUATION_INSTANT = "{{ (dag_run.data_interval_end or dag_run.run_after).isoformat() }}"
-"""The instant a run evaluates (ISO 8601), as a template: its data interval's end — the window end t_f — when
-it has one (scheduled runs and backfills), else the moment it was triggered (manual or asset-triggered runs).
-Rendered by the triggerer when the task starts there, and by the worker when it evaluates."""
+EVALUATION_INSTANT = ("{{ ((dag_run.logical_date if dag_run.run_type == 'manual' else None)"
+                      " or dag_run.data_interval_end or dag_run.run_after).isoformat() }}")
+"""The instant a run evaluates (ISO 8601), as a template: a manual run's logical date when it was given one
+(``airflow dags trigger --logical-date``, the UI's or the REST API's logical date: Airflow may infer such a
+run's data interval from the moment it was triggered), else the run's data interval end — the window end t_f
+of scheduled runs and backfills —, else the moment it was triggered (a manual run without a logical date, an
+asset-triggered run). Rendered by the triggerer when the task starts there, and by the worker when it
+evaluates."""
 
 
 def operator_settings(settings: Settings | None, warehouse: str | os.PathLike | None,
@@ -92,6 +96,9 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
     (``csparql.deploy.settings.Settings``) and a ``query`` that is already a ``Deployment`` are how the
     registry's DAGs pass what they have built.
 
+    The window a run evaluates is the one at its instant (``EVALUATION_INSTANT``): a manual run's logical
+    date, else its data interval's end, else when it was triggered.
+
     One run of a query: waits until every input of the run's window has landed (``WindowRequirements``),
     then evaluates the window and writes its results, replacing any earlier copy (so retries and re-runs never
     duplicate).
@@ -107,7 +114,8 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
       REST API (``api_conn_id``; ``csparql.orchestration.asset_events``). The run has no task process, except
       when it has stale windows to announce, or an output stream's Asset event the API did not record (no
       ``api_conn_id``, or the call failed): then the task resumes in ``evaluate`` with the trigger's record
-      and only finishes. A run ended on the triggerer sends no OpenLineage event;
+      and only finishes. A run ended on the triggerer sends its OpenLineage events from there, named as a
+      task process's (``csparql.orchestration.lineage.report_run_ended_on_triggerer``);
     - with a local Spark or spark-submit, the task resumes in a worker, in ``evaluate``: one task process.
 
     After ``Settings.wait_timeout`` Airflow ends the wait (the trigger timeout) and the task resumes in a
