@@ -10,10 +10,10 @@ task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow 
 failure in a worker); a task ended there sends its OpenLineage events from the triggerer, named as a task
 process's (``csparql.orchestration.lineage.report_run_ended_on_triggerer``). A trigger cannot add Asset
 events: the Asset event of a ``REGISTER STREAM`` query's output stream is recorded through Airflow's REST API
-when ``[csparql] api_conn_id`` names a connection to it (``csparql.orchestration.asset_events``). Otherwise, and to announce stale windows to their revision DAGs,
-the task resumes in a worker after the evaluation, with the evaluation's record (``{"status": "evaluated"}``),
-to finish without evaluating again. The ``[csparql] triggerer_evaluations`` option bounds the evaluations one
-triggerer process runs at a time.
+when ``[csparql] api_conn_id`` names a connection to it (``csparql.orchestration.asset_events``). Otherwise,
+and to announce stale windows to their revision DAGs, the task resumes in a worker after the evaluation, with
+the evaluation's record (``{"status": "evaluated"}``), to finish without evaluating again. The ``[csparql]
+triggerer_evaluations`` option bounds the evaluations one triggerer process runs at a time.
 """
 
 from __future__ import annotations
