@@ -3,6 +3,9 @@ and orphaned files go, the live version stays whole, recent files stay, and bad 
 
 from __future__ import annotations
 
+import os
+import time
+
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
@@ -13,13 +16,16 @@ from csparql.storage.maintenance import delta_tables, vacuum
 
 @pytest.fixture
 def warehouse(tmp_path):
-    """A result table overwritten once (its first file removed), a stream table, and an orphaned file."""
+    """A result table overwritten once (its first file removed), a stream table, and an orphaned file written
+    two hours ago (files no commit references are kept for an hour whatever the retention)."""
     root = tmp_path / "warehouse"
     results = root / "results" / "q" / "bindings"
     write_deltalake(str(results), pa.table({"x": [1, 2, 3]}))
     write_deltalake(str(results), pa.table({"x": [4, 5]}), mode="overwrite")
     write_deltalake(str(root / "streams" / "s"), pa.table({"y": ["a"]}))
-    (root / "streams" / "s" / "part-orphan.parquet").write_bytes(b"left by a write that failed midway")
+    orphan = root / "streams" / "s" / "part-orphan.parquet"
+    orphan.write_bytes(b"left by a write that failed midway")
+    os.utime(orphan, (time.time() - 2 * 3600, time.time() - 2 * 3600))
     (root / "landing").mkdir()
     (root / "landing" / "input.nq").write_text("not a table\n")
     return root

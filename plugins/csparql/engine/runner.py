@@ -40,6 +40,7 @@ from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
 from csparql.storage.failures import NO_SPACE_LEFT, first_line, no_space_left
 from csparql.storage.tables import OUTPUT_PREDICATES, RUN_METADATA
+from csparql.storage.running import running
 from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
@@ -139,6 +140,18 @@ class RunRecord:
         }
 
 
+def recorded_as_running(evaluate):
+    """``Engine.evaluate`` recorded as running while it runs (``csparql.storage.running``), so that a vacuum
+    with a short retention does not delete the files it reads."""
+
+    @functools.wraps(evaluate)
+    def evaluating(self, plan: alg.QueryPlan, at: int, name: str, *args, **kwargs):
+        with running(self.warehouse, uuid.uuid4().hex, name, at):
+            return evaluate(self, plan, at, name, *args, **kwargs)
+
+    return evaluating
+
+
 class Engine:
     """Evaluates plans over a warehouse with one SparkSession (created on first use)."""
 
@@ -233,6 +246,7 @@ class Engine:
                     return None
             return computer
 
+    @recorded_as_running
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
                  version: str | None = None, panes: str = AUTO) -> Evaluation:
         """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the

@@ -36,13 +36,13 @@ class StoredResults(ResultTable):
 def sql_tables(warehouse: Warehouse) -> dict[str, Path]:
     """The name SQL knows each table by (DataFusion folds unquoted names to lower case, so tables are known by
     lower-case names only): the warehouse's own tables that SQL shows (runs, statistics, stale_windows:
-    ``csparql.storage.tables.SYSTEM_TABLES``), each query's results by its name (``sql_table_name``), streams
-    and static graphs. Names are checked when a query is named (``reserved_name_problem``,
+    ``csparql.storage.tables.SYSTEM_TABLES``; always, read as empty tables of their schema before their first
+    row), each query's results by its name (``sql_table_name``), streams and static graphs. Names are checked when a query is named (``reserved_name_problem``,
     ``name_collision``); a table whose name is taken all the same (results written before those checks) gets
     ``_`` appended, so none is hidden."""
     tables: dict[str, Path] = {}
     for system in SYSTEM_TABLES:
-        if system.in_sql and delta.exists(warehouse.root / system.folder):
+        if system.in_sql:
             tables[system.name] = warehouse.root / system.folder
 
     def add(name: str, folder: Path) -> None:
@@ -58,6 +58,9 @@ def sql_tables(warehouse: Warehouse) -> dict[str, Path]:
             readable = re.sub(r"[^A-Za-z0-9]+", "_", iri.split("://", 1)[-1]).strip("_").lower() or "default"
             add(f"{kind}_{readable}", folder)
     return tables
+
+
+_SYSTEM_SCHEMAS = {system.name: system.schema for system in SYSTEM_TABLES if system.in_sql}
 
 
 class SqlError(ValueError):
@@ -126,6 +129,9 @@ def read_only_sql(warehouse: Warehouse, statement: str) -> pa.Table:
     except Exception as error:  # DataFusion reports SQL errors as exceptions of several types
         if tables.unreadable:
             raise tables.unreadable from None
+        lost = tables.missing_files()
+        if lost:
+            raise lost from None
         message = _first_line(error)
         refused = _REFUSAL.fullmatch(message)
         if refused:
@@ -142,6 +148,7 @@ class _WarehouseSchema:
     def __init__(self, paths: dict[str, Path]) -> None:
         self._paths = paths
         self._opened: dict[str, object] = {}
+        self._tables: dict[str, object] = {}  # the Delta tables opened, by name
         self.unreadable: SqlError | None = None  # the table that could not be opened, if one could not
 
     @property
@@ -154,9 +161,20 @@ class _WarehouseSchema:
     def table_exist(self, name: str) -> bool:
         return name in self._paths
 
+    def missing_files(self) -> SqlError | None:
+        """What the first table the statement opened that references data files no longer on disk lacks (the
+        table, the files and the command that repairs it), None when every file is there."""
+        for name, table in sorted(self._tables.items()):
+            path = self._paths[name]
+            lost = delta.missing_files(table, path)
+            if lost:
+                return SqlError(f"cannot read the table {name}: {delta.MissingFiles(path, lost)}")
+        return None
+
     def table(self, name: str) -> object | None:
-        """The DataFusion table ``name`` reads (delta-rs's provider of its current version), or None if no table
-        has that name."""
+        """The DataFusion table ``name`` reads (delta-rs's provider of its current version; one of the
+        warehouse's own tables not written yet is an empty table of its schema), or None if no table has that
+        name."""
         if name not in self._paths:
             return None
         if name not in self._opened:
@@ -164,9 +182,16 @@ class _WarehouseSchema:
             from deltalake import DeltaTable
 
             path = self._paths[name]
+            if name in _SYSTEM_SCHEMAS and not delta.exists(path):
+                import pyarrow.dataset as ds
+
+                self._opened[name] = Table(ds.dataset(_SYSTEM_SCHEMAS[name].empty_table()))
+                return self._opened[name]
             try:
                 with delta.named_failures(path, "reading"):  # a corrupt log entry: its version
-                    self._opened[name] = Table(DeltaTable(str(path)))
+                    opened = DeltaTable(str(path))
+                    self._tables[name] = opened
+                    self._opened[name] = Table(opened)
             except delta.StorageError as error:
                 self.unreadable = SqlError(f"cannot read the table {name}: {error}")
                 raise self.unreadable from None

@@ -60,6 +60,48 @@ class TableFeatureError(Exception):
     """A Delta table uses a feature csparql does not read (deletion vectors, column mapping)."""
 
 
+WAREHOUSE_FOLDERS = ("results", "streams", "static", "_csparql")
+"""The folders of a warehouse's root that tables lie under (``csparql.storage.warehouse``)."""
+
+
+def repair_command(path) -> str:
+    """The command that repairs the table at ``path``: ``csparql repair`` with the warehouse it lies in."""
+    parents = Path(path).resolve().parents
+    root = next((parent for parent in parents if (parent / "_csparql").is_dir()), None)
+    if root is None:
+        root = next((parent.parent for parent in parents if parent.name in WAREHOUSE_FOLDERS), None)
+    return "csparql repair" if root is None else f"csparql repair --warehouse {root}"
+
+
+class MissingFiles(StorageError):
+    """The latest version of a table references data files that are not on disk (deleted under it: a vacuum
+    with a short retention racing a write, a file removed by hand). The message names the table, the files and
+    the command that repairs it."""
+
+    def __init__(self, table, files: Iterable[str]):
+        self.table = Path(table)
+        self.files = tuple(sorted(files))
+        shown = ", ".join(self.files[:3]) + (f" and {len(self.files) - 3} more" if len(self.files) > 3 else "")
+        super().__init__(
+            f"the Delta table at {self.table} references {len(self.files)} data file(s) that are missing "
+            f"({shown}): run `{repair_command(self.table)}` to repair it")
+
+
+def missing_files(table: DeltaTable, root) -> list[str]:
+    """The data files of the table's current version that are not on disk, as its log names them."""
+    root = Path(root).resolve()
+    return [relative for relative in action_column(add_actions(table), "path")
+            if not os.path.exists(file_uri(root, relative))]
+
+
+def _missing_file_error(error: BaseException) -> bool:
+    """Whether the error is a read of a file that is not there (Python's, or delta-rs's object store's)."""
+    if isinstance(error, FileNotFoundError):
+        return True
+    text = str(error)
+    return "Object at location" in text and "not found" in text
+
+
 @contextmanager
 def named_failures(path, doing: str) -> Iterator[None]:
     """Turn what goes wrong inside, when it is the machine's or the stored data's fault, into a ``StorageError``
@@ -73,6 +115,13 @@ def named_failures(path, doing: str) -> Iterator[None]:
     except BaseException as error:
         if not isinstance(error, Exception) and type(error).__name__ != "PanicException":  # Ctrl-C, exit
             raise
+        if _missing_file_error(error) and exists(path):
+            try:
+                lost = missing_files(DeltaTable(str(path)), path)
+            except Exception:  # noqa: BLE001 - the original error says more than a failed check
+                lost = []
+            if lost:
+                raise MissingFiles(path, lost) from error
         if no_space_left(error):
             raise StorageError(f"{doing} the Delta table at {path} failed: {NO_SPACE_LEFT}") from error
         corrupt = corrupt_log_entry(path)
@@ -179,7 +228,14 @@ def read_files(root, relatives: Iterable[str]) -> pa.Table | None:
     """The rows of some data files of the table at ``root`` (None when there are none), their schemas unified
     (files written before a column was added lack it)."""
     root = Path(root).resolve()
-    tables = [pq.read_table(file_uri(root, relative)) for relative in relatives]
+    relatives = list(relatives)
+    try:
+        tables = [pq.read_table(file_uri(root, relative)) for relative in relatives]
+    except FileNotFoundError:
+        lost = [relative for relative in relatives if not os.path.exists(file_uri(root, relative))]
+        if not lost:
+            raise
+        raise MissingFiles(root, [os.path.relpath(file_uri(root, relative), root) for relative in lost]) from None
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="permissive")
@@ -275,7 +331,11 @@ class TableSnapshots:
         version a writer decides on), with ``arrow_schema``'s columns (null where a file predates a column).
         Data files never change, so each is read once per process and a new version reads only the files it
         added: the cost of a call grows with what was committed since the last one, not with the table. For
-        the record tables csparql reads often (runs, watermarks, statistics, stale windows)."""
+        the record tables csparql reads often (runs, watermarks, statistics, stale windows).
+
+        A live file that is missing from disk is left out with a warning naming the table, the file and the
+        command that repairs it (``MissingFiles``): one lost file of a record table shared by every query must
+        not stop every evaluation."""
         key = str(Path(path).resolve())
         with self._lock(key):
             table = self._latest(key) if version is None else version
@@ -284,15 +344,33 @@ class TableSnapshots:
                 return cached[1]
             known = self._file_rows.setdefault(key, {})  # as the log names them (relative paths)
             live = action_column(add_actions(table), "path")
+            lost = []
             for relative in live:
                 if relative not in known:
-                    known[relative] = _conformed(pq.read_table(file_uri(key, relative)), arrow_schema)
+                    try:
+                        known[relative] = _conformed(pq.read_table(file_uri(key, relative)), arrow_schema)
+                    except FileNotFoundError:
+                        lost.append(relative)
+            if lost:
+                _warn_missing(key, lost)
+                live = [relative for relative in live if relative not in lost]
             rows = pa.concat_tables([known[relative] for relative in live]) if live else arrow_schema.empty_table()
             if version is None:
                 for relative in known.keys() - set(live):  # removed: compacted, or their rows replaced
                     del known[relative]
                 self._rows[key] = (table.version(), rows)
             return rows
+
+
+_WARNED_MISSING: set[tuple[str, str]] = set()
+
+
+def _warn_missing(key: str, lost: list[str]) -> None:
+    """Log, once per process and file, that a record table's file is missing and its rows are not read."""
+    new = [relative for relative in lost if (key, relative) not in _WARNED_MISSING]
+    if new:
+        _WARNED_MISSING.update((key, relative) for relative in new)
+        log.warning("%s; its rows are left out until then", MissingFiles(key, lost))
 
 
 def _conformed(rows: pa.Table, arrow_schema: pa.Schema) -> pa.Table:
@@ -309,6 +387,9 @@ def compact_record_table(path, threshold: int = RECORD_TABLE_COMPACT_FILES) -> b
 
     def small_files(files: list[FileInfo]) -> list[FileInfo]:
         small = [f for f in files if not f.partition and (f.size is None or f.size < RECORD_TABLE_FILE_BYTES)]
+        if len(small) < threshold:
+            return []
+        small = [f for f in small if os.path.exists(f.uri)]  # a lost file stays for ``csparql repair``
         return small if len(small) >= threshold else []
 
     return compact_files(path, small_files)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +30,15 @@ from csparql.storage import delta
 from csparql.storage.tables import OPERATION
 
 
+SAFE_RETENTION_HOURS = 1
+"""Below this retention, a file an evaluation listed just before a commit removed it could be deleted under it:
+such a vacuum is refused while evaluations are recorded as running (``csparql.storage.running``)."""
+UNCOMMITTED_HOURS = 1
+"""Files no commit references are kept at least this long, whatever the retention: a write in progress has
+written its files and not committed them yet, and a commit naming a deleted file would break the table."""
+HOUR = 3_600_000_000
+
+
 @dataclass(frozen=True)
 class Vacuumed:
     """One table's vacuum: its folder, the files deleted (or that would be, in a dry run) and their bytes."""
@@ -36,6 +46,20 @@ class Vacuumed:
     table: Path
     files: tuple[str, ...]
     bytes: int
+
+
+class EvaluationsRunning(Exception):
+    """A vacuum with a retention under ``SAFE_RETENTION_HOURS`` stopped because evaluations are recorded as
+    running; ``done`` holds the tables it vacuumed before it found them."""
+
+    def __init__(self, evaluations: list, done: list[Vacuumed]):
+        self.evaluations = evaluations
+        self.done = done
+        first = evaluations[0].describe()
+        more = f" and {len(evaluations) - 1} more" if len(evaluations) > 1 else ""
+        super().__init__(f"refused: {len(evaluations)} evaluation(s) recorded as running, {first}{more}; a "
+                         f"retention under {SAFE_RETENTION_HOURS}h could delete files they read. Wait until they "
+                         f"end, or use --retain {SAFE_RETENTION_HOURS}h or more")
 
 
 def delta_tables(root: str | os.PathLike) -> list[Path]:
@@ -50,23 +74,62 @@ def delta_tables(root: str | os.PathLike) -> list[Path]:
 
 def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False,
            skip: Iterable[Path] = ()) -> list[Vacuumed]:
-    """Vacuum every Delta table under ``root`` but those in ``skip``: delete the files that the latest version
-    does not reference and that were removed (or written) more than ``retain_hours`` ago — or only list them
-    with ``dry_run``. A table that uses features csparql does not read, or whose log cannot be read, is refused
-    (``StorageError`` naming it) before anything is deleted anywhere."""
+    """Vacuum every Delta table under ``root`` (a warehouse) but those in ``skip``: delete the files that the
+    latest version does not reference and that were removed more than ``retain_hours`` ago, and the files no
+    commit references that were written more than ``retain_hours``, and at least ``UNCOMMITTED_HOURS``, ago —
+    or only list them with ``dry_run``. Each table's entry lists the files that were on disk and are deleted
+    (a file deleted by an earlier vacuum, whose removal the log still records, is not counted again).
+
+    Evaluations recorded as running (``csparql.storage.running``) are looked for before each table: with a
+    retention under ``SAFE_RETENTION_HOURS`` the vacuum stops there (``EvaluationsRunning``); else the
+    retention is raised to cover the oldest of them. A table that uses features csparql does not read, or
+    whose log cannot be read, is refused (``StorageError`` naming it) before anything is deleted anywhere."""
     if retain_hours < 0:
         raise ValueError("the retention cannot be negative")
+    from csparql.storage.running import running_evaluations
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(root)
     skipped = {Path(path) for path in skip}
     tables = [(path, _open_for_vacuum(path)) for path in delta_tables(root) if path not in skipped]
-    done = []
+    done: list[Vacuumed] = []
     for path, table in tables:
         if table is None:
             continue
-        candidates = _vacuum_table(table, retain_hours, dry_run=True)
+        path = path.resolve()
+        hours = retain_hours
+        running = running_evaluations(warehouse)
+        if running:
+            if retain_hours < SAFE_RETENTION_HOURS:
+                raise EvaluationsRunning(running, done)
+            oldest = running[0].started_at
+            hours = max(hours, -(-(time.time_ns() // 1000 - oldest) // HOUR))
+        removed = _on_disk(path, _vacuum_table(table, hours, dry_run=True, full=False))
+        uncommitted_hours = max(hours, UNCOMMITTED_HOURS)
+        everything = _on_disk(path, _vacuum_table(table, uncommitted_hours, dry_run=True, full=True))
+        candidates = sorted(set(removed) | set(everything))
         sizes = {name: _size(path / name) for name in candidates}
-        files = candidates if dry_run else _vacuum_table(table, retain_hours, dry_run=False)
+        if dry_run:
+            files = candidates
+        else:
+            if removed:
+                _vacuum_table(table, hours, dry_run=False, full=False)
+            if everything:
+                _vacuum_table(table, uncommitted_hours, dry_run=False, full=True)
+            files = [name for name in candidates if not (path / name).exists()]
         done.append(Vacuumed(path, tuple(files), sum(sizes.get(name, 0) for name in files)))
     return done
+
+
+def _on_disk(root: Path, names: Iterable[str]) -> list[str]:
+    """Those of the files a vacuum lists (relative to the table, or absolute) that are on disk, relative."""
+    root = root.resolve()
+    found = []
+    for name in names:
+        file = Path(name) if os.path.isabs(name) else root / name
+        if file.exists():
+            found.append(file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file))
+    return found
 
 
 @dataclass(frozen=True)
@@ -135,8 +198,10 @@ def _open_for_vacuum(path: Path) -> DeltaTable | None:
         raise delta.StorageError(f"the Delta log of {path} cannot be read: {_first_line(error)}") from None
 
 
-def _vacuum_table(table: DeltaTable, hours: int, dry_run: bool) -> list[str]:
-    return sorted(table.vacuum(retention_hours=hours, dry_run=dry_run, enforce_retention_duration=False, full=True))
+def _vacuum_table(table: DeltaTable, hours: int, dry_run: bool, full: bool) -> list[str]:
+    """delta-rs's vacuum: removed files older than ``hours``; with ``full``, unreferenced files older than it too
+    (without, only those removed since the last checkpoint)."""
+    return sorted(table.vacuum(retention_hours=hours, dry_run=dry_run, enforce_retention_duration=False, full=full))
 
 
 def _size(path: Path) -> int:
