@@ -28,7 +28,7 @@ def register(commands) -> None:
     run = commands.add_parser(
         "run",
         help="evaluate one window of a query, write and print its results",
-        description="Evaluate the window of QUERY that closes at or before --at (decision 4), replace that "
+        description="Evaluate the window of QUERY that closes at or before --at, replace that "
         "window's results in the query's result table, record the run, and print the results.",
     )
     run.add_argument("query", metavar="QUERY", help="query file ('-' for standard input)")
