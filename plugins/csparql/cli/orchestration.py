@@ -70,7 +70,7 @@ def register(commands) -> None:
         description="Print each setting (the options of Airflow's [csparql] section) as the command line reads "
         "it: its CSPARQL_* environment variable, else its default, with folder defaults under the working "
         "directory. Airflow's components read the [csparql] section instead (AIRFLOW__CSPARQL__*, airflow.cfg), "
-        "with folder defaults under AIRFLOW_HOME: `airflow config list --section csparql`.",
+        "with folder defaults under AIRFLOW_HOME: `airflow config list --section csparql --show-values`.",
     )
     shown.set_defaults(run=run_settings)
 

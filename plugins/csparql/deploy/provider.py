@@ -31,10 +31,10 @@ def get_provider_info() -> dict:
     return {
         "package-name": DISTRIBUTION,
         "name": "csparql",
+        # plain text: `airflow providers list` strips backticks, underscores and angle brackets
         "description": "C-SPARQL continuous queries as Airflow-orchestrated micro-batches on Spark over Delta "
-                       "tables. Spark is chosen through a `spark` (spark-submit) or `spark_connect` (Spark "
-                       "Connect) connection of apache-airflow-providers-apache-spark, named by "
-                       "[csparql] spark_conn_id.",
+                       "tables. Spark runs inside each task, on a Spark Connect server or on a cluster through "
+                       "spark-submit, reached through a connection of the Apache Spark provider.",
         "versions": [version()],
         "integrations": [{
             "integration-name": INTEGRATION,

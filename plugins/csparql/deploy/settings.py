@@ -118,6 +118,19 @@ OPTIONS: tuple[SettingOption, ...] = (
 
 OPTION_BY_KEY = {option.key: option for option in OPTIONS}
 
+OPTION_EXAMPLES = {
+    "warehouse": "/data/csparql/warehouse",
+    "registry": "/opt/airflow/dags/csparql/queries",
+    "landing": "/data/csparql/landing",
+    "spark": "connect",
+    "spark_conn_id": "csparql_spark",
+    "api_conn_id": "csparql_airflow_api",
+    "sources": '{"http://example.org/traffic": "redis://redis_default/traffic"}',
+    "timestamp_predicates": '{"http://example.org/traffic": ["http://www.w3.org/ns/sosa/resultTime"]}',
+}
+"""An example value of the options whose default does not show what they take (``airflow config list
+--include-examples``)."""
+
 
 def airflow_config_section() -> dict:
     """The ``config`` entry of the provider info: the ``[csparql]`` section with each option's description,
@@ -131,7 +144,7 @@ def airflow_config_section() -> dict:
                     "description": option.description,
                     "version_added": "0.1.0",
                     "type": option.type,
-                    "example": None,
+                    "example": OPTION_EXAMPLES.get(option.key),
                     "default": option.airflow_default,
                 }
                 for option in OPTIONS
