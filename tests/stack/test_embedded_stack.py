@@ -154,7 +154,7 @@ def test_a_server_error_of_airflow_during_the_start_is_reported_and_the_step_tak
 
 def test_the_progress_says_once_what_changed_in_the_runs_table(settings):
     first, second = parse_instant(START), parse_instant(END)
-    progress = Progress(settings, backfilled={"q": {first, second}, "r": {second}})
+    progress = Progress(settings, backfilled={"q": {first, second}, "r": {second}}, since=first)
     assert progress.changes() == []  # no runs table yet
 
     def append(*rows):
@@ -168,6 +168,47 @@ def test_the_progress_says_once_what_changed_in_the_runs_table(settings):
     assert progress.changes() == []
     append({**run_row("r", second, "succeeded"), "started_at": second + 60_000_000})  # the retry, a minute later
     assert progress.changes() == ["window evaluations written: 3 (median 0.0 s each)", "backfills done: 2 of 2"]
+
+
+def test_a_restarted_stack_reports_only_the_failures_of_evaluations_started_since_it_started(settings):
+    end = parse_instant(END)
+    previous = run_row("old", end, "failed")  # the previous start's failure, started a minute before this one
+    delta.append(settings.warehouse.runs, pa.Table.from_pylist([previous], schema=schema.RUNS), schema.RUNS)
+    progress = Progress(settings, since=end + 60_000_000)
+    assert progress.changes() == []
+    delta.append(settings.warehouse.runs, pa.Table.from_pylist(
+        [{**run_row("new", end, "failed"), "started_at": end + 120_000_000}], schema=schema.RUNS), schema.RUNS)
+    assert progress.changes() == ["evaluation failed: new, window ending 2010-03-22T11:00:00Z: boom"]
+    assert Progress(settings).since > end  # a start's progress begins now: the 2010 failures are history
+
+
+def test_airflow_s_own_configuration_shows_the_settings_the_stack_runs_with(settings, tmp_path, monkeypatch):
+    # the stack's shell: `airflow config get-value csparql warehouse` is the stack's warehouse (a caller's
+    # AIRFLOW__CSPARQL__* does not win over it), and csparql commands there use the stack's Connect server
+    import stat
+    import subprocess
+
+    monkeypatch.setenv("AIRFLOW__CSPARQL__WAREHOUSE", str(tmp_path / "someone-elses"))
+    embedded = EmbeddedStack(settings, home=tmp_path / "airflow", spark="connect", connect_port=15098)
+    embedded.server = ConnectServer(tmp_path / "connect", port=15098)  # not started: only its address matters
+    embedded.stack = AirflowStack(home=embedded.home, dags=tmp_path / "dags", port=18643,
+                                  settings_environment=embedded.environment(),
+                                  extra_environment=embedded.connections())
+    environment = embedded.stack.environment()
+    assert environment["AIRFLOW__CSPARQL__WAREHOUSE"] == str(settings.warehouse.root)
+    assert environment["AIRFLOW__CSPARQL__REGISTRY"] == str(settings.registry)
+    assert environment["AIRFLOW__CSPARQL__SPARK"] == "connect"
+    assert environment["AIRFLOW__CSPARQL__SPARK_CONN_ID"] == "spark_connect_default"
+    embedded.banner([])
+    env_file = embedded.home / "env.sh"
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600  # it holds the server's token
+    clean = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    shown = subprocess.run(
+        ["bash", "-c", f"source {env_file} && airflow config get-value csparql warehouse && "
+                       "airflow config get-value csparql spark && echo $CSPARQL_SPARK_MASTER"],
+        env=clean, capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == [str(settings.warehouse.root), "connect", embedded.server.url]
 
 
 def test_the_stack_tells_how_to_reach_its_airflow_from_another_shell(settings, tmp_path):

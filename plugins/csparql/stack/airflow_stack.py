@@ -24,7 +24,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csparql.deploy.settings import Settings
+from csparql.deploy.settings import OPTIONS, Settings
 from csparql.windows import parse_instant
 
 COMPONENTS = {
@@ -153,6 +153,14 @@ class AirflowStack:
         bin_folder = str(self.python.parent)
         env.update(self.settings_environment)
         env.setdefault("CSPARQL_API_CONN_ID", API_CONNECTION_ID)
+        # Airflow's own configuration says what the components use (`airflow config get-value csparql …`): the
+        # stack's settings override an AIRFLOW__CSPARQL__* of the caller, a CSPARQL_* of the caller does not
+        for option in OPTIONS:
+            value = env.get(option.variable)
+            if value and option.variable in self.settings_environment:
+                env[option.airflow_variable] = value
+            elif value:
+                env.setdefault(option.airflow_variable, value)
         env.update({
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
@@ -198,8 +206,9 @@ class AirflowStack:
 
     def shell_environment(self) -> str:
         """A shell script of ``export`` lines that gives another shell this installation's ``airflow`` command:
-        ``AIRFLOW_HOME``, every ``AIRFLOW__*`` setting the components run with, the csparql settings, and the
-        virtual environment's ``bin`` first on ``PATH``. Connections (which carry secrets) are left out."""
+        ``AIRFLOW_HOME``, every ``AIRFLOW__*`` setting the components run with, the csparql settings (with
+        ``CSPARQL_SPARK_MASTER``, if the stack gives it, so that ``csparql`` commands there use the stack's
+        Spark), and the virtual environment's ``bin`` first on ``PATH``. Airflow connections are left out."""
         import shlex
 
         env = self.environment()
@@ -210,9 +219,12 @@ class AirflowStack:
         return "\n".join(lines) + "\n"
 
     def write_shell_environment(self) -> Path:
-        """Write ``shell_environment`` to ``home/env.sh`` and return its path."""
+        """Write ``shell_environment`` to ``home/env.sh`` (readable by its owner only: it may carry the Spark
+        Connect server's token) and return its path."""
         self.home.mkdir(parents=True, exist_ok=True)
         path = self.home / "env.sh"
+        path.touch(mode=0o600)
+        path.chmod(0o600)
         path.write_text(self.shell_environment(), encoding="utf-8")
         return path
 

@@ -77,6 +77,9 @@ class Progress:
     """The sample files dropped in landing folders by this start, by stream IRI."""
     backfilled: dict[str, set[int] | None] = field(default_factory=dict)
     """Query → the window ends its backfill evaluates (None: a one-shot query, run once)."""
+    since: int = field(default_factory=lambda: int(time.time() * 1_000_000))
+    """When this start of the stack began (µs): failures of evaluations started before it (a previous start's)
+    are not reported again."""
     _landed: int = 0
     _written: int = 0
     _done: int = 0
@@ -139,7 +142,8 @@ class Progress:
         for r in sorted(runs, key=lambda r: r["started_at"]):
             latest[(r["query"], _micros(r["window_end"]))] = r
         for key, r in sorted(latest.items()):
-            if r["status"] != "succeeded" and r["status"] != "running" and key not in self._failures:
+            if (r["status"] not in ("succeeded", "running") and key not in self._failures
+                    and _micros(r["started_at"]) >= self.since):
                 self._failures.add(key)
                 error = " ".join(str(r.get("error") or r["status"]).split())[:200]
                 lines.append(f"evaluation failed: {key[0]}, window ending {format_instant(key[1])}: {error}")
@@ -252,7 +256,10 @@ class EmbeddedStack:
                 signal.signal(s, handler)
 
     def environment(self) -> dict[str, str]:
-        """The csparql settings every Airflow component runs with."""
+        """The csparql settings every Airflow component runs with (``AirflowStack`` gives Airflow's
+        configuration the same values, ``AIRFLOW__CSPARQL__*``), and, with the stack's Connect server, its URL
+        and token as ``CSPARQL_SPARK_MASTER``: the ``csparql`` commands of the stack's shell (``env.sh``) use
+        the stack's Spark instead of starting one of their own."""
         env = {k: v for k, v in os.environ.items() if k.startswith("CSPARQL_")}
         for key, value in STACK_DEFAULTS.items():
             env.setdefault(key, value)
@@ -263,6 +270,7 @@ class EmbeddedStack:
         env.pop("CSPARQL_SPARK_CONN_ID", None)
         if self.server is not None:
             env["CSPARQL_SPARK_CONN_ID"] = CONNECTION_ID
+            env["CSPARQL_SPARK_MASTER"] = self.server.url
         return env
 
     def connections(self) -> dict[str, str]:
