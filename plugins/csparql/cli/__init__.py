@@ -14,7 +14,8 @@ import sys
 
 import importlib
 
-from csparql.storage.failures import NO_SPACE_LEFT, StorageError, causes, first_line, no_space_left
+from csparql.storage.failures import (NO_SPACE_LEFT, StorageError, causes, describe, first_line, grpc_status,
+                                      no_space_left)
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Each module registers its subcommands; heavy imports (Spark, Delta) stay inside the commands' functions.
@@ -81,14 +82,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def failure_message(error: BaseException) -> str | None:
     """One line for a failure of the stored data or of the machine that no command reported itself: a
-    ``StorageError`` (it names the table and the cause: a corrupt log entry, a full disk) or a full disk met
-    elsewhere (naming the file when the error does); None for an internal error."""
+    ``StorageError`` (it names the table and the cause: a corrupt log entry, a full disk), a full disk met
+    elsewhere (naming the file when the error does), a Spark Connect server that refused a request (its gRPC
+    status and details) or that does not answer (its address); None for an internal error."""
     for cause in causes(error):
         if isinstance(cause, StorageError):
             return first_line(cause)
     if no_space_left(error):
         where = next((c.filename for c in causes(error) if isinstance(c, OSError) and c.filename), None)
         return f"{where}: {NO_SPACE_LEFT}" if where else NO_SPACE_LEFT
+    if grpc_status(error) is not None:  # the Spark Connect server refused or could not be reached
+        return describe(error)
+    unavailable = next((c for c in causes(error) if type(c).__name__ == "SparkUnavailable"), None)
+    if unavailable is not None:  # csparql.runtime.session's, not imported here: it would load pyspark
+        return first_line(unavailable)
     return None
 
 

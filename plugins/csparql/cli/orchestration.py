@@ -1,8 +1,10 @@
-"""``csparql register``, ``unregister``, ``watermark``, ``settings`` and ``stack``: queries as Airflow DAGs.
+"""``csparql register``, ``unregister``, ``watermark``, ``settings``, ``stack`` and ``connect-server``: queries
+as Airflow DAGs.
 
 ``register`` checks a query and puts it in the registry (``$CSPARQL_REGISTRY``, default ``dags/queries/``)
 with its DAG loader; Airflow's DAG processor picks it up within seconds. ``stack`` runs the embedded Airflow
-and its Spark Connect server (the README's main command).
+and its Spark Connect server (the README's main command); ``connect-server`` runs that server alone, for an
+Airflow of one's own, and prints the connection that reaches it.
 """
 
 from __future__ import annotations
@@ -95,6 +97,25 @@ def register(commands) -> None:
     stack.add_argument("--examples", nargs="*", metavar="NN", help="only these example numbers (default: all)")
     _warehouse_option(stack, "the warehouse the stack's tasks read and write")
     stack.set_defaults(run=run_stack)
+
+    server = commands.add_parser(
+        "connect-server",
+        help="run a Spark Connect server on 127.0.0.1 for an Airflow of your own (Ctrl-C stops it)",
+        description="Start the Spark Connect server csparql's stack runs, on 127.0.0.1, and print its client "
+        "URL and the `airflow connections add` command that lets an Airflow on this machine use it (its token "
+        "as the connection's password). Clients must see the warehouse at the same paths as the server. "
+        "Ctrl-C stops it.",
+    )
+    server.add_argument("--port", type=int, default=None, metavar="PORT",
+                        help="the port on 127.0.0.1 (default 15002)")
+    server.add_argument("--master", default=None, metavar="MASTER", help="the server's Spark master (default local[2])")
+    server.add_argument("--memory", default=None, metavar="SIZE",
+                        help="the driver's memory (default: $CSPARQL_DRIVER_MEMORY, else 2g)")
+    server.add_argument("--work", default=".spark-connect", metavar="DIR",
+                        help="the server's folder: its configuration and log (default .spark-connect/)")
+    server.add_argument("--conn-id", default="csparql_spark", metavar="ID",
+                        help="the connection id the printed `airflow connections add` creates (default csparql_spark)")
+    server.set_defaults(run=run_connect_server)
 
 
 def _warehouse_option(parser: argparse.ArgumentParser, what: str) -> None:
@@ -275,4 +296,56 @@ def run_stack(args: argparse.Namespace) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
         print("stopped", file=sys.stderr)
+    return EXIT_OK
+
+
+def run_connect_server(args: argparse.Namespace) -> int:
+    """Run a Spark Connect server in the foreground until Ctrl-C; print how clients reach it."""
+    from csparql.runtime.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, ConnectServerError,
+                                             port_in_use)
+
+    port = args.port or DEFAULT_PORT
+    if not 0 < port < 65536:
+        print(f"csparql connect-server: --port {port}: a port is a number from 1 to 65535", file=sys.stderr)
+        return 2
+    if port_in_use(port):
+        print(f"csparql connect-server: port {port} is in use (another Spark Connect server?): pass --port to use "
+              "another one", file=sys.stderr)
+        return EXIT_REFUSED
+    work = Path(args.work).resolve()
+    server = ConnectServer(work, port=port, master=args.master or DEFAULT_MASTER, memory=args.memory,
+                           log=work / "spark-connect.log")
+    stopping = threading.Event()
+
+    def stop(signum, frame):
+        stopping.set()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.start()
+        print(f"starting the Spark Connect server on {server.address} ({server.master}, driver memory "
+              f"{server.memory}; log in {server.log}) …", file=sys.stderr)
+        server.wait_until_answering()
+        print("\n".join([
+            f"the Spark Connect server answers on {server.address}",
+            f"  its client URL (for csparql commands: export CSPARQL_SPARK_MASTER='{server.url}')",
+            "  an Airflow on this machine uses it through a connection, the token as its password:",
+            f"    airflow connections add {args.conn_id} --conn-type spark_connect --conn-host localhost "
+            f"--conn-port {server.port} --conn-password '{server.token}'",
+            f"    export AIRFLOW__CSPARQL__SPARK=connect AIRFLOW__CSPARQL__SPARK_CONN_ID={args.conn_id}",
+            "Ctrl-C stops the server.",
+        ]), flush=True)
+        while not stopping.wait(1):
+            if server.exit_code() is not None:
+                print(f"csparql connect-server: the server exited with code {server.exit_code()}:\n"
+                      f"{server.log_tail()}", file=sys.stderr)
+                return EXIT_REFUSED
+    except ConnectServerError as error:
+        print(f"csparql connect-server: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    finally:
+        server.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print("stopped", file=sys.stderr)
     return EXIT_OK

@@ -93,6 +93,9 @@ OPTIONS: tuple[SettingOption, ...] = (
     SettingOption("triggerer_evaluations", "CSPARQL_TRIGGERER_EVALUATIONS", "2", "2", "integer",
                   "With Spark Connect, how many windows one triggerer process evaluates at a time (at least 1); "
                   "complete windows beyond it wait for a place."),
+    SettingOption("connect_session_timeout", "CSPARQL_CONNECT_SESSION_TIMEOUT", "10m", "10m", "string",
+                  "How long the Spark Connect server of `csparql stack` keeps a session nobody uses (at least "
+                  "1s); a client whose session it dropped opens a new one and evaluates again."),
     SettingOption("api_conn_id", "CSPARQL_API_CONN_ID", "", "", "string",
                   "The Airflow connection (type http: the api-server's URL, a login of role op or admin) through "
                   "which a REGISTER STREAM query evaluated on the triggerer records its output stream's Asset "
@@ -175,6 +178,7 @@ class Settings:
     wait_timeout: int = 600_000_000
     poll_interval: int = 2_000_000
     triggerer_evaluations: int = 2
+    connect_session_timeout: int = 600_000_000
     api_conn_id: str | None = None
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
@@ -279,6 +283,7 @@ class Settings:
             wait_timeout=duration("wait_timeout"),
             poll_interval=max(duration("poll_interval"), 1_000_000),
             triggerer_evaluations=count("triggerer_evaluations"),
+            connect_session_timeout=max(duration("connect_session_timeout"), 1_000_000),
             api_conn_id=values["api_conn_id"][0].strip() or None,
             max_future_skew=skew("max_future_skew"),
             revision_horizon=duration("revision_horizon"),
@@ -316,6 +321,7 @@ class Settings:
             "wait_timeout": format_duration(self.wait_timeout),
             "poll_interval": format_duration(self.poll_interval),
             "triggerer_evaluations": str(self.triggerer_evaluations),
+            "connect_session_timeout": format_duration(self.connect_session_timeout),
             "api_conn_id": self.api_conn_id or "",
             "max_future_skew": format_duration(self.max_future_skew),
             "revision_horizon": format_duration(self.revision_horizon),

@@ -31,6 +31,7 @@ from csparql.engine.panes import PaneComputer, PanesUnavailable, PaneUse, pane_e
 from csparql.optimizer import optimize
 from csparql.engine.settings import pane_min_triples as pane_min_triples_setting
 from csparql.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
+from csparql.runtime.session import retry_on_lost_session
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
@@ -38,7 +39,7 @@ from csparql.storage.instants import instant_of
 from csparql.storage.results import STREAM, QueryResult, ResultTable
 from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
-from csparql.storage.failures import NO_SPACE_LEFT, first_line, no_space_left
+from csparql.storage.failures import NO_SPACE_LEFT, describe, first_line, no_space_left
 from csparql.storage.tables import OUTPUT_PREDICATES, RUN_METADATA
 from csparql.storage.running import running
 from csparql.storage.watermarks import advance_watermark
@@ -171,10 +172,11 @@ class Engine:
 
     @property
     def spark(self):
-        if self._spark is None:
-            from csparql.runtime.session import spark_session
+        """The session evaluations run with: the one given, else the process's (``spark_session``); a new one
+        on the same Spark Connect server once the server lost it (``csparql.runtime.session.session_in_use``)."""
+        from csparql.runtime.session import session_in_use
 
-            self._spark = spark_session(self.master)
+        self._spark = session_in_use(self._spark, self.master)
         return self._spark
 
     # evaluating
@@ -270,22 +272,26 @@ class Engine:
                     self.record_lost_runs(plan, name)
                     # a failed run's; the run that commits results takes its number on the commit's version
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
-            computer = self.pane_computer(plan, name, phases, window, panes)
-            if computer is not None:
-                try:
-                    result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end,
-                                                           phases)
-                    run.read(scans)
-                except PanesUnavailable as error:
-                    log.warning("%s: the window ending %s is recomputed from its streams: %s", name,
-                                _iso(window.end), error)
-                    computer = None
-            if computer is None:
+
+            def compute():  # Spark's part: run again on a new session when the Connect server lost it
+                use = None
+                computer = self.pane_computer(plan, name, phases, window, panes)
+                if computer is not None:
+                    try:
+                        result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end,
+                                                               phases)
+                        run.read(scans)
+                        return result, use, scans
+                    except PanesUnavailable as error:
+                        log.warning("%s: the window ending %s is recomputed from its streams: %s", name,
+                                    _iso(window.end), error)
                 compiled, reader = self.compile(plan, window, phases)
-                scans = reader.scans
-                run.read(scans)
+                run.read(reader.scans)
                 with phases("spark"):
-                    result = compiled.result()
+                    return compiled.result(), use, reader.scans
+
+            result, use, scans = retry_on_lost_session(compute, lambda: self._spark,
+                                                       what=f"{name}'s window ending {_iso(window.end)}")
             if write:
                 with phases("write"):
                     rows = self._write(plan, name, window, result, version, run, clock)
@@ -430,12 +436,13 @@ def _elapsed_ms(clock: float) -> int:
 
 def _describe(error: Exception) -> str:
     """The error of a failed run, in one line: a storage failure's own message (it names the table), a full
-    disk as such, anything else as its type and first line (without the backtraces Rust and Java append)."""
+    disk as such, anything else as ``csparql.storage.failures.describe`` says (a Spark Connect failure by its
+    gRPC status and details)."""
     if isinstance(error, delta.StorageError):
         return first_line(error)[:1000]
     if no_space_left(error):
         return NO_SPACE_LEFT
-    return f"{type(error).__name__}: {first_line(error)}"[:1000]
+    return describe(error)[:1000]
 
 
 def _iso(micros: int) -> str:

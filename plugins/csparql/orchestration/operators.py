@@ -319,7 +319,7 @@ class CsparqlIngestOperator(BaseOperator):
     def execute(self, context):
         from csparql.ingest.landing import land_waiting_files
         from csparql.orchestration.lineage import ingest_lineage
-        from csparql.runtime.session import spark_session
+        from csparql.runtime.session import retry_on_lost_session, spark_session
 
         settings = settings_for_connection(self.settings, self.conn_id)
 
@@ -328,9 +328,12 @@ class CsparqlIngestOperator(BaseOperator):
 
         table = self.settings.warehouse.stream(self.stream)
         before = table_version(table)
-        summary = land_waiting_files(start_spark, self.settings.warehouse, self.stream, self.landing,
-                                     max_future_skew=self.settings.max_future_skew,
-                                     timestamp_predicates=self.settings.timestamp_predicates_of(self.stream))
+        # landing again after a lost Spark Connect session first finishes what the failed attempt began
+        summary = retry_on_lost_session(lambda: land_waiting_files(
+            start_spark, self.settings.warehouse, self.stream, self.landing,
+            max_future_skew=self.settings.max_future_skew,
+            timestamp_predicates=self.settings.timestamp_predicates_of(self.stream)),
+            what=f"the ingest of {self.stream}")
         self.lineage = ingest_lineage(self.settings.warehouse, self.stream,
                                       [self.landing / "done" / name for name in summary.landed_files],
                                       table_version(table))

@@ -31,6 +31,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from importlib import resources
@@ -44,9 +45,10 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 HOST = "127.0.0.1"
 DEFAULT_PORT = 15002
 DEFAULT_MASTER = "local[2]"
-SESSION_TIMEOUT = "10m"
-"""How long the server keeps a session nobody uses. Airflow tasks end without releasing theirs, so each would
-otherwise hold its analyzer and caches for Spark's default of an hour."""
+SESSION_TIMEOUT_SECONDS = 600.0
+"""How long the server keeps a session nobody uses, by default (``[csparql] connect_session_timeout``). Airflow
+tasks end without releasing theirs, so each would otherwise hold its analyzer and caches for Spark's default of
+an hour. A client whose session the server dropped opens a new one (``csparql.runtime.session``)."""
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 
 
@@ -75,11 +77,14 @@ def driver_memory() -> str:
     return os.environ.get("CSPARQL_DRIVER_MEMORY") or "2g"
 
 
-def server_settings(port: int, master: str = DEFAULT_MASTER, jvm_options: str = "") -> dict[str, str]:
+def server_settings(port: int, master: str = DEFAULT_MASTER, jvm_options: str = "",
+                    session_timeout: float = SESSION_TIMEOUT_SECONDS) -> dict[str, str]:
     """The ``--conf`` settings of a server on ``127.0.0.1:port``: what a local session of the project gets
-    (``session_settings``) less the driver memory (given as ``--driver-memory``), the gRPC address, a session
-    timeout, and a JVM that exits on running out of memory (so that its supervisor starts it again) with
+    (``session_settings``) less the driver memory (given as ``--driver-memory``), the gRPC address, the idle
+    timeout of a session (``session_timeout`` seconds, looked for a tenth of it apart: between 1 and 30 s),
+    and a JVM that exits on running out of memory (so that its supervisor starts it again) with
     ``jvm_options`` added."""
+    timeout_ms = max(1000, int(session_timeout * 1000))
     settings = session_settings(master, app_name="csparql-connect", launch=True)
     settings.pop("spark.driver.memory", None)
     settings["spark.driver.extraJavaOptions"] = " ".join(
@@ -87,18 +92,19 @@ def server_settings(port: int, master: str = DEFAULT_MASTER, jvm_options: str = 
     settings.update({
         "spark.connect.grpc.binding.address": HOST,
         "spark.connect.grpc.binding.port": str(port),
-        "spark.connect.session.manager.defaultSessionTimeout": SESSION_TIMEOUT,
+        "spark.connect.session.manager.defaultSessionTimeout": f"{timeout_ms}ms",
+        "spark.connect.session.manager.maintenanceInterval": f"{min(30_000, max(1000, timeout_ms // 10))}ms",
         "spark.ui.enabled": "false",
     })
     return settings
 
 
 def server_command(port: int, master: str = DEFAULT_MASTER, memory: str | None = None,
-                   jvm_options: str = "") -> list[str]:
+                   jvm_options: str = "", session_timeout: float = SESSION_TIMEOUT_SECONDS) -> list[str]:
     """The ``spark-submit`` command line of a server (no secret in it: the token goes in the environment)."""
     command = [str(Path(sys.executable).with_name("spark-submit")), "--class", SERVER_CLASS, "--master", master,
                "--name", "csparql-connect", "--driver-memory", memory or driver_memory()]
-    for key, value in server_settings(port, master, jvm_options).items():
+    for key, value in server_settings(port, master, jvm_options, session_timeout).items():
         command += ["--conf", f"{key}={value}"]
     return command
 
@@ -137,7 +143,8 @@ class ConnectServer:
     configuration folder and is its working directory."""
 
     def __init__(self, work: Path, port: int = DEFAULT_PORT, master: str = DEFAULT_MASTER, memory: str | None = None,
-                 log: Path | None = None, token: str | None = "", jvm_options: str = ""):
+                 log: Path | None = None, token: str | None = "", jvm_options: str = "",
+                 session_timeout: float = SESSION_TIMEOUT_SECONDS):
         self.work = Path(work)
         self.port = port
         self.master = master
@@ -145,7 +152,9 @@ class ConnectServer:
         self.log = Path(log) if log else self.work / "spark-connect.log"
         self.token = secrets.token_urlsafe(24) if token == "" else token  # "": a fresh one; None: no token
         self.jvm_options = jvm_options
+        self.session_timeout = session_timeout  # seconds a session nobody uses is kept
         self.process: subprocess.Popen | None = None
+        self._asking: threading.Thread | None = None  # the request of answers_within
 
     @property
     def url(self) -> str:
@@ -159,7 +168,7 @@ class ConnectServer:
         return f"{HOST}:{self.port}"
 
     def command(self) -> list[str]:
-        return server_command(self.port, self.master, self.memory, self.jvm_options)
+        return server_command(self.port, self.master, self.memory, self.jvm_options, self.session_timeout)
 
     def start(self) -> None:
         """Start the server as its own process group (so stopping it stops the launcher and the JVM);
@@ -205,6 +214,28 @@ class ConnectServer:
         except Exception:  # pyspark raises several kinds while the server finishes starting
             return False
         return True
+
+    def answers_within(self, timeout: float = 10.0) -> bool:
+        """Whether the server accepts connections and runs a request within ``timeout`` seconds: the request is
+        made in a thread of its own, so a server that hangs holds up no caller; while a request of an earlier
+        call has not come back, the server does not answer."""
+        if self._asking is not None and self._asking.is_alive():
+            return False
+        if not _accepts(self.port):
+            return False
+        answered: list[bool] = []
+
+        def ask() -> None:
+            try:
+                self.ask()
+                answered.append(True)
+            except Exception:  # noqa: BLE001 - any failure counts as no answer
+                pass
+
+        self._asking = threading.Thread(target=ask, name="spark-connect-health", daemon=True)
+        self._asking.start()
+        self._asking.join(timeout)
+        return bool(answered)
 
     def ask(self) -> None:
         """One real request through a new Connect session, closed after: ``spark.range(1).count()``. Leaves
@@ -256,7 +287,7 @@ class ConnectServer:
 
 def close_session(session) -> None:
     """Close a Connect session's channel and leave the session to the server, which drops it after
-    ``SESSION_TIMEOUT``: releasing it at once races pyspark's own release of the session's last requests,
+    its idle timeout: releasing it at once races pyspark's own release of the session's last requests,
     which the server then logs as errors."""
     session.release_session_on_close = False
     session.stop()

@@ -12,22 +12,35 @@
 master, memory and ``--conf`` settings spark-submit gives are kept, and the project's settings are added to
 them — those the engine's results depend on (``RESULT_SETTINGS``) always win. Both go through
 ``configure(builder, master)``, so the settings live in one place.
+
+A Spark Connect session can end under its client: the server drops a session idle for its timeout
+(``INVALID_HANDLE.SESSION_CLOSED``), and a restarted server knows none of the sessions it had
+(``SESSION_CHANGED``, ``SESSION_NOT_FOUND``; ``UNAVAILABLE`` while it is down). ``retry_on_lost_session(action)``
+runs an action again on a new session when that happens (``session_lost``, ``drop_session``), a bounded number
+of times; ``session_in_use(session)`` is the session to use now: a new one on the same server once the last was
+dropped. A client waits ``CONNECT_WAIT_SECONDS`` at most for a server to accept connections, then raises
+``SparkUnavailable`` naming the address; an open session gives up a request after ``REQUEST_RETRY`` (pyspark
+alone would try for about ten minutes).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
+T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"
 _LOCK = threading.Lock()
 log = logging.getLogger(__name__)
@@ -148,8 +161,7 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
         _quiet_python_loggers()
         master = configured_master(master)
         if master.startswith("sc://"):
-            log.info("Spark: a session of the Spark Connect server %s", without_secrets(master))
-            return configure(SparkSession.builder.remote(master), master, app_name).getOrCreate()
+            return _connect_session(master, app_name)
         log.info("Spark: a session of its own in this process, master %s", master)
         # A master chosen over an exported SPARK_REMOTE: PySpark refuses a session given both.
         os.environ.pop(SPARK_REMOTE, None)
@@ -161,6 +173,159 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
 def without_secrets(url: str) -> str:
     """A Spark Connect URL fit for a log: ``sc://host:port`` with its parameters (a token) left out."""
     return url.split(";", 1)[0].rstrip("/")
+
+
+CONNECT_PORT = 15002
+"""The port of an ``sc://`` URL that names none (Spark Connect's)."""
+CONNECT_WAIT_SECONDS = 30.0
+"""How long a client waits for a Spark Connect server to accept connections before ``SparkUnavailable``: a
+server restarting takes 10–30 s to listen again."""
+REQUEST_RETRY = {"max_retries": 8, "initial_backoff": 50, "backoff_multiplier": 2.0, "max_backoff": 5000}
+"""How an open Connect session retries a request the server cannot take (``UNAVAILABLE``): 8 times over about
+12 s (pyspark's default policy with these arguments, in milliseconds)."""
+SESSION_ATTEMPTS = 3
+"""How many times ``retry_on_lost_session`` runs an action whose session the server lost."""
+RETRY_PAUSE_SECONDS = 1.0
+"""The pause before the second attempt; each later one waits this much longer."""
+
+_LOST_CONDITIONS = ("INVALID_HANDLE.SESSION_CLOSED", "INVALID_HANDLE.SESSION_NOT_FOUND",
+                    "INVALID_HANDLE.SESSION_CHANGED")
+_LOST_TEXT = re.compile("|".join(map(re.escape, (*_LOST_CONDITIONS, "incorrect server side session identifier",
+                                                 "Cannot invoke RPC on closed channel"))))
+_session_urls: dict[str, str] = {}  # session id -> the URL it was opened with
+
+
+class SparkUnavailable(ConnectionError):
+    """No Spark Connect server accepts connections at an address: the message names it. ``answered_before``:
+    a server there had given this process a session (it is restarting, and ``retry_on_lost_session`` waits
+    for it again), not a server never reached."""
+
+    def __init__(self, message: str, answered_before: bool = False):
+        super().__init__(message)
+        self.answered_before = answered_before
+
+
+def connect_address(url: str) -> tuple[str, int]:
+    """The host and port an ``sc://host:port/;params`` URL names (port 15002 when it names none)."""
+    authority = url.split("://", 1)[-1].split(";", 1)[0].split("/", 1)[0]
+    host, colon, port = authority.rpartition(":")
+    if not colon or not port.isdigit():
+        return authority or "localhost", CONNECT_PORT
+    return host.strip("[]") or "localhost", int(port)
+
+
+def wait_for_server(url: str, timeout: float = CONNECT_WAIT_SECONDS) -> None:
+    """Return once the Spark Connect server of ``url`` accepts a TCP connection; ``SparkUnavailable`` when none
+    does within ``timeout`` seconds."""
+    host, port = connect_address(url)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=2):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise SparkUnavailable(
+                    f"no Spark Connect server answers at {without_secrets(url)} (waited {timeout:.0f} s: "
+                    f"{error.strerror or error}); start one, or pass another --master or SPARK_REMOTE",
+                    answered_before=url in _session_urls.values()) from None
+        time.sleep(0.5)
+
+
+def _connect_session(url: str, app_name: str) -> SparkSession:
+    """A session of the Spark Connect server at ``url`` (the process's default one if it has a live one),
+    its requests retried as ``REQUEST_RETRY`` says; ``SparkUnavailable`` when no server listens there."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    wait_for_server(url)
+    log.info("Spark: a session of the Spark Connect server %s", without_secrets(url))
+    session = configure(SparkSession.builder.remote(url), url, app_name).getOrCreate()
+    if session.session_id not in _session_urls:
+        session.client.set_retry_policies([DefaultPolicy(**REQUEST_RETRY)])
+        _session_urls[session.session_id] = url
+    return session
+
+
+def is_connect_session(session) -> bool:
+    """Whether ``session`` is a Spark Connect client's session."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def session_lost(error: BaseException) -> bool:
+    """Whether ``error`` (or one it was raised from or while handling) says the Spark Connect server no longer
+    has the session: it closed it (an idle timeout), it restarted, or it cannot be reached (``UNAVAILABLE``,
+    ``SparkUnavailable`` of a server that had answered)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, SparkUnavailable):
+            return current.answered_before
+        condition = getattr(current, "getCondition", None)
+        if callable(condition) and (condition() or "") in _LOST_CONDITIONS:
+            return True
+        status = getattr(current, "getGrpcStatusCode", None) or getattr(current, "code", None)
+        if callable(status):
+            try:
+                if getattr(status(), "name", None) == "UNAVAILABLE":
+                    return True
+            except Exception:  # noqa: BLE001 - an error object that cannot tell its status
+                pass
+        try:
+            if _LOST_TEXT.search(str(current)):
+                return True
+        except Exception:  # noqa: BLE001 - a Java error whose JVM is gone cannot print itself
+            pass
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def drop_session(session=None) -> None:
+    """Forget the Spark Connect session ``session`` (None: the process's default one and this thread's active
+    one): its channel closed, without asking the server to release it (the server has lost it, or drops it
+    after its idle timeout), so that the next ``spark_session`` opens a new one. A classic session is left
+    alone, and so is a new session another thread opened meanwhile."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    with _LOCK:
+        found = [session] if session is not None else [
+            ConnectSession._default_session, getattr(ConnectSession._active_session, "session", None)]
+        for each in {id(s): s for s in found if s is not None}.values():
+            if not is_connect_session(each):
+                continue
+            each.release_session_on_close = False
+            each.stop()  # also when the client closed itself: stop() forgets it as default and active session
+            if ConnectSession._default_session is each:
+                ConnectSession._default_session = None
+
+
+def session_in_use(session, master: str | None = None, app_name: str = "csparql"):
+    """The session to run Spark with now: ``session`` while it is open, else (None, or a Connect session
+    ``drop_session`` closed) ``spark_session`` of the server it was opened with (``master`` for None)."""
+    if session is not None and not (is_connect_session(session) and session.is_stopped):
+        return session
+    url = _session_urls.get(session.session_id) if session is not None else None
+    return spark_session(url or master, app_name)
+
+
+def retry_on_lost_session(action: Callable[[], T], session: Callable[[], object] | None = None,
+                          attempts: int = SESSION_ATTEMPTS, what: str = "the action") -> T:
+    """``action()``, run again when it fails because the Spark Connect server lost its session
+    (``session_lost``): the session (``session()``, and the process's default Connect session) is dropped, and
+    ``action`` — which takes its session through ``spark_session`` or ``session_in_use`` — runs on a new one,
+    after a pause growing by ``RETRY_PAUSE_SECONDS``, at most ``attempts`` times in all. Any other error, and
+    the last attempt's, is raised. ``action`` must be safe to run again after a failure."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except Exception as error:
+            if attempt == attempts or not session_lost(error):
+                raise
+            log.warning("Spark Connect: the server lost the session of %s (%s); again on a new session "
+                        "(attempt %d of %d)", what, " ".join(str(error).split())[:300], attempt + 1, attempts)
+            drop_session(session() if session is not None else None)
+            time.sleep(RETRY_PAUSE_SECONDS * attempt)
+    raise AssertionError("unreachable")
 
 
 def submitted_session(app_name: str = "csparql") -> SparkSession:

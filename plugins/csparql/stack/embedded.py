@@ -57,6 +57,10 @@ STARTUP_TIMEOUT = 300
 """Seconds Airflow's api-server and the Spark Connect server each have to answer after they are started."""
 BACKFILL_CHECK_SECONDS = 60
 """How often the stack looks for backfills Airflow lost (``EmbeddedStack.recreate_lost_backfills``)."""
+HEALTH_CHECK_SECONDS = 30
+"""How often the stack asks its running Spark Connect server for an answer (``EmbeddedStack.check_health``)."""
+HEALTH_TIMEOUT = 20.0
+"""How long the server has to answer before the stack says it does not."""
 MAX_BACKFILL_ATTEMPTS = 3
 SAMPLES_TIMEOUT = 1800
 """Seconds the sample streams have to land once their ingestion DAGs are started."""
@@ -180,6 +184,8 @@ class EmbeddedStack:
         self.server: ConnectServer | None = None  # with spark="connect"
         self.server_answered = False  # the server has answered once: from then on it is started again when it exits
         self.server_restarted: float | None = None  # when the server was last started again, until it answers
+        self.server_silent: float | None = None  # since when the running server has not answered
+        self.next_health_check = 0.0
         self.started = time.monotonic()
         self.backfill_ranges: dict[str, tuple[str, str]] = {}  # query → the instants its backfill covers
         self.backfill_attempts: dict[str, int] = {}
@@ -300,7 +306,8 @@ class EmbeddedStack:
 
     def start_connect_server(self) -> None:
         self.server = ConnectServer(self.home / "spark-connect", port=self.connect_port,
-                                    log=self.home / "logs" / "spark-connect.log")
+                                    log=self.home / "logs" / "spark-connect.log",
+                                    session_timeout=self.settings.connect_session_timeout / 1e6)
         self.server.start()
         self.say(f"starting the Spark Connect server on {self.server.address} ({DEFAULT_MASTER}, driver memory "
                  f"{self.server.memory}; log in {self.server.log}) …")
@@ -452,6 +459,26 @@ class EmbeddedStack:
             self.report(f"the Spark Connect server answers again "
                         f"({time.monotonic() - self.server_restarted:.0f} s after its restart)")
             self.server_restarted = None
+            self.server_silent = None
+        elif self.server_answered and self.server_restarted is None:
+            self.check_health()
+
+    def check_health(self) -> None:
+        """Every ``HEALTH_CHECK_SECONDS``, ask the running Connect server for an answer; say when it stops
+        answering (it runs, but a request gets no answer within ``HEALTH_TIMEOUT``) and when it answers again."""
+        now = time.monotonic()
+        if now < self.next_health_check:
+            return
+        self.next_health_check = now + HEALTH_CHECK_SECONDS
+        answers = self.server.answers_within(HEALTH_TIMEOUT)
+        if not answers and self.server_silent is None:
+            self.server_silent = now
+            self.report(f"the Spark Connect server on {self.server.address} does not answer within "
+                        f"{HEALTH_TIMEOUT:.0f} s; evaluations and ingests wait for it (its log: {self.server.log})")
+        elif answers and self.server_silent is not None:
+            self.report(f"the Spark Connect server answers again ({now - self.server_silent:.0f} s without an "
+                        "answer)")
+            self.server_silent = None
 
     def spark_ready(self) -> bool:
         """Whether Spark is ready for ingests and evaluations: the Connect server answers (local Spark always

@@ -5,7 +5,9 @@ Errors reach csparql from three runtimes that each say "no space left on device"
 (os error 28)"), and Spark's Java errors, whose text holds the Java cause chain ("Caused by:
 java.io.IOException: No space left on device"). ``no_space_left`` recognises all three, through an error's
 causes too, without importing any of those runtimes. ``corrupt_log_entry`` finds the first log entry of a Delta
-table that cannot be read (delta-rs's own error names neither the table nor the version).
+table that cannot be read (delta-rs's own error names neither the table nor the version). ``describe`` gives
+an error in one line, a Spark Connect failure with its gRPC status and details (pyspark prints those only as
+the first line of a multi-line text, ``<_InactiveRpcError of RPC that terminated with:``).
 """
 
 from __future__ import annotations
@@ -82,6 +84,44 @@ def corrupt_log_entry(table: str | os.PathLike) -> tuple[int, str] | None:
             if not isinstance(action, dict):
                 return version, f"line {number} is not a JSON object"
     return None
+
+
+_GRPC_STATUS_TEXT = re.compile(r'status = StatusCode\.(\w+)\s+details = "([^"\n]*)"')
+
+
+def grpc_status(error: BaseException) -> tuple[str, str] | None:
+    """The gRPC status code and details of a Spark Connect failure that has no error condition of Spark's
+    (e.g. ``("UNAUTHENTICATED", "No authentication token provided")``): from the gRPC error among the error's
+    causes, or from the text pyspark wraps it in; None for any other error, and for an error Spark named
+    (``[TABLE_OR_VIEW_NOT_FOUND] …``, ``[INVALID_HANDLE.SESSION_CLOSED] …``), whose own text says more."""
+    for cause in causes(error):
+        condition = getattr(cause, "getCondition", None)
+        if callable(condition) and condition():
+            return None
+        code, details = getattr(cause, "code", None), getattr(cause, "details", None)
+        if callable(code) and callable(details):  # a grpc.RpcError that is also its call
+            try:
+                name, text = getattr(code(), "name", None), details()
+            except Exception:  # noqa: BLE001 - an error object that cannot tell its status
+                name = None
+            if isinstance(name, str):
+                return name, " ".join(str(text or "").split())
+        found = _GRPC_STATUS_TEXT.search(_text(cause))
+        if found:
+            return found.group(1), " ".join(found.group(2).split())
+    return None
+
+
+def describe(error: BaseException) -> str:
+    """The error in one line for a user: a Spark Connect failure as ``Spark Connect: STATUS: details``
+    (``grpc_status``), a connection failure by its own message (it names the address), anything else as its
+    type and first line (without the backtraces Rust and Java append)."""
+    status = grpc_status(error)
+    if status is not None:
+        return f"Spark Connect: {status[0]}: {status[1]}" if status[1] else f"Spark Connect: {status[0]}"
+    if isinstance(error, ConnectionError):
+        return first_line(error)
+    return f"{type(error).__name__}: {first_line(error)}"
 
 
 def first_line(error: BaseException) -> str:

@@ -1,0 +1,226 @@
+"""Spark Connect clients that outlive their session: a real Connect server (started on 127.0.0.1 with a
+5-second idle timeout) closes an idle client's session, and is killed and started again as the stack's
+supervisor does; a client process that keeps evaluating windows, as the triggerer does (a new ``Engine`` on
+the process's session for each window), evaluates the next window on a new session, with one result commit
+and one succeeded run per window. And the failures a client cannot heal reach the command line and the runs
+table in one line with their cause: a server that wants a token the client lacks, an address where nothing
+listens.
+
+The long-lived client is a Python process of its own: this process holds the suite's classic SparkSession,
+and PySpark opens no Connect session beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from csparql.engine.runner import result_table
+from csparql.examples import examples_folder
+from csparql.ingest.ingest import ingest_stream, load_static
+from csparql.samples import write_samples
+from csparql.storage import delta
+from csparql.storage.statistics import read_table
+from csparql.storage.tables import RUN_METADATA
+from csparql.storage.warehouse import Warehouse
+from orchestration.spark_cluster import RESULT_PREFIX, free_port, spark_environment
+from orchestration.spark_connect import test_server
+
+pytestmark = pytest.mark.spark
+
+QUERY = examples_folder("queries") / "04-cars-per-district.rq"
+NAME = "cars_per_district"
+TOLLGATES = "http://streams.org/citytollgates.trdf"
+IDLE_TIMEOUT = 5.0
+"""The server's idle timeout in seconds (it looks for idle sessions every second)."""
+MINUTE = 60_000_000
+
+# A client that lives as long as the test: one window evaluated per line read (its instant), as the triggerer
+# evaluates (evaluation_engine: a new Engine on the process's session); one CSPARQL_RESULT line each.
+_CLIENT = """
+import json, sys
+from pathlib import Path
+from csparql.engine.runner import Engine
+from csparql.frontend import compile_query
+from csparql.runtime.session import spark_session
+from csparql.storage.warehouse import Warehouse
+
+url, warehouse, query, name = sys.argv[1:]
+plan = compile_query(Path(query).read_text(encoding="utf-8"), query)
+for line in sys.stdin:
+    try:
+        engine = Engine(Warehouse(Path(warehouse)), spark_session(url))
+        evaluation = engine.evaluate(plan, int(line), name)
+        record = {"ok": True, "run_id": evaluation.run_id, "window_end": evaluation.window.end,
+                  "session": engine.spark.session_id}
+    except Exception as error:
+        record = {"ok": False, "error": str(error)}
+    print(RESULT_PREFIX + json.dumps(record), flush=True)
+"""
+
+
+class Client:
+    """The long-lived client process (``_CLIENT``)."""
+
+    def __init__(self, url: str, warehouse: Path, work: Path):
+        env = client_environment(work)
+        code = f"RESULT_PREFIX = {RESULT_PREFIX!r}\n{_CLIENT}"
+        self.process = subprocess.Popen([sys.executable, "-c", code, url, str(warehouse), str(QUERY), NAME],
+                                        env=env, cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=open(work / "client.log", "w"), text=True)
+        self.log = work / "client.log"
+
+    def evaluate(self, at: int) -> dict:
+        self.process.stdin.write(f"{at}\n")
+        self.process.stdin.flush()
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise AssertionError(f"the client exited:\n{self.log.read_text()[-3000:]}")
+            if line.startswith(RESULT_PREFIX):
+                return json.loads(line[len(RESULT_PREFIX):])
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def client_environment(work: Path) -> dict[str, str]:
+    env = spark_environment(Path(work))
+    for key in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE", "PYSPARK_GATEWAY_PORT",
+                "CSPARQL_SPARK_MASTER"):
+        env.pop(key, None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The product's Connect server with a short idle timeout, started first so that it comes up while the
+    city is ingested."""
+    server = test_server(tmp_path_factory.mktemp("spark-connect"))
+    server.session_timeout = IDLE_TIMEOUT
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def city_hour(spark, server, tmp_path_factory):
+    """One hour of the sample city's tollgates and its static graph, ingested by this process's Spark."""
+    tmp_path = tmp_path_factory.mktemp("healing")
+    warehouse = Warehouse(tmp_path / "warehouse")
+    samples = write_samples(tmp_path / "samples", hours=1)
+    ingest_stream(spark, warehouse, TOLLGATES, [samples.streams[TOLLGATES]])
+    load_static(spark, warehouse, None, [samples.graphs[None]], replace=True)
+    return tmp_path, warehouse, samples
+
+
+@pytest.fixture(scope="module")
+def client(city_hour, server):
+    tmp_path, warehouse, _ = city_hour
+    client = Client(server.wait_until_answering(), warehouse.root, tmp_path)
+    yield client
+    client.close()
+
+
+def result_commits(warehouse: Warehouse) -> list[int]:
+    """The window end of each result commit of the query (the run each commit carries)."""
+    path = result_table(warehouse, _plan(), NAME)
+    commits = delta.open_table(path).history()
+    return sorted(json.loads(c[RUN_METADATA])["window_end"] for c in commits if RUN_METADATA in c)
+
+
+def runs(warehouse: Warehouse) -> list[dict]:
+    """The query's rows of the runs table, their window ends in µs."""
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    rows = [r for r in read_table(warehouse.runs).to_pylist() if r["query"] == NAME]
+    for row in rows:
+        end = row["window_end"]
+        row["window_end"] = (end.replace(tzinfo=timezone.utc) - epoch) // timedelta(microseconds=1)
+    return rows
+
+
+def _plan():
+    from csparql.frontend import compile_query
+
+    return compile_query(QUERY.read_text(encoding="utf-8"), str(QUERY))
+
+
+def test_an_evaluation_after_the_server_closed_the_idle_session_runs_on_a_new_one(city_hour, server, client):
+    _, warehouse, samples = city_hour
+    first = client.evaluate(samples.end - 15 * MINUTE)
+    assert first["ok"], first
+    time.sleep(IDLE_TIMEOUT + 4)  # the server closes the session (INVALID_HANDLE.SESSION_CLOSED from then on)
+    second = client.evaluate(samples.end - 10 * MINUTE)
+    assert second["ok"], f"{second}\n{client.log.read_text()[-3000:]}"
+    assert second["session"] != first["session"]  # the closed session was replaced, in the same process
+    assert result_commits(warehouse) == sorted([first["window_end"], second["window_end"]])
+    recorded = runs(warehouse)
+    assert sorted(r["run_id"] for r in recorded) == sorted([first["run_id"], second["run_id"]])
+    assert all(r["status"] == "succeeded" and r["error"] is None for r in recorded)
+
+
+def test_a_client_without_the_token_fails_with_the_grpc_status_and_details(city_hour, server, tmp_path):
+    _, warehouse, samples = city_hour
+    server.wait_until_answering()
+    run = csparql_run(f"sc://127.0.0.1:{server.port}", warehouse, samples.end, "intruder", tmp_path)
+    assert run.returncode == 1, run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, run.stderr
+    assert "Spark Connect: UNAUTHENTICATED: No authentication token provided" in lines[0]
+    assert "_InactiveRpcError" not in run.stderr and "Traceback" not in run.stderr
+    (failed,) = [r for r in read_table(warehouse.runs).to_pylist() if r["query"] == "intruder"]
+    assert failed["status"] == "failed"
+    assert failed["error"] == "Spark Connect: UNAUTHENTICATED: No authentication token provided"
+
+
+def test_the_command_line_says_when_no_server_answers_at_the_address(city_hour, tmp_path):
+    _, warehouse, samples = city_hour
+    url = f"sc://127.0.0.1:{free_port()}"  # nothing listens there
+    began = time.monotonic()
+    run = csparql_run(url, warehouse, samples.end, "nowhere", tmp_path, timeout=90)
+    assert time.monotonic() - began < 60
+    assert run.returncode == 1, run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, run.stderr
+    assert f"no Spark Connect server answers at {url}" in lines[0]
+
+
+def test_an_evaluation_after_the_server_restarted_runs_on_a_new_session(city_hour, server, client):
+    _, warehouse, samples = city_hour
+    before = client.evaluate(samples.end - 5 * MINUTE)
+    assert before["ok"], before
+    os.killpg(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=30)
+    assert server.restart_if_exited() == -signal.SIGKILL  # as the stack's supervisor does: a new JVM
+    after = client.evaluate(samples.end)  # sent at once: the client waits for the new server
+    assert after["ok"], f"{after}\n{client.log.read_text()[-3000:]}"
+    assert after["session"] != before["session"]
+    windows = result_commits(warehouse)
+    assert len(windows) == len(set(windows))  # one result commit per window
+    assert {before["window_end"], after["window_end"]} <= set(windows)
+    recorded = runs(warehouse)
+    assert sorted(r["window_end"] for r in recorded) == windows  # one run per window, the one that committed
+    assert all(r["status"] == "succeeded" and r["error"] is None for r in recorded)
+    assert {before["run_id"], after["run_id"]} <= {r["run_id"] for r in recorded}
+
+
+def csparql_run(url: str, warehouse: Warehouse, at: int, name: str, work: Path,
+                timeout: float = 240) -> subprocess.CompletedProcess:
+    from csparql.windows import format_instant
+
+    env = client_environment(work)
+    env["CSPARQL_WAREHOUSE"] = str(warehouse.root)
+    return subprocess.run([sys.executable, "-m", "csparql.cli", "run", str(QUERY), "--at", format_instant(at),
+                           "--name", name, "--master", url], env=env, cwd=work, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
