@@ -26,7 +26,9 @@ def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None
              stream_format: str = "tnq") -> int:
     from csparql.engine.formats import render
     from csparql.ingest.ingest import ingest_stream, load_static
+    from csparql.deploy.history import text_owner
     from csparql.engine.runner import Engine, EvaluationFailed
+    from csparql.storage.results import QueryTextCollision, ResultTable
     from csparql.samples import write_samples
     from csparql.schedule import evaluation_period, scheduled_evaluations
     from csparql.runtime.session import spark_session
@@ -49,12 +51,20 @@ def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None
     engine = Engine(warehouse, spark)
     failures = 0
     for path in sorted(examples.glob("*.rq")):
+        text = path.read_text(encoding="utf-8")
         try:
-            plan = compile_query(path.read_text(encoding="utf-8"), path.name)
+            plan = compile_query(text, path.name)
         except QueryError as error:
             print(f"\n=== {path.name}: refused, as the specification expects\n{error.render()}", file=out)
             continue
         name = plan.registration.name if plan.registration else default_query_name(path.name)
+        owner = text_owner(text, name)
+        try:
+            ResultTable.check_owner(warehouse, plan, name, owner)
+        except QueryTextCollision as error:
+            failures += 1
+            print(f"\n=== {path.name} ({name}): not evaluated: {error}", file=out)
+            continue
         period = evaluation_period(plan)
         if period is None:
             windows = [None]
@@ -66,7 +76,7 @@ def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None
         for window in windows:
             at = samples.end if window is None else window.at
             try:
-                evaluation = engine.evaluate(plan, at, name)
+                evaluation = engine.evaluate(plan, at, name, version=owner.version, owner=owner)
             except EvaluationFailed as error:
                 failures += 1
                 print(f"--- {error}", file=out)

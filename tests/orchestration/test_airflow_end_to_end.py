@@ -50,7 +50,7 @@ MINUTE = 60_000_000
 CONSUMER = """REGISTER QUERY EnteringCarsPerDistrict AS
 PREFIX t: <http://linkedurbandata.org/traffic#>
 SELECT ?district ?passages
-FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrict> [RANGE 5m TUMBLING]
+FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrictStream> [RANGE 5m TUMBLING]
 WHERE { ?district t:has-entering-cars ?passages . }
 """
 LATE = "http://example.org/late/gates"
@@ -272,8 +272,8 @@ def test_a_user_dag_with_the_evaluate_operator_gives_pyoxigraph_s_window_and_lin
         ("file", str(milan_table), str(table_version(milan_table)))]
 
     # Airflow's asset graph: the REGISTER STREAM query produces its stream, which its consumer reads
-    [asset] = stack.api("GET", "assets?uri_pattern=CarsEnteringCityCenterPerDistrict")["assets"]
-    assert asset["uri"] == "csparql://streams/CarsEnteringCityCenterPerDistrict"
+    [asset] = stack.api("GET", "assets?uri_pattern=CarsEnteringCityCenterPerDistrictStream")["assets"]
+    assert asset["uri"] == "csparql://streams/CarsEnteringCityCenterPerDistrictStream"
     assert [(t["dag_id"], t["task_id"]) for t in asset["producing_tasks"]] == [("districts", "evaluate_window")]
     assert [(t["dag_id"], t["task_id"]) for t in asset["consuming_tasks"]] == [("district_consumer", "evaluate_window")]
 

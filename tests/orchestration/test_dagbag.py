@@ -33,7 +33,7 @@ CITY_TOLLGATES = "http://streams.org/citytollgates.trdf"  # the stream of 04-car
 CONSUMER = """REGISTER QUERY EnteringCarsPerDistrict AS
 PREFIX t: <http://linkedurbandata.org/traffic#>
 SELECT ?district ?passages
-FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrict> [RANGE 5m TUMBLING]
+FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrictStream> [RANGE 5m TUMBLING]
 WHERE { ?district t:has-entering-cars ?passages . }
 """
 
@@ -238,7 +238,7 @@ def test_a_query_reading_another_query_s_stream_has_its_asset_as_inlet(tmp_path)
     (tmp_path / "consumer.rq").write_text(CONSUMER, encoding="utf-8")
     loader = register(tmp_path / "consumer.rq", settings, name="consumer").with_suffix(".py")
     task = serialized(registered_query_dag(loader, settings)).get_task("evaluate_window")
-    assert [i.uri for i in task.inlets] == ["csparql://streams/CarsEnteringCityCenterPerDistrict"]
+    assert [i.uri for i in task.inlets] == ["csparql://streams/CarsEnteringCityCenterPerDistrictStream"]
     assert stream_assets(task.outlets) == ["csparql://results/consumer"]  # its result table
     assert alias_names(task.outlets) == ["csparql_revisions"]  # how its commits announce stale windows
     assert task.start_trigger_args.trigger_kwargs  # the wait for the producer's windows travels with the task
@@ -249,7 +249,7 @@ def test_a_query_reading_another_query_s_stream_has_its_asset_as_inlet(tmp_path)
 
 def test_a_register_stream_query_produces_an_asset(bag):
     evaluate = bag.dags["q07_register_stream_construct"].get_task("evaluate_window")
-    assert stream_assets(evaluate.outlets) == ["csparql://streams/CarsEnteringCityCenterPerDistrict"]
+    assert stream_assets(evaluate.outlets) == ["csparql://streams/CarsEnteringCityCenterPerDistrictStream"]
     assert alias_names(evaluate.outlets) == ["csparql_revisions"]
 
 

@@ -31,7 +31,7 @@ MILAN_ASSET = "csparql://streams/streams.org_milantollgates.trdf-23f7017a"
 CONSUMER = """REGISTER QUERY EnteringCarsPerDistrict AS
 PREFIX t: <http://linkedurbandata.org/traffic#>
 SELECT ?district ?passages
-FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrict> [RANGE 5m TUMBLING]
+FROM STREAM <urn:csparql:stream:CarsEnteringCityCenterPerDistrictStream> [RANGE 5m TUMBLING]
 WHERE { ?district t:has-entering-cars ?passages . }
 """
 USER_DAGS = """# An Airflow DAG file of a user: one line makes every DAG of the csparql registry.
@@ -214,7 +214,7 @@ def test_the_asset_graph_links_a_register_stream_query_to_its_consumers_through_
     consumer = serialized(bag.dags["consumer"]).get_task("evaluate_window")
     ingest = serialized(bag.dags[ingest_dag_id(MILAN)]).get_task("ingest_landed_files")
     milan = MILAN_ASSET
-    output = "csparql://streams/CarsEnteringCityCenterPerDistrict"
+    output = "csparql://streams/CarsEnteringCityCenterPerDistrictStream"
     assert uris(ingest.outlets) == [milan]  # ingest → stream table
     assert uris(producer.inlets) == [milan] and uris(producer.outlets) == [output]  # stream → query → its stream
     assert uris(consumer.inlets) == [output]  # … → the consumer
@@ -224,7 +224,7 @@ def test_the_asset_graph_links_a_register_stream_query_to_its_consumers_through_
 
     dependencies = DagSerialization.to_dict(bag.dags["districts"])["dag"]["dag_dependencies"]
     assert {d["dependency_id"] for d in dependencies if d["dependency_type"] == "asset"} >= {
-        json.dumps({"name": "csparql_stream_CarsEnteringCityCenterPerDistrict", "uri": output})}
+        json.dumps({"name": "csparql_stream_CarsEnteringCityCenterPerDistrictStream", "uri": output})}
 
 
 # --- lineage from real evaluations and ingests ---------------------------------------------------------------

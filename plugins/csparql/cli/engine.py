@@ -142,8 +142,9 @@ def _panes_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(query: str, dialect: str | None = None):
-    """(plan, source name, version of the text, the pane mode its ``# csparql panes`` line gives or None) or
-    None after reporting the problem; ``dialect`` as ``--dialect`` gives it (None: told from the text)."""
+    """(plan, source name, version of the text, the pane mode its ``# csparql panes`` line gives or None, the
+    text) or None after reporting the problem; ``dialect`` as ``--dialect`` gives it (None: told from the
+    text)."""
     source = _read_or_report(query)
     if source is None:
         return None
@@ -161,23 +162,47 @@ def _load(query: str, dialect: str | None = None):
     except RegistrationError as error:
         print(f"csparql: {error}", file=sys.stderr)
         return None
-    return plan, source_name, text_version(text.replace("\r\n", "\n")), panes
+    text = text.replace("\r\n", "\n")
+    return plan, source_name, text_version(text), panes, text
 
 
-def _name(plan, source_name: str, args: argparse.Namespace, write: bool = True) -> str | None:
-    """The name the results are written under (``--name``, else the REGISTER name, else the file's), or None
-    after saying why it cannot be: not a valid name, or (when writing) one whose SQL tables would collide
-    with the warehouse's own or with another query's stored results."""
+def _name(plan, source_name: str, args: argparse.Namespace, write: bool = True, text: str | None = None):
+    """The name the results are written under (``--name``, else the REGISTER name, else the file's) and, when
+    writing, the text's ``TextOwner``; or None after saying why it cannot be: not a valid name, or (when
+    writing) one whose SQL tables would collide with the warehouse's own or with another query's stored
+    results, or whose result tables hold the results of another query text (one that is not an earlier
+    version of the query registered under that name)."""
+    from csparql.storage.results import QueryTextCollision, ResultTable
     from csparql.storage.warehouse import InvalidName, Warehouse, check_query_name, default_query_name
 
     name = args.name or (plan.registration.name if plan.registration else default_query_name(source_name))
     try:
-        if write:
-            return Warehouse.locate(args.warehouse).check_new_results(name)
-        return check_query_name(name)
-    except InvalidName as error:
+        if not write:
+            return check_query_name(name), None
+        warehouse = Warehouse.locate(args.warehouse)
+        warehouse.check_new_results(name)
+        owner = _owner(text, name)
+        if owner is not None:
+            ResultTable.check_owner(warehouse, plan, name, owner)
+        return name, owner
+    except (InvalidName, QueryTextCollision) as error:
         print(f"csparql: {error}", file=sys.stderr)
         return None
+
+
+def _owner(text: str | None, name: str):
+    """The ``TextOwner`` of ``text`` written as ``name``: the versions of the query registered under that
+    name in this command line's registry (``csparql settings``) are its own."""
+    if text is None:
+        return None
+    from csparql.deploy.history import text_owner
+    from csparql.deploy.settings import Settings
+
+    try:
+        settings = Settings.from_environment()
+    except ValueError:  # a CSPARQL_* variable that cannot be used: no registry to ask
+        settings = None
+    return text_owner(text, name, settings)
 
 
 def _engine(args):
@@ -221,15 +246,16 @@ def run_run(args: argparse.Namespace) -> int:
     at = _instant(args.at, "--at")
     if loaded is None or at is None:
         return 1
-    plan, source_name, version, panes = loaded
-    name = _name(plan, source_name, args, write=not args.no_write)
-    if name is None:
+    plan, source_name, version, panes, text = loaded
+    named = _name(plan, source_name, args, write=not args.no_write, text=text)
+    if named is None:
         return 1
+    name, owner = named
     from csparql.engine.formats import render
 
     try:
         evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write, version=version,
-                                            panes=args.panes or panes or AUTO)
+                                            panes=args.panes or panes or AUTO, owner=owner)
     except _engine_errors() as error:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
@@ -251,10 +277,11 @@ def run_replay(args: argparse.Namespace) -> int:
     if start > end:
         print("csparql: --from must not be after --to", file=sys.stderr)
         return 1
-    plan, source_name, version, panes = loaded
-    name = _name(plan, source_name, args)
-    if name is None:
+    plan, source_name, version, panes, text = loaded
+    named = _name(plan, source_name, args, text=text)
+    if named is None:
         return 1
+    name, owner = named
     from tqdm import tqdm
 
     from csparql.engine.formats import ColumnsDiffer, WindowedTable
@@ -267,7 +294,8 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
     engine = _engine(args)
-    evaluations = engine.replay(plan, start, end, name, version=version, panes=args.panes or panes or AUTO)
+    evaluations = engine.replay(plan, start, end, name, version=version, panes=args.panes or panes or AUTO,
+                                owner=owner)
     progress = tqdm(evaluations, total=len(windows), desc=name, unit="window", file=sys.stderr,
                     disable=not sys.stderr.isatty())
     table = WindowedTable(args.format) if args.format in ("csv", "tsv") else None

@@ -4,19 +4,69 @@ them and the pages can show any earlier text."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from csparql.deploy.registry import check_registry_name
+from csparql.deploy.registry import RegistrationError, check_registry_name
 from csparql.deploy.settings import Settings
+
+if TYPE_CHECKING:  # the result tables load the query algebra: building a DAG must not
+    from csparql.storage.results import TextOwner
 
 
 def text_version(text: str) -> str:
     """The version of a query text: the first 12 hex digits of its SHA-256 (line endings as stored, LF)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=512)
+def text_identity(text: str) -> str:
+    """The identity of a query text: the first 12 hex digits of the SHA-256 of the query as the parser reads
+    it (printed again by ``csparql.language.printer.format_query``), so that two texts differing only in
+    layout or comments are one query; of the text itself when it cannot be printed so."""
+    from csparql.frontend import parse_query
+    from csparql.language.printer import format_query
+
+    try:
+        normal = format_query(parse_query(text))
+    except Exception:  # not a valid query, or a dialect's form the printer does not print: the text itself
+        normal = text.replace("\r\n", "\n")
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:12]
+
+
+def registration_identities(name: str, settings: Settings) -> set[str]:
+    """The identities (``text_identity``) of every saved version of the query registered as ``name``."""
+    return {text_identity(version.text) for version in versions(name, settings)}
+
+
+def text_owner(text: str, name: str, settings: Settings | None = None, registered: bool = False) -> TextOwner:
+    """The query text ``text`` as the writer of the results of ``name`` (``TextOwner``): when ``text`` is a
+    saved version of the query registered as ``name`` in the registry of ``settings``, the result tables
+    created for its other versions are its own too (an edit saved through the registry); those of any other
+    text are not. ``registered``: ``text`` is the registry's file of ``name`` itself, a version by being
+    there; when the registry keeps no version of it (a file placed there by hand, edited by hand), every
+    table of ``name`` is its own."""
+    from csparql.storage.results import TextOwner
+
+    identity = text_identity(text)
+
+    def same_query(other: str) -> bool:
+        if settings is None:
+            return False
+        try:
+            known = registration_identities(name, settings)
+        except (OSError, ValueError, RegistrationError):  # not a registry name, no readable history
+            known = set()
+        if registered:
+            return other in known or not known
+        return other in known and identity in known
+
+    return TextOwner(identity, text_version(text), same_query)
 
 
 HISTORY = ".history"

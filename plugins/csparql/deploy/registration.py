@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from csparql.deploy.history import log_event, record_version, versions
+from csparql.deploy.history import log_event, record_version, text_identity, text_owner, versions
 from csparql.deploy.plan import deployment_of_text
 from csparql.deploy.registry import (
     QueryFacts,
@@ -64,6 +64,7 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
                                             "unregister it first, pass --replace, or choose another name with --as")
         before = registry_snapshot(settings)
         deployment_of_text(text, name, settings, source_name, before)  # e.g. its name collides, or its stream has a producer
+        check_results_are_its_own(plan, text, name, previous, settings)
         if previous is not None and not versions(name, settings):
             record_version(name, previous, settings, by=None)  # registered before versions were kept
         record_version(name, text, settings, by=by)
@@ -73,6 +74,24 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
         write_loader(target)
         touch_dag_files(dependent_dag_files(before, target, facts, settings))
     return target
+
+
+def check_results_are_its_own(plan, text: str, name: str, previous: str | None, settings: Settings) -> None:
+    """Refuse (``RegistrationError``, one line) to register ``text`` as ``name`` when a result table of ``name``
+    in the warehouse holds the results of another query text that is neither a saved version of the query
+    registered as ``name`` nor the registry's file it replaces (``previous``): an edit keeps its results, a
+    different query gets its own."""
+    from csparql.storage.results import QueryTextCollision, ResultTable, TextOwner
+
+    # replacing the registry's file of name: an edit; else a new registration, of a saved version or not
+    owner = text_owner(text, name, settings, registered=previous is not None)
+    replaced = text_identity(previous) if previous is not None else None
+    edit = TextOwner(owner.identity, owner.version,
+                     lambda identity: identity == replaced or owner.same_query(identity))
+    try:
+        ResultTable.check_owner(settings.warehouse, plan, name, edit)
+    except QueryTextCollision as error:
+        raise RegistrationError(settings.registry / f"{name}.rq", str(error)) from None
 
 
 def unregister(name: str, settings: Settings, by: str | None = None) -> list[Path]:

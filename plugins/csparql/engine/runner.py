@@ -36,7 +36,7 @@ from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
-from csparql.storage.results import STREAM, QueryResult, ResultTable
+from csparql.storage.results import STREAM, QueryResult, ResultTable, TextOwner
 from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
 from csparql.storage.failures import NO_SPACE_LEFT, describe, first_line, no_space_left
@@ -250,12 +250,14 @@ class Engine:
 
     @recorded_as_running
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
-                 version: str | None = None, panes: str = AUTO) -> Evaluation:
+                 version: str | None = None, panes: str = AUTO, owner: TextOwner | None = None) -> Evaluation:
         """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the
         version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
         result rows. ``panes``: whether the window is combined from stored panes (``csparql.engine.panes``):
         ``AUTO`` where that is expected to cost less, ``ALWAYS`` whenever the query allows it, ``OFF`` never
-        (the window recomputed from its whole range, the reference; ``csparql.panes.PANE_MODES``).
+        (the window recomputed from its whole range, the reference; ``csparql.panes.PANE_MODES``). ``owner``:
+        the query text evaluated, recorded on a result table it creates; a table created for another text
+        that is not an earlier version of it is not written (``csparql.storage.results.QueryTextCollision``).
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
@@ -294,7 +296,7 @@ class Engine:
                                                        what=f"{name}'s window ending {_iso(window.end)}")
             if write:
                 with phases("write"):
-                    rows = self._write(plan, name, window, result, version, run, clock)
+                    rows = self._write(plan, name, window, result, version, run, clock, owner)
             else:
                 rows = 0
         except Exception as error:
@@ -312,7 +314,8 @@ class Engine:
                           output, run.result_version)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
-               version: str | None = None, panes: str = AUTO) -> Iterator[Evaluation]:
+               version: str | None = None, panes: str = AUTO,
+               owner: TextOwner | None = None) -> Iterator[Evaluation]:
         """Evaluate every scheduled evaluation with its instant in [start, end], in order. A query whose
         windows combine from panes first computes the missing panes of all of them, in one Spark job."""
         windows = scheduled_evaluations(plan, start, end)
@@ -324,7 +327,7 @@ class Engine:
             except PanesUnavailable as error:  # each window tries its own panes again
                 log.warning("%s: the panes of the replay could not be computed ahead: %s", name, error)
         for window in windows:
-            yield self.evaluate(plan, window.at, name, write=write, version=version, panes=panes)
+            yield self.evaluate(plan, window.at, name, write=write, version=version, panes=panes, owner=owner)
 
     # recording runs
 
@@ -382,12 +385,12 @@ class Engine:
         return result_table(self.warehouse, plan, name)
 
     def _write(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, result: QueryResult,
-               version: str | None, run: RunRecord, clock: float) -> int:
+               version: str | None, run: RunRecord, clock: float, owner: TextOwner | None = None) -> int:
         """Write the results to the query's result table (``ResultTable.write_window``: the window replaced in
         one commit, numbered with its next revision) in one commit that also carries ``run``, completed
         (``RUN_METADATA``). ``run`` itself says it succeeded, how many rows it wrote and the version committed
         only once that commit is made: a write that fails leaves it with no rows written."""
-        table = ResultTable.of_plan(self.warehouse, plan, name, result.vars)
+        table = ResultTable.of_plan(self.warehouse, plan, name, result.vars, owner)
         extra: dict[str, str] = {}
         if table.kind == STREAM:
             counts = rt.predicate_counts(result.terms)

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from csparql.deploy.history import text_owner
 from csparql.deploy.plan import Deployment
 from csparql.deploy.revisions import check_evaluation, detect_after_commits
 from csparql.deploy.settings import Settings
@@ -65,7 +66,8 @@ def stale_windows_of(record: dict) -> list[StaleWindow]:
 def evaluate_deployment_window(engine: Engine, deployment: Deployment, settings: Settings, at: int,
                                complete: bool | None) -> WindowEvaluation:
     """Evaluate the window of ``deployment`` at or before the instant ``at`` (µs) with ``engine`` — replacing
-    its results, recording the run with ``complete``, the query's version and pane mode — then record the
+    its results, recording the run with ``complete``, the query's version and pane mode, into result tables
+    of its own text or of its earlier versions (``text_owner``) — then record the
     windows found stale by the check after every evaluation: by commits to the query's streams since it
     started, and, for a ``REGISTER STREAM`` query, the consumers' windows its output commit reaches.
     ``EvaluationFailed`` (the run recorded failed) when the evaluation fails; nothing is checked then."""
@@ -73,7 +75,8 @@ def evaluate_deployment_window(engine: Engine, deployment: Deployment, settings:
     output_before = table_version(output) if output is not None else None
     started = time.time_ns() // 1000
     evaluation = engine.evaluate(deployment.plan, at, deployment.name, complete=complete,
-                                 version=deployment.version, panes=deployment.panes)
+                                 version=deployment.version, panes=deployment.panes,
+                                 owner=text_owner(deployment.text, deployment.name, settings, registered=True))
     stale = check_evaluation(settings, deployment, evaluation.window.end, started)
     if output_before is not None:
         stale += detect_after_commits(settings, deployment.output_stream, output_before)

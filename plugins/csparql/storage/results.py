@@ -26,11 +26,12 @@ from rdflib.term import Identifier
 from csparql.algebra import operators as alg
 from csparql.storage import delta, pruning, schema
 from csparql.storage import revisions as rv
+from csparql.storage.failures import StorageError
 from csparql.storage.instants import instant_of, micros_of
 from csparql.storage.tables import (IRI_PROPERTY, KIND_PROPERTY, QUERY_PROPERTY, RESULT_KINDS, VARIABLES_PROPERTY,
                                     column_names)
 from csparql.storage.terms import from_dict, parse_ntriples_term, term_array
-from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
+from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri, sql_table_name
 
 Triple = tuple[Identifier, Identifier, Identifier]
 
@@ -135,30 +136,96 @@ class CommittedWindow:
     rows: int
 
 
+QUERY_TEXT_PROPERTY = "csparql.query_text"
+"""The identity of the query text whose results a result table (or output stream) was created for: the
+digest of the text as the parser reads it (``csparql.deploy.history.text_identity``), so that texts differing
+only in layout or comments are one query."""
+QUERY_VERSION_PROPERTY = "csparql.query_version"
+"""The version (``csparql.deploy.history.text_version``) of the query text that created a result table."""
+
+
+@dataclass(frozen=True)
+class TextOwner:
+    """The query text an evaluation writes results for: its ``identity`` (``QUERY_TEXT_PROPERTY``), its
+    ``version``, and ``same_query``, which says whether another text's identity is that of an earlier version
+    of the same registered query (an edit saved through the registry); None: no other text is."""
+
+    identity: str
+    version: str | None = None
+    same_query: Callable[[str], bool] | None = None
+
+    def accepts(self, recorded: str | None) -> bool:
+        """Whether results may be written into a table recorded as created for the text ``recorded`` (None:
+        a table created before texts were recorded)."""
+        if recorded is None or recorded == self.identity:
+            return True
+        return self.same_query is not None and self.same_query(recorded)
+
+
+class QueryTextCollision(StorageError):
+    """A query text would write into a result table that holds the results of another query text."""
+
+
+def collision_line(table: str, path: Path, version: str | None) -> str:
+    """The one line refusing to write into ``table`` (its SQL name; at ``path``), which holds the results
+    of another query text (``version``: that text's, when recorded)."""
+    of = f" (version {version})" if version else ""
+    return (f"the result table {table} already holds the results of another query text{of}: register or run "
+            f"this one under another name (--as NAME, --name NAME), or remove {path} to start those results "
+            "afresh")
+
+
 class ResultTable:
     """The table one query's results go to (see the module docstring)."""
 
     def __init__(self, warehouse: Warehouse, query: str, kind: str, variables: tuple[Variable, ...] = (),
-                 stream: str | None = None):
+                 stream: str | None = None, owner: TextOwner | None = None):
         """``variables``: a SELECT's, recorded when its table is created; ``stream``: the IRI of a ``REGISTER
-        STREAM`` query's output stream (``kind`` ``STREAM``)."""
+        STREAM`` query's output stream (``kind`` ``STREAM``); ``owner``: the query text written for, recorded
+        when the table is created, and checked before each write (``QueryTextCollision``)."""
         self.warehouse = warehouse
         self.query = query
         self.kind = kind
         self.stream = stream
+        self.owner = owner
         self._variables = variables
         self.path = warehouse.stream(stream) if kind == STREAM else warehouse.results(query, kind)
 
     @classmethod
     def of_plan(cls, warehouse: Warehouse, plan: alg.QueryPlan, name: str,
-                variables: tuple[Variable, ...] = ()) -> ResultTable:
+                variables: tuple[Variable, ...] = (), owner: TextOwner | None = None) -> ResultTable:
         """The table the results of ``plan`` evaluated as ``name`` go to: the output stream of a ``REGISTER
         STREAM`` query (named by the REGISTER name, decision 10), else the query's result table of its form."""
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
-            return cls(warehouse, name, STREAM, stream=str(output_stream_iri(registration.name)))
+            return cls(warehouse, name, STREAM, stream=str(output_stream_iri(registration.name)), owner=owner)
         kind = {alg.SelectResult: "bindings", alg.AskResult: "answers"}.get(type(plan.form), "triples")
-        return cls(warehouse, name, kind, variables)
+        return cls(warehouse, name, kind, variables, owner=owner)
+
+    @classmethod
+    def check_owner(cls, warehouse: Warehouse, plan: alg.QueryPlan, name: str, owner: TextOwner) -> None:
+        """Refuse (``QueryTextCollision``, one line) when evaluating ``plan`` as ``name`` for the text ``owner``
+        would put results beside those of another query text: in the table it writes, or in another result
+        table of ``name`` (of another result form)."""
+        tables = [cls.of_plan(warehouse, plan, name, owner=owner)]
+        tables += [cls(warehouse, name, kind) for kind in RESULT_KINDS if kind != tables[0].kind]
+        for table in tables:
+            if table.exists():
+                table.refuse_other_text(delta.properties(table.path), owner)
+
+    @property
+    def sql_name(self) -> str:
+        """The name SQL knows the table by."""
+        if self.kind == STREAM:
+            return f"the output stream <{self.stream}>"
+        return sql_table_name(self.query, self.kind)
+
+    def refuse_other_text(self, configuration: Mapping[str, str], owner: TextOwner | None) -> None:
+        """``QueryTextCollision`` when the table, whose properties are ``configuration``, was created for
+        another query text than ``owner``'s, which is not an earlier version of it (``TextOwner.accepts``)."""
+        if owner is not None and not owner.accepts(configuration.get(QUERY_TEXT_PROPERTY)):
+            raise QueryTextCollision(collision_line(self.sql_name, self.path,
+                                                    configuration.get(QUERY_VERSION_PROPERTY)))
 
     @classmethod
     def find(cls, warehouse: Warehouse, name: str) -> ResultTable | None:
@@ -191,11 +258,17 @@ class ResultTable:
     @property
     def properties(self) -> dict[str, str]:
         """The table properties recorded when the table is created."""
+        text = {}
+        if self.owner is not None:
+            text[QUERY_TEXT_PROPERTY] = self.owner.identity
+            if self.owner.version:
+                text[QUERY_VERSION_PROPERTY] = self.owner.version
         if self.kind == STREAM:
-            return {IRI_PROPERTY: self.stream, KIND_PROPERTY: "stream", QUERY_PROPERTY: self.query}
+            return {IRI_PROPERTY: self.stream, KIND_PROPERTY: "stream", QUERY_PROPERTY: self.query, **text}
         if self.kind == "bindings":
-            return {QUERY_PROPERTY: self.query, VARIABLES_PROPERTY: json.dumps([str(v) for v in self._variables])}
-        return {}
+            return {QUERY_PROPERTY: self.query, VARIABLES_PROPERTY: json.dumps([str(v) for v in self._variables]),
+                    **text}
+        return text
 
     def exists(self) -> bool:
         return delta.exists(self.path)
@@ -218,10 +291,12 @@ class ResultTable:
         (``csparql.storage.revisions.next_revision``), taken from the version the commit is made on, and the
         commit is made on no other (``delta.write_on_version``): two evaluations of one window never both take
         a revision, nor both add their rows. Result tables, not streams, hold it in a ``revision`` column;
-        columns a result table lacks are added to it."""
+        columns a result table lacks are added to it. A table created for another query text than the
+        ``owner``'s is left as it is (``QueryTextCollision``)."""
         written: list[tuple[int, int]] = []
 
         def build(table) -> delta.Write:
+            self.refuse_other_text(table.metadata().configuration or {}, self.owner)
             revision = rv.next_revision(self.warehouse, self.query, window_end, table)
             data = rows(pa.schema(table.schema().to_arrow()))
             written[:] = [(revision, data.num_rows)]
