@@ -7,6 +7,7 @@ import os
 import time
 
 import pyarrow as pa
+import pyarrow.parquet  # noqa: F401 - pa.parquet
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
@@ -88,3 +89,30 @@ def test_the_command_reports_per_table_and_refuses_unsafe_retentions(warehouse, 
     assert not (warehouse / "streams" / "s" / "part-orphan.parquet").exists()
     code, _, err = run_cli(capsys, "vacuum", "--warehouse", str(warehouse / "missing"))
     assert code == 1 and "no warehouse" in err
+
+
+def test_a_second_vacuum_deletes_nothing_and_says_so(warehouse, capsys):
+    """The log keeps recording removed files after a vacuum deleted them: they are not counted again."""
+    base = ["vacuum", "--warehouse", str(warehouse), "--retain", "0h", "--force"]
+    code, out, _ = run_cli(capsys, *base)
+    assert code == 0 and "deleted 2 file(s)" in out
+    code, out, _ = run_cli(capsys, *base, "--dry-run")
+    assert code == 0 and out.strip().endswith("would delete 0 file(s), 0.0 MB (retention 0h)"), out
+    code, out, _ = run_cli(capsys, *base)
+    assert code == 0 and out.strip().endswith("deleted 0 file(s), 0.0 MB (retention 0h)"), out
+
+
+def test_a_write_in_progress_keeps_its_files_through_a_forced_vacuum(tmp_path, capsys):
+    """A writer that wrote its file and has not committed it yet (as every commit of a runs row does) commits
+    a file that is still there, so the table stays readable."""
+    from csparql.storage import delta, schema
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(tmp_path / "warehouse")
+    delta.ensure(warehouse.runs, schema.RUNS)
+    written = warehouse.runs / "part-00000-in-progress.snappy.parquet"
+    pa.parquet.write_table(schema.RUNS.empty_table(), written)
+    code, out, _ = run_cli(capsys, "vacuum", "--warehouse", str(warehouse.root), "--retain", "0h", "--force")
+    assert code == 0 and "deleted 0 file(s)" in out and written.exists()
+    delta.commit_files(warehouse.runs, [(str(written), {})], schema.RUNS, None, timestamp_column=None)
+    assert DeltaTable(str(warehouse.runs)).to_pyarrow_table().num_rows == 0

@@ -240,9 +240,12 @@ def record_runs_from_results(warehouse: Warehouse, dry_run: bool = False) -> int
     recorded: list[int] = [0]
 
     def build(table) -> delta.Write | None:
-        rows = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS, table)
-        present = set(rows.column("run_id").filter(
-            pc.is_in(rows.column("run_id"), pa.array(sorted(carried), pa.string()))).to_pylist())
+        root = warehouse.runs.resolve()
+        on_disk = [relative for relative in delta.action_column(delta.add_actions(table), "path")
+                   if os.path.exists(delta.file_uri(root, relative))]  # not the process's cache of lost ones
+        rows = delta.read_files(root, on_disk)
+        ids = pa.array([], pa.string()) if rows is None else rows.column("run_id")
+        present = set(ids.filter(pc.is_in(ids, pa.array(sorted(carried), pa.string()))).to_pylist())
         missing = [carried[run_id] for run_id in sorted(set(carried) - present)]
         recorded[0] = len(missing)
         if not missing or dry_run:
