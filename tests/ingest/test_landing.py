@@ -66,7 +66,7 @@ def test_waiting_files_land_once_each_and_move_to_done(spark, warehouse, folder)
     summary = land_waiting_files(lambda: spark, warehouse, STREAM, folder)
 
     assert summary.to_dict() == {"landed": 9, "files": 3, "rejected": 1, "recovered": [], "already_landed": [],
-                                 "landed_files": ["a.nq", "b.nq"]}
+                                 "landed_files": ["a.nq", "b.nq"], "taken": []}
     assert stored(warehouse)[1] == 9
     assert files_in(folder / "done") == {"a.nq", "b.nq"}
     assert files_in(folder / "rejected") == {"plain.ttl", "plain.ttl.reason"}  # no line of a or b refused
@@ -222,3 +222,38 @@ def test_a_stream_s_own_timestamp_predicates_timestamp_the_graphs_of_its_landing
     for text in ('{"http://ex.org/s": "http://ex.org/p"}', '{"http://ex.org/s": ["not an iri"]}', "[]"):
         with pytest.raises(ValueError, match="CSPARQL_TIMESTAMP_PREDICATES=.*non-empty lists of predicate IRIs"):
             Settings.from_environment({"CSPARQL_TIMESTAMP_PREDICATES": text})
+
+
+def test_two_ingesters_racing_on_one_file_land_it_once_and_the_second_skips_it_cleanly(spark, warehouse, folder,
+                                                                                        caplog):
+    import threading
+
+    drop(folder, "a.nq", 0, 20)
+    both_listed = threading.Barrier(2, timeout=60)
+
+    def start_spark():  # called once a run has listed the waiting files: both have seen a.nq when they go on
+        both_listed.wait()
+        return spark
+
+    outcomes, failures = [], []
+
+    def ingester():
+        try:
+            outcomes.append(land_waiting_files(start_spark, warehouse, STREAM, folder))
+        except BaseException as error:  # noqa: BLE001 - the failure is what the test looks at
+            failures.append(error)
+
+    with caplog.at_level("INFO", logger="csparql.ingest.landing"):
+        threads = [threading.Thread(target=ingester) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+    assert failures == [] and len(outcomes) == 2
+    winner, loser = sorted(outcomes, key=lambda summary: -summary.landed)
+    assert (winner.landed, winner.landed_files, winner.taken) == (20, ["a.nq"], [])
+    assert (loser.landed, loser.landed_files, loser.taken) == (0, [], ["a.nq"])
+    assert stored(warehouse)[1] == 20
+    assert files_in(folder / "done") == {"a.nq"} and files_in(folder) == set()
+    skipped = [r.getMessage() for r in caplog.records if "another ingester" in r.getMessage()]
+    assert skipped == ["a.nq was landed by another ingester meanwhile (see done/ and rejected/); skipped"]

@@ -131,7 +131,7 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
     assert len(landed) == 100_000 and set(landed.values()) == {1}
     last = client.xrevrange(KEY, count=1)[0][0].decode()
     number, positions = committed_positions(warehouse.stream(STREAM), source)
-    assert positions == {"id": last} and number == 99  # 100 batches of 1000: a batch starts where the last commit says
+    assert positions == {"id": last, "entries": 100_000} and number == 99  # 100 batches of 1000: a batch starts where the last commit says
     group = {g["name"].decode(): g for g in client.xinfo_groups(KEY)}["csparql"]
     assert group["last-delivered-id"].decode() == last and group["lag"] == 0
 
@@ -208,7 +208,7 @@ def test_unreadable_messages_are_rejected_with_position_and_reason_and_the_rest_
     assert reasons[only_bad.decode()][1].startswith("application/n-triples carries no timestamps")
     assert all(row[0].startswith("redis://redis_default/sensor-events#") for row in rows)
     # the second batch's only message was rejected: its positions are committed all the same
-    assert committed_positions(warehouse.stream(STREAM), source) == (1, {"id": only_bad.decode()})
+    assert committed_positions(warehouse.stream(STREAM), source) == (1, {"id": only_bad.decode(), "entries": 6})
 
 
 @pytest.mark.parametrize("text, problem", [
@@ -229,12 +229,21 @@ def test_a_source_that_cannot_be_consumed_is_refused_with_the_reason(text, probl
 
 class StandInConsumer:
     """confluent-kafka's Consumer as far as ``KafkaTopicReader`` uses it, over in-memory partitions (no Kafka
-    broker runs here): ``list_topics``, ``assign``, ``consume``, ``commit``."""
+    broker runs here): ``list_topics``, ``get_watermark_offsets``, ``assign``, ``consume``, ``commit``.
+    ``delete_before`` is a partition's retention: its records below an offset are gone, and a consumer assigned
+    below it reads on from there, as a broker's ``auto.offset.reset=earliest`` does."""
 
     def __init__(self, topic: str, partitions: dict[int, list[bytes]]):
         self.topic, self.partitions = topic, partitions
         self.next: dict[int, int] = {}
         self.committed: dict[int, int] = {}
+        self.low: dict[int, int] = {}
+
+    def delete_before(self, partition: int, offset: int) -> None:
+        self.low[partition] = offset
+
+    def get_watermark_offsets(self, partition, timeout):
+        return self.low.get(partition.partition, 0), len(self.partitions[partition.partition])
 
     def list_topics(self, topic, timeout):
         return SimpleNamespace(topics={topic: SimpleNamespace(partitions={p: None for p in self.partitions},
@@ -246,6 +255,7 @@ class StandInConsumer:
     def consume(self, num_messages, timeout):
         records = []
         for partition, values in sorted(self.partitions.items()):
+            self.next[partition] = max(self.next[partition], self.low.get(partition, 0))
             while len(records) < num_messages and self.next[partition] < len(values):
                 offset = self.next[partition]
                 records.append(SimpleNamespace(error=lambda: None, partition=lambda p=partition: p,
@@ -279,6 +289,36 @@ def test_a_kafka_topic_lands_exactly_once_through_the_same_batches(tmp_path, mon
     assert json.loads(delta.open_table(warehouse.stream(STREAM)).history(1)[0]["csparql.source_positions"]) == \
         {"0": 30, "1": 20}
     assert os.listdir(tmp_path / "rejected") == []
+
+
+def test_kafka_offsets_deleted_by_retention_before_they_were_read_are_reported_as_a_gap(tmp_path):
+    """Against the stand-in consumer (no Kafka broker runs here): what the reader asks the consumer — each
+    partition's low watermark — and what the consume does with the answer are csparql's; a broker's own
+    behaviour is not tested."""
+    from csparql.ingest.sources import SourceGap
+
+    partitions = {0: [event_line(n) for n in range(0, 10)], 1: [event_line(n) for n in range(10, 20)]}
+    consumer = StandInConsumer("cars", partitions)
+    offset = lambda topic, partition, offset: SimpleNamespace(topic=topic, partition=partition, offset=offset)  # noqa: E731
+    reader = KafkaTopicReader(consumer, "cars", topic_partition=offset, beginning=-2)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("kafka://kafka_default/cars")
+    assert consume(warehouse, STREAM, source, reader, tmp_path / "rejected").gaps == []
+    partitions[0].extend(event_line(n) for n in range(20, 30))
+    consumer.delete_before(0, 16)  # offsets 10..15 of partition 0 were never read
+    with pytest.raises(SourceGap, match=r"kafka://kafka_default/cars: partition 0: 6 messages lost \(offsets 10 to "
+                                        r"15\): the topic's retention deleted them before they were read; nothing "
+                                        r"landed"):
+        consume(warehouse, STREAM, source, reader, tmp_path / "rejected", on_gap="fail")
+    assert committed_positions(warehouse.stream(STREAM), source) == (0, {"0": 10, "1": 10})
+    report = consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
+    assert (report.landed, report.lost, [g.to_dict() for g in report.gaps]) == (
+        4, 6, [{"after": "10", "before": "16", "count": 6, "partition": "0"}])
+    assert sorted(cars_landed(warehouse)) == sorted(f"{EX}car{n}" for n in [*range(20), *range(26, 30)])
+    history = delta.open_table(warehouse.stream(STREAM)).history(1)[0]
+    assert json.loads(history["csparql.source_gap"])[0]["count"] == 6
+    consumer.delete_before(1, 10)  # at the source's position: nothing it had not read
+    assert consume(warehouse, STREAM, source, reader, tmp_path / "rejected").gaps == []
 
 
 def test_a_source_s_graphs_are_timestamped_by_the_stream_s_own_predicates(client, tmp_path):
@@ -315,3 +355,61 @@ def test_rejects_left_by_a_consumer_killed_before_its_commit_are_dropped_when_th
     assert (report.landed, report.rejected) == (1, 1)
     assert [p.name for p in rejected.iterdir()] == [report.rejects_paths[0].name]
     assert "not a triple" in report.rejects_paths[0].read_text()
+
+
+def test_entries_trimmed_before_they_were_read_are_reported_as_a_gap_and_the_rest_land(client, tmp_path):
+    add_events(client, 100)
+    client.xtrim(KEY, maxlen=0, approximate=False)  # trimmed before the consumer ever read them
+    add_events(client, 5, start=100)
+    oldest = client.xrange(KEY, count=1)[0][0].decode()
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events?batch=3")
+    report = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+    assert (report.messages, report.landed, report.lost) == (5, 5, 100)
+    assert [gap.to_dict() for gap in report.gaps] == [{"after": None, "before": oldest, "count": 100}]
+    assert report.warnings == [f"redis://redis_default/sensor-events: 100 messages lost: the stream was trimmed since "
+                               f"the stream's start before they were read (the oldest entry still there is {oldest})"]
+    history = delta.open_table(warehouse.stream(STREAM)).history()
+    recorded = [json.loads(c["csparql.source_gap"]) for c in history if "csparql.source_gap" in c]
+    assert recorded == [[{"after": None, "before": oldest, "count": 100}]]  # in the batch's commit, once
+    assert sorted(cars_landed(warehouse)) == [f"{EX}car{n}" for n in range(100, 105)]
+
+    last = client.xrevrange(KEY, count=1)[0][0].decode()
+    add_events(client, 40, start=105)
+    client.xtrim(KEY, maxlen=0, approximate=False)  # after the consumer's position this time, and nothing left after it
+    again = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+    assert (again.messages, again.lost, again.gaps[0].after, again.gaps[0].before) == (0, 40, last, None)
+    assert "40 messages lost: the stream was trimmed after entry " + last in again.warnings[0]
+    add_events(client, 2, start=145)
+    after = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+    assert (after.landed, after.gaps) == (2, [])  # the gap was stepped over once, not reported again
+
+
+def test_a_stream_capped_by_maxlen_behind_its_consumer_reports_no_gap(client, tmp_path):
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events?batch=7")
+    for round in range(4):
+        for number in range(round * 30, round * 30 + 30):
+            client.xadd(KEY, {"body": event_line(number)}, maxlen=30, approximate=False)  # trims only what was read
+        report = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+        assert (report.messages, report.gaps, report.warnings) == (30, [], [])
+    assert len(cars_landed(warehouse)) == 120
+
+
+def test_with_on_gap_fail_a_gap_stops_the_consume_before_anything_lands(client, tmp_path):
+    from csparql.ingest.sources import SourceGap
+
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events")
+    add_events(client, 10)
+    consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected", on_gap="fail")
+    before = committed_positions(warehouse.stream(STREAM), source)
+    add_events(client, 20, start=10)
+    client.xtrim(KEY, maxlen=5, approximate=False)
+    with pytest.raises(SourceGap) as refused:
+        consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected", on_gap="fail")
+    message = str(refused.value)
+    assert "\n" not in message and "15 messages lost" in message and "nothing landed" in message, message
+    assert committed_positions(warehouse.stream(STREAM), source) == before and len(cars_landed(warehouse)) == 10
+    report = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+    assert (report.landed, report.lost) == (5, 15)

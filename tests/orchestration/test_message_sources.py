@@ -40,7 +40,7 @@ def test_the_ingestion_dag_of_a_stream_with_a_source_consumes_it_through_the_red
     consume = dag.get_task("consume_source")
     result = consume.execute({})
     assert (result["batches"], result["messages"], result["landed"], result["rejected"]) == (3, 250, 250, 0)
-    assert result["positions"] == {"id": client.xrevrange(KEY, count=1)[0][0].decode()}
+    assert result["positions"] == {"id": client.xrevrange(KEY, count=1)[0][0].decode(), "entries": 250}
     add_events(client, 30, start=250)
     assert consume.execute({})["landed"] == 30
     assert consume.execute({})["batches"] == 0

@@ -28,6 +28,10 @@ from csparql.windows import format_duration, parse_duration
 SECTION = "csparql"
 """The section of Airflow's configuration that holds the options."""
 
+GAP_POLICIES = ("warn", "fail")
+"""``on_gap``: what consuming a message-bus source does with messages gone before they were read
+(``csparql.ingest.sources``)."""
+
 SPARK_MODES = ("local", "standalone", "connect")
 """Where evaluations run: Spark inside the Airflow task (local), a standalone cluster through spark-submit
 (the Airflow connection ``spark_conn_id``, default ``spark_default``), or a Spark Connect server (the
@@ -112,6 +116,11 @@ OPTIONS: tuple[SettingOption, ...] = (
                   "Streams fed from a message bus: a JSON object from a stream's IRI to its source, "
                   "redis://CONN/KEY or kafka://CONN/TOPIC with ?format=MEDIA_TYPE&batch=N (CONN: an Airflow "
                   "connection, e.g. redis_default); the stream's ingestion DAG consumes it every minute."),
+    SettingOption("on_gap", "CSPARQL_ON_GAP", "warn", "warn", "string",
+                  "What consuming a message-bus source does when messages were gone before they were read (a "
+                  "Redis stream trimmed past its position, Kafka offsets deleted by retention): warn (the run "
+                  "logs the gap, its commit records it, and what remains lands) or fail (nothing lands and the "
+                  "position stays, until the setting is warn)."),
     SettingOption("timestamp_predicates", "CSPARQL_TIMESTAMP_PREDICATES", "", "", "string",
                   "The predicates whose triple about a named graph gives its timestamp, per stream: a JSON object "
                   "from a stream's IRI to a list of IRIs, for its landing folder, pushes and message-bus source "
@@ -184,6 +193,7 @@ class Settings:
     revision_horizon: int = 86_400_000_000
     push_max_bytes: int = 16 << 20
     sources: tuple[tuple[str, str], ...] = ()
+    on_gap: str = "warn"
     timestamp_predicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
     retries: int = 2
     defaults: str = WORKING_DIRECTORY_DEFAULTS
@@ -244,6 +254,9 @@ class Settings:
         spark = values["spark"][0]
         if spark not in SPARK_MODES:
             raise ValueError(f"{where('spark')}: use one of {', '.join(SPARK_MODES)}")
+        on_gap = values["on_gap"][0].strip()
+        if on_gap not in GAP_POLICIES:
+            raise ValueError(f"{where('on_gap')}: use {' or '.join(GAP_POLICIES)}")
 
         def duration(key: str) -> int:
             text = values[key][0]
@@ -289,6 +302,7 @@ class Settings:
             revision_horizon=duration("revision_horizon"),
             push_max_bytes=count("push_max_bytes"),
             sources=stream_sources(values["sources"][0], where("sources")),
+            on_gap=on_gap,
             timestamp_predicates=stream_timestamp_predicates(values["timestamp_predicates"][0],
                                                              where("timestamp_predicates")),
             defaults=defaults,
@@ -327,6 +341,7 @@ class Settings:
             "revision_horizon": format_duration(self.revision_horizon),
             "push_max_bytes": str(self.push_max_bytes),
             "sources": json.dumps(dict(self.sources)) if self.sources else "",
+            "on_gap": self.on_gap,
             "timestamp_predicates": json.dumps({k: list(v) for k, v in self.timestamp_predicates})
                                     if self.timestamp_predicates else "",
         }

@@ -20,6 +20,13 @@ Exactly once
     future skew; only the per-predicate statistics the optimizer orders joins by miss that file's triples);
     otherwise it stays waiting and lands like any other.
 
+Two ingesters on one folder
+    Two runs may land the same folder at once (a user's DAG beside the stream's own, a manual run). Each file
+    is landed under an exclusive lock of the folder (``flock`` of the folder itself), held from its intent
+    record to its move: the other ingester waits for it, then finds the file gone (moved to ``done/`` or ``rejected/``),
+    skips it with one logged line (``LandingSummary.taken``), and lands the next. The intent record of an
+    interrupted landing is completed under the same lock.
+
 Timestamps in the future
     Lines timestamped later than the ingest's clock plus ``max_future_skew`` (``CSPARQL_MAX_FUTURE_SKEW``)
     are refused like malformed ones, into ``rejected/<file>.rejects.tsv`` (see ``csparql.ingest.ingest``).
@@ -27,10 +34,13 @@ Timestamps in the future
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,11 +71,12 @@ class LandingSummary:
     recovered: list[str] = field(default_factory=list)  # files an interrupted run had landed but not moved
     already_landed: list[str] = field(default_factory=list)  # files whose content an earlier commit landed
     landed_files: list[str] = field(default_factory=list)  # files this pass landed (now in done/)
+    taken: list[str] = field(default_factory=list)  # files another ingester landed or refused meanwhile
 
     def to_dict(self) -> dict:
         """The summary as the ingestion task returns it (its XCom)."""
         return {"landed": self.landed, "files": self.files, "rejected": self.rejected, "recovered": self.recovered,
-                "already_landed": self.already_landed, "landed_files": self.landed_files}
+                "already_landed": self.already_landed, "landed_files": self.landed_files, "taken": self.taken}
 
 
 def waiting_files(folder: Path) -> list[Path]:
@@ -75,10 +86,29 @@ def waiting_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """The landing folder's exclusive lock, waited for: one file is landed at a time per folder. The lock is
+    the folder's own (no lock file), and the system drops it with a process that dies holding it."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
 def finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path,
                                max_future_skew: int = MAX_FUTURE_SKEW) -> list[str]:
     """Completes the landing an earlier run left half done (see the module docstring); returns the names of
     the files it moved to ``done/`` because they had landed already. Needs no Spark."""
+    if not (folder / INTENT).exists():
+        return []
+    with folder_lock(folder):
+        return _finish_interrupted_landing(warehouse, stream, folder, max_future_skew)
+
+
+def _finish_interrupted_landing(warehouse: Warehouse, stream: str, folder: Path, max_future_skew: int) -> list[str]:
     intent_path = folder / INTENT
     if not intent_path.exists():
         return []
@@ -128,41 +158,52 @@ def land_waiting_files(start_spark: Callable[[], SparkSession], warehouse: Wareh
     if not files:
         return summary
     session = start_spark()
-    done, rejected = folder / "done", folder / "rejected"
-    rejected.mkdir(exist_ok=True)
-    table = warehouse.stream(stream)
+    (folder / "rejected").mkdir(exist_ok=True)
     for path in files:
-        digest = sha256_of(path)
-        version = delta.open_table(table).version() if delta.exists(table) else -1
-        write_text_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version,
-                                                           "content": content_digest(stream, [path], None,
-                                                                                     timestamp_predicates)}))
-        rejects = rejected / f"{path.name}.rejects.tsv"
-        try:
-            report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
-                                   commit_metadata={LANDED_FILE: path.name, LANDED_SHA256: digest},
-                                   max_future_skew=max_future_skew, timestamp_predicates=timestamp_predicates)
-        except InputError as error:
-            summary.rejected += 1
-            (rejected / f"{path.name}.reason").write_text(f"{error}\n", encoding="utf-8")
-            _move(path, rejected)
-            log.warning("%s refused: %s", path.name, error)
-        else:
-            if report.already_landed is not None:
-                summary.already_landed.append(path.name)
-                _move(path, done)
-                log.warning("%s: its content already landed in %s; moved to done/ without landing it again",
-                            path.name, report.already_landed.describe())
-                (folder / INTENT).unlink()
+        with folder_lock(folder):
+            summary.recovered.extend(_finish_interrupted_landing(warehouse, stream, folder, max_future_skew))
+            if not path.is_file():
+                summary.taken.append(path.name)
+                log.info("%s was landed by another ingester meanwhile (see done/ and rejected/); skipped", path.name)
                 continue
+            _land_file(session, warehouse, stream, folder, path, summary, max_future_skew, timestamp_predicates)
+    return summary
+
+
+def _land_file(session: SparkSession, warehouse: Warehouse, stream: str, folder: Path, path: Path,
+               summary: LandingSummary, max_future_skew: int, timestamp_predicates: Sequence[str]) -> None:
+    """Land one waiting file, holding the folder's lock (see the module docstring)."""
+    done, rejected = folder / "done", folder / "rejected"
+    table = warehouse.stream(stream)
+    digest = sha256_of(path)
+    version = delta.open_table(table).version() if delta.exists(table) else -1
+    write_text_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version,
+                                                       "content": content_digest(stream, [path], None,
+                                                                                 timestamp_predicates)}))
+    rejects = rejected / f"{path.name}.rejects.tsv"
+    try:
+        report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
+                               commit_metadata={LANDED_FILE: path.name, LANDED_SHA256: digest},
+                               max_future_skew=max_future_skew, timestamp_predicates=timestamp_predicates)
+    except InputError as error:
+        summary.rejected += 1
+        (rejected / f"{path.name}.reason").write_text(f"{error}\n", encoding="utf-8")
+        _move(path, rejected)
+        log.warning("%s refused: %s", path.name, error)
+    else:
+        if report.already_landed is not None:
+            summary.already_landed.append(path.name)
+            _move(path, done)
+            log.warning("%s: its content already landed in %s; moved to done/ without landing it again",
+                        path.name, report.already_landed.describe())
+        else:
             summary.landed += report.landed
             if not report.rejected:
                 rejects.unlink(missing_ok=True)  # written even when empty
             _move(path, done)
             summary.landed_files.append(path.name)
             log.info("%s: %d triple(s) landed, %d line(s) refused", path.name, report.landed, report.rejected)
-        (folder / INTENT).unlink()
-    return summary
+    (folder / INTENT).unlink()
 
 
 def _move(path: Path, folder: Path) -> None:

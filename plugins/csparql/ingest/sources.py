@@ -22,6 +22,17 @@ and one killed after it does not; a second consumer racing the first cannot comm
 the Kafka consumer group's committed offsets) follows each commit, for its monitoring tools; it is never read
 back. A batch whose every message is rejected still commits its positions, with no triple.
 
+Gaps. Messages can be gone before they were read: a Redis stream trimmed (``XTRIM``, ``MAXLEN``) past the
+consumer's position, a Kafka partition whose retention deleted offsets below it. A read finds them (``Gap``):
+for Redis, from ``XINFO STREAM`` read in the same transaction as the entries (Redis 7 or later: how many entries
+the stream was ever added, how many it holds, its oldest entry) and the count of entries up to the position,
+which the positions carry (``entries``); for Kafka, from each partition's low watermark (its log start offset).
+A gap is reported — how many messages, after which position, and the oldest one still there — as a warning
+and in the batch's commit (``SOURCE_GAP``), and what remains lands (``on_gap="warn"``, the default); with
+``on_gap="fail"`` the consume stops with ``SourceGap`` before anything lands, and the position stays where it
+was. Entries deleted one by one with ``XDEL`` after the position, while older ones are still there, are not
+detected.
+
 ``consume`` lands batches until the source has nothing new (or ``max_batches``); ``RedisStreamReader`` and
 ``KafkaTopicReader`` are the only code that differs between the two buses.
 """
@@ -44,7 +55,7 @@ from csparql.ingest.inputs import FORMAT_EXTENSIONS, MEDIA_TYPES, media_type_for
 from csparql.ingest.graphs import lines_name_graphs
 from csparql.ingest.rejects import escape_field, unescape_field
 from csparql.storage import delta, schema
-from csparql.storage.tables import INPUTS, SOURCE, SOURCE_POSITIONS
+from csparql.storage.tables import INPUTS, SOURCE, SOURCE_GAP, SOURCE_POSITIONS
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
 from csparql.storage.warehouse import Warehouse, slug
 
@@ -56,12 +67,49 @@ TIMESTAMPED_FORMATS = ("trig", "nquads", "json-ld", "trix")
 """The formats whose documents carry their triples' timestamps: the only ones a message may have."""
 BODY_FIELD, TYPE_FIELD = b"body", b"content-type"
 
+GAP_POLICIES = ("warn", "fail")
+"""What a consume does when messages were gone before it read them (``Gap``): report them and land what
+remains, or stop before anything lands."""
+
 Positions = dict[str, object]
-"""Where a source's next batch starts: ``{"id": "<redis entry id>"}`` or ``{"<partition>": <next offset>}``."""
+"""Where a source's next batch starts: ``{"id": "<redis entry id>", "entries": <entries the stream was added up
+to it>}`` or ``{"<partition>": <next offset>}``."""
 
 
 class SourceError(Exception):
     """A source cannot be consumed (its spec, or a log that no longer says where its last batch ended)."""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Messages a source lost before they were read: ``count`` of them (None when it cannot be known), after
+    the position ``after`` (None: from the source's start), up to the oldest message still there, ``before``
+    (None: none is left); ``partition`` for a Kafka topic."""
+
+    after: str | None
+    before: str | None
+    count: int | None
+    partition: str | None = None
+
+    def describe(self, source: str) -> str:
+        """One line saying what was lost and where."""
+        many = "some messages" if self.count is None else f"{self.count} message{'s' if self.count != 1 else ''}"
+        if self.partition is not None:
+            first, last = int(self.after or 0), int(self.before) - 1
+            offsets = f"offset {first}" if first == last else f"offsets {first} to {last}"
+            return (f"{source}: partition {self.partition}: {many} lost ({offsets}): the topic's retention "
+                    "deleted them before they were read")
+        where = f"after entry {self.after}" if self.after else "since the stream's start"
+        left = f"the oldest entry still there is {self.before}" if self.before else "the stream holds no entry"
+        return f"{source}: {many} lost: the stream was trimmed {where} before they were read ({left})"
+
+    def to_dict(self) -> dict:
+        record = {"after": self.after, "before": self.before, "count": self.count}
+        return {**record, "partition": self.partition} if self.partition is not None else record
+
+
+class SourceGap(SourceError):
+    """Messages were gone before they were read, and the consume was told to fail (``on_gap="fail"``)."""
 
 
 @dataclass(frozen=True)
@@ -127,29 +175,68 @@ class Message:
 class MessageReader(Protocol):
     """The bus-specific part of a source."""
 
-    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions]:
-        """Up to ``limit`` messages after ``after`` (None: from the start), and the positions after them."""
+    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions, list[Gap]]:
+        """Up to ``limit`` messages after ``after`` (None: from the start), the positions after them, and the
+        messages that were gone between ``after`` and the first message still there (``Gap``): the positions
+        step over those."""
 
     def acknowledge(self, positions: Positions) -> None:
         """Tell the bus the messages up to ``positions`` are consumed (its bookkeeping only)."""
 
 
 class RedisStreamReader:
-    """Reads a Redis stream with ``XRANGE`` after the committed entry id; acknowledges by moving the consumer
-    group ``csparql``'s last delivered id (created on first use), so ``XINFO GROUPS`` shows the lag."""
+    """Reads a Redis stream with ``XRANGE`` after the committed entry id, and ``XINFO STREAM`` in the same
+    transaction to find entries trimmed before they were read; acknowledges by moving the consumer group
+    ``csparql``'s last delivered id (created on first use), so ``XINFO GROUPS`` shows the lag. ``namespace``
+    names the server as lineage does: ``redis://host:port``."""
 
     def __init__(self, client, key: str, group: str = CONSUMER_GROUP):
         self.client, self.key, self.group = client, key, group
+        server = client.connection_pool.connection_kwargs
+        self.namespace = f"redis://{server.get('host', 'localhost')}:{server.get('port', 6379)}"
 
-    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions]:
-        start = f"({after['id']}" if after and after.get("id") else "-"
-        entries = self.client.xrange(self.key, min=start, max="+", count=limit)
+    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions, list[Gap]]:
+        import redis
+
+        last = after.get("id") if after else None
+        counted = (after or {}).get("entries", None if last else 0)  # entries added up to ``last``
+        transaction = self.client.pipeline(transaction=True)
+        transaction.xinfo_stream(self.key)
+        transaction.xrange(self.key, min=f"({last}" if last else "-", max="+", count=limit)
+        info, entries = transaction.execute(raise_on_error=False)
+        if isinstance(entries, Exception):
+            raise entries
+        if isinstance(info, redis.ResponseError):  # no such key: nothing was ever added
+            info = {}
+        elif isinstance(info, Exception):
+            raise info
         messages = []
         for entry_id, fields in entries:
             media_type = fields.get(TYPE_FIELD)
             messages.append(Message(_text(entry_id), fields.get(BODY_FIELD),
                                     _text(media_type) if media_type is not None else None))
-        return messages, ({"id": messages[-1].position} if messages else dict(after or {}))
+        added, length = info.get("entries-added"), info.get("length", 0)
+        first = info.get("first-entry")
+        first = _text(first[0]) if first else None
+        gaps = []
+        if added is not None and counted is not None and (first is None or last is None
+                                                          or _entry_id(first) > _entry_id(last)):
+            # nothing at or before ``last`` is left, so every entry gone past the ``counted`` ones was never read
+            lost = added - length - counted
+            if lost > 0:
+                gaps.append(Gap(last, first, lost))
+        missing = sum(gap.count for gap in gaps)
+        if messages:
+            positions = {"id": messages[-1].position}
+        elif gaps:  # the stream was trimmed up to its newest entry: the next batch starts after it
+            positions = {"id": _text(info["last-generated-id"])}
+        else:
+            positions = {"id": last} if last else {}
+        if added is not None and len(messages) < limit and positions:
+            positions["entries"] = added  # the batch read to the stream's end: every entry added is behind it
+        elif counted is not None and positions:
+            positions["entries"] = counted + missing + len(messages)
+        return messages, positions, gaps
 
     def acknowledge(self, positions: Positions) -> None:
         import redis
@@ -165,25 +252,41 @@ class RedisStreamReader:
             self.client.xgroup_setid(self.key, self.group, id=last)
 
 
+def _entry_id(text: str) -> tuple[int, int]:
+    """A Redis entry id as the pair of numbers it orders by."""
+    milliseconds, _, sequence = text.partition("-")
+    return int(milliseconds), int(sequence or 0)
+
+
 class KafkaTopicReader:
     """Reads every partition of a Kafka topic from the committed offsets (assigned, not subscribed: the offsets
     in the stream's log decide); acknowledges by committing them to the consumer's group. ``topic_partition``
-    builds confluent-kafka's ``TopicPartition`` (given in tests, where no broker runs)."""
+    builds confluent-kafka's ``TopicPartition`` (given in tests, where no broker runs). Offsets below a
+    partition's low watermark (``get_watermark_offsets``) that the source had not read are a ``Gap``.
+    ``namespace`` names the cluster as lineage does: ``kafka://bootstrap-server``."""
 
     def __init__(self, consumer, topic: str, timeout: float = 5.0,
-                 topic_partition: Callable | None = None, beginning: int | None = None):
+                 topic_partition: Callable | None = None, beginning: int | None = None, namespace: str = "kafka"):
         if topic_partition is None:
             from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
             topic_partition, beginning = TopicPartition, OFFSET_BEGINNING
-        self.consumer, self.topic, self.timeout = consumer, topic, timeout
+        self.consumer, self.topic, self.timeout, self.namespace = consumer, topic, timeout, namespace
         self.topic_partition, self.beginning = topic_partition, -2 if beginning is None else beginning
 
-    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions]:
+    def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions, list[Gap]]:
         metadata = self.consumer.list_topics(self.topic, timeout=self.timeout).topics[self.topic]
         if getattr(metadata, "error", None) is not None:
             raise SourceError(f"kafka topic {self.topic!r}: {metadata.error}")
         positions = {str(p): (after or {}).get(str(p)) for p in sorted(metadata.partitions)}
+        gaps = []
+        for partition, offset in positions.items():
+            low, _ = self.consumer.get_watermark_offsets(self.topic_partition(self.topic, int(partition), 0),
+                                                         timeout=self.timeout)
+            if low > int(offset or 0):  # retention deleted offsets this source had not read
+                gaps.append(Gap(None if offset is None else str(offset), str(low), low - int(offset or 0),
+                                partition))
+                positions[partition] = low
         self.consumer.assign([self.topic_partition(self.topic, int(p), self.beginning if o is None else int(o))
                               for p, o in positions.items()])
         messages: list[Message] = []
@@ -199,7 +302,7 @@ class KafkaTopicReader:
                 messages.append(Message(f"{record.partition()}:{record.offset()}", record.value(),
                                         _text(media_type) if media_type is not None else None))
                 positions[str(record.partition())] = record.offset() + 1
-        return messages, {p: o for p, o in positions.items() if o is not None}
+        return messages, {p: o for p, o in positions.items() if o is not None}, gaps
 
     def acknowledge(self, positions: Positions) -> None:
         offsets = [self.topic_partition(self.topic, int(p), int(o)) for p, o in positions.items()]
@@ -246,38 +349,56 @@ class ConsumeReport:
     positions: Positions | None = None
     max_ts: int | None = None
     warnings: list[str] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int | None:
+        """How many messages the gaps lost (None when one of them cannot say)."""
+        counts = [gap.count for gap in self.gaps]
+        return None if None in counts else sum(counts)
 
     def to_dict(self) -> dict:
         return {"source": self.source, "stream": self.stream, "batches": self.batches, "messages": self.messages,
                 "landed": self.landed, "rejected": self.rejected, "versions": self.versions,
                 "rejects": [str(p) for p in self.rejects_paths], "positions": self.positions,
-                "warnings": self.warnings}
+                "warnings": self.warnings, "gaps": [gap.to_dict() for gap in self.gaps], "lost": self.lost}
 
 
 def consume(warehouse: Warehouse, stream: str, source: SourceSpec, reader: MessageReader, rejects_folder: Path,
             max_batches: int | None = None, max_future_skew: int | None = None,
-            timestamp_predicates: Sequence[str] = DEFAULT_TIMESTAMP_PREDICATES) -> ConsumeReport:
+            timestamp_predicates: Sequence[str] = DEFAULT_TIMESTAMP_PREDICATES, on_gap: str = "warn"
+            ) -> ConsumeReport:
     """Land the source's new messages into ``stream``, a batch per commit, until it has no new message or
     ``max_batches`` are landed; rejects go to ``rejects_folder/<source>-<batch>.rejects.tsv``; named graphs
-    are timestamped by a triple with one of ``timestamp_predicates``."""
+    are timestamped by a triple with one of ``timestamp_predicates``. Messages gone before they were read are
+    reported in the report's ``gaps`` and ``warnings`` (``on_gap="warn"``), or stop the consume with
+    ``SourceGap`` before their batch lands (``on_gap="fail"``)."""
+    if on_gap not in GAP_POLICIES:
+        raise SourceError(f"on_gap={on_gap!r}: use {' or '.join(GAP_POLICIES)}")
     report = ConsumeReport(source.id, stream)
     options = {"timestamp_predicates": tuple(timestamp_predicates)}
     if max_future_skew is not None:
         options["max_future_skew"] = max_future_skew
     while max_batches is None or report.batches < max_batches:
-        if not land_batch(warehouse, stream, source, reader, rejects_folder, report, **options):
+        if not land_batch(warehouse, stream, source, reader, rejects_folder, report, on_gap=on_gap, **options):
             break
     return report
 
 
 def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: MessageReader,
-               rejects_folder: Path, report: ConsumeReport, **options) -> bool:
-    """Land the next batch (see the module docstring) into ``report``; False when there was none. ``options``
-    go to ``ingest_stream`` (``max_future_skew``, ``timestamp_predicates``)."""
+               rejects_folder: Path, report: ConsumeReport, on_gap: str = "warn", **options) -> bool:
+    """Land the next batch (see the module docstring) into ``report``; False when there was none. A batch
+    after a gap is landed with the gap recorded (``on_gap="warn"``; a gap with no message after it commits
+    the positions past it alone), or refused with ``SourceGap`` (``on_gap="fail"``). ``options`` go to
+    ``ingest_stream`` (``max_future_skew``, ``timestamp_predicates``)."""
     path = warehouse.stream(stream)
     number, after = committed_positions(path, source)
-    messages, positions = reader.read(after, source.batch)
-    if not messages:
+    messages, positions, gaps = reader.read(after, source.batch)
+    if gaps and on_gap == "fail":
+        where = json.dumps(after, sort_keys=True) if after else "the source's start"
+        raise SourceGap(f"{'; '.join(gap.describe(source.id) for gap in gaps)}; nothing landed and the next batch "
+                        f"still starts at {where} (on_gap=fail; set on_gap=warn to land what remains)")
+    if not messages and not gaps:
         if after:
             reader.acknowledge(after)  # a consumer killed after its commit may not have
         report.positions = after
@@ -290,8 +411,11 @@ def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: Me
     partial = rejects_folder / f".{target.name}.{uuid.uuid4().hex[:8]}.partial"
     with tempfile.TemporaryDirectory(prefix="csparql-consume-") as folder:
         files, saved, unreadable = _save_messages(messages, source, Path(folder))
-        metadata = {SOURCE: source.id, SOURCE_POSITIONS: json.dumps(positions, sort_keys=True),
-                    INPUTS: json.dumps([f"{source.id}#{messages[0].position}..{messages[-1].position}"])}
+        metadata = {SOURCE: source.id, SOURCE_POSITIONS: json.dumps(positions, sort_keys=True)}
+        if messages:
+            metadata[INPUTS] = json.dumps([f"{source.id}#{messages[0].position}..{messages[-1].position}"])
+        if gaps:
+            metadata[SOURCE_GAP] = json.dumps([gap.to_dict() for gap in gaps], sort_keys=True)
         transaction = (source.application, number + 1)
         try:
             if files:
@@ -314,6 +438,8 @@ def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: Me
     report.rejected += landed.rejected + len(unreadable)
     report.versions.append(landed.version)
     report.positions = positions
+    report.gaps.extend(gaps)
+    report.warnings.extend(gap.describe(source.id) for gap in gaps)
     report.warnings.extend(landed.warnings)
     if landed.max_ts is not None:
         report.max_ts = max(report.max_ts or landed.max_ts, landed.max_ts)

@@ -4,7 +4,9 @@ The operators return these from ``get_openlineage_facets_on_complete``, the hook
 task succeeds; the provider sends them with its configured transport (``[openlineage] transport``). Datasets
 are Delta tables named as OpenLineage names local files: namespace ``file``, name the table's absolute path.
 Each carries the Delta version the task read or wrote (``version``, the standard dataset-version facet); a
-stream read by an evaluation also carries its window (``csparqlWindow``).
+stream read by an evaluation also carries its window (``csparqlWindow``). A message-bus source is named as
+OpenLineage names a Kafka topic: namespace ``kafka://bootstrap-server`` (``redis://host:port`` for a Redis
+stream), name the topic (the stream's key).
 
 A window evaluated on the triggerer (Spark Connect) and ended there has no task process, so the provider's
 listener sends nothing for it: the trigger sends its events itself, through the provider's client
@@ -193,3 +195,12 @@ def ingest_lineage(warehouse: Warehouse, stream: str, landed: list[Path], versio
         inputs=[table_dataset(path, None) for path in landed],
         outputs=[table_dataset(warehouse.stream(stream), version, OutputDataset)] if landed else [],
     )
+
+
+def consume_lineage(warehouse: Warehouse, stream: str, namespace: str, name: str, version: int | None
+                    ) -> OperatorLineage:
+    """What one consume of a message-bus source read and wrote: the Redis stream or Kafka topic, as OpenLineage
+    names them (namespace ``redis://host:port`` or ``kafka://bootstrap-server``, name the stream's key or the
+    topic), and the stream table at the version its last batch made (no output when no batch was committed)."""
+    output = [table_dataset(warehouse.stream(stream), version, OutputDataset)] if version is not None else []
+    return OperatorLineage(inputs=[InputDataset(namespace=namespace, name=name, facets={})], outputs=output)

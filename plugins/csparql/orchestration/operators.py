@@ -301,7 +301,9 @@ class CsparqlIngestOperator(BaseOperator):
     cluster takes only spark-submitted jobs).
 
     ``stream`` is the stream's IRI; ``landing`` its landing folder, else the settings' (``CSPARQL_LANDING``,
-    one folder per stream); ``conn_id`` and ``warehouse`` as for ``CsparqlEvaluateWindowOperator``."""
+    one folder per stream); ``conn_id`` and ``warehouse`` as for ``CsparqlEvaluateWindowOperator``. The
+    stream's Asset gets an event only from a run that landed triples (or moved files an interrupted run had
+    landed), so that what is scheduled on it does not run every minute for nothing."""
 
     ui_color = "#e9f7ec"
 
@@ -310,6 +312,7 @@ class CsparqlIngestOperator(BaseOperator):
         settings = operator_settings(settings, warehouse)
         kwargs["outlets"] = with_revisions(kwargs.get("outlets") or [stream_asset(stream)])
         super().__init__(**kwargs)
+        self.declared_outlets = list(self.outlets)
         self.stream = str(stream)
         self.landing = Path(landing) if landing is not None else settings.landing_folder(self.stream)
         self.settings = settings
@@ -337,6 +340,9 @@ class CsparqlIngestOperator(BaseOperator):
         self.lineage = ingest_lineage(self.settings.warehouse, self.stream,
                                       [self.landing / "done" / name for name in summary.landed_files],
                                       table_version(table))
+        # files an interrupted run had landed were given no event by that run
+        record_stream_event_if_landed(self, context, self.stream, bool(summary.landed or summary.recovered),
+                                      summary.landed, table_version(table))
         if not summary.files:
             self.log.info("nothing waiting in %s", self.landing)
             return summary.to_dict()
@@ -354,23 +360,30 @@ class CsparqlConsumeOperator(BaseOperator):
     ``kafka://CONN/TOPIC`` (``?format=``, ``?batch=``), ``CONN`` the Airflow connection of the Redis or Kafka
     provider. Lands at most ``max_batches`` per run; what is left waits for the next run. Rejected messages
     and lines go to the stream's landing folder, ``rejected/<source>-<batch>.rejects.tsv``. Ingest advances the
-    stream's watermark."""
+    stream's watermark. Messages gone before they were read (a trimmed Redis stream, Kafka retention) are logged
+    as a warning and recorded in the task's value (``gaps``, ``lost``) and the batch's commit, and what remains
+    lands; with ``on_gap="fail"`` (else ``[csparql] on_gap``) the task fails with one line instead, landing
+    nothing. The stream's Asset gets an event only from a run that landed triples."""
 
     ui_color = "#e9f7ec"
     template_fields = ("source",)
 
-    def __init__(self, *, stream: str, source: str, max_batches: int = 100,
+    def __init__(self, *, stream: str, source: str, max_batches: int = 100, on_gap: str | None = None,
                  warehouse: str | os.PathLike | None = None, settings: Settings | None = None, **kwargs) -> None:
         settings = operator_settings(settings, warehouse)
         kwargs["outlets"] = with_revisions(kwargs.get("outlets") or [stream_asset(stream)])
         super().__init__(**kwargs)
+        self.declared_outlets = list(self.outlets)
         self.stream = str(stream)
         self.source = source
         self.max_batches = max_batches
+        self.on_gap = on_gap or settings.on_gap
         self.settings = settings
+        self.lineage = None
 
     def execute(self, context):
         from csparql.ingest.sources import SourceError, consume, parse_source
+        from csparql.orchestration.lineage import consume_lineage
 
         try:
             spec = parse_source(self.source)
@@ -383,23 +396,51 @@ class CsparqlConsumeOperator(BaseOperator):
             report = consume(self.settings.warehouse, self.stream, spec, reader,
                              self.settings.landing_folder(self.stream) / "rejected", max_batches=self.max_batches,
                              max_future_skew=self.settings.max_future_skew,
-                             timestamp_predicates=self.settings.timestamp_predicates_of(self.stream))
+                             timestamp_predicates=self.settings.timestamp_predicates_of(self.stream),
+                             on_gap=self.on_gap)
         except SourceError as error:
             raise AirflowException(str(error)) from None
+        self.lineage = consume_lineage(self.settings.warehouse, self.stream, reader.namespace, spec.name,
+                                       report.versions[-1] if report.versions else None)
         for warning in report.warnings:
             self.log.warning("%s", warning)
+        record_stream_event_if_landed(self, context, self.stream, report.landed > 0, report.landed,
+                                      report.versions[-1] if report.versions else None)
         if not report.batches:
             self.log.info("nothing new on %s", spec.id)
             return report.to_dict()
-        self.log.info("%s: %d messages in %d batches, %d triples landed, %d rejected", spec.id, report.messages,
-                      report.batches, report.landed, report.rejected)
+        lost = "" if not report.gaps else (f", {report.lost} lost before they were read" if report.lost is not None
+                                           else ", some lost before they were read")
+        self.log.info("%s: %d messages in %d batches, %d triples landed, %d rejected%s", spec.id, report.messages,
+                      report.batches, report.landed, report.rejected, lost)
         stale = detect_after_commits(self.settings, self.stream, before)
         return {**report.to_dict(), "stale_windows": len(stale), "revised_by": announce(context, stale, self.log)}
+
+    def get_openlineage_facets_on_complete(self, task_instance):
+        """The Redis stream or Kafka topic this run read and the stream table it wrote, with its version
+        (``lineage``)."""
+        return self.lineage or _no_lineage()
+
+
+def record_stream_event_if_landed(operator: BaseOperator, context, stream: str, landed: bool, triples: int,
+                                  version: int | None) -> None:
+    """Give the stream's Asset an event only when the run landed triples. Airflow records an event for every
+    Asset among the outlets of a task that succeeds, reading them when the task ends (the Task SDK's task
+    runner): a run that landed nothing drops the stream's Asset from its outlets, so that what is scheduled on
+    the stream does not run for nothing; one that landed gives the event the triples and the stream's version."""
+    asset = stream_asset(stream)
+    declared = operator.declared_outlets
+    if asset not in declared:
+        return
+    operator.outlets = list(declared) if landed else [outlet for outlet in declared if outlet != asset]
+    if landed and context and "outlet_events" in context:
+        context["outlet_events"][asset].extra = {"stream": stream, "triples": triples, "version": version}
 
 
 def message_reader(spec):
     """The reader of a source through its Airflow connection: the Redis provider's ``RedisHook``, or the Kafka
-    provider's consumer (``pip install 'csparql[kafka]'``)."""
+    provider's consumer (``pip install 'csparql[kafka]'``); its ``namespace`` names the bus as OpenLineage does
+    (``redis://host:port``, ``kafka://bootstrap-server``)."""
     from csparql.ingest.sources import KafkaTopicReader, RedisStreamReader
 
     if spec.kind == "redis":
@@ -411,7 +452,9 @@ def message_reader(spec):
     except ImportError:
         raise AirflowException(f"{spec.id}: the Kafka provider is not installed: pip install 'csparql[kafka]' "
                                "(apache-airflow-providers-apache-kafka)") from None
-    return KafkaTopicReader(KafkaConsumerHook([spec.name], kafka_config_id=spec.conn_id).get_conn, spec.name)
+    hook = KafkaConsumerHook([spec.name], kafka_config_id=spec.conn_id)
+    servers = str(hook.get_connection(spec.conn_id).extra_dejson.get("bootstrap.servers", "")).split(",")[0]
+    return KafkaTopicReader(hook.get_conn, spec.name, namespace=f"kafka://{servers.strip() or spec.conn_id}")
 
 
 def submitted_lineage(warehouse: Warehouse, deployment: Deployment, at: int, run: dict | None):

@@ -60,6 +60,10 @@ the commit also records Delta's application transaction ``csparql-source:<source
 SOURCE_POSITIONS = "csparql.source_positions"
 """Commit metadata of a batch consumed from a message bus: where the next batch starts (JSON: the last Redis
 entry id consumed, or the next offset of each Kafka partition)."""
+SOURCE_GAP = "csparql.source_gap"
+"""Commit metadata of a batch consumed from a message bus after messages were gone before they were read (a
+trimmed Redis stream, a Kafka partition's retention): JSON, per gap, the position after which they were lost, the
+oldest one still there and how many (``csparql.ingest.sources.Gap``)."""
 OPERATION = "csparql.operation"
 """Commit metadata: what wrote the commit (``ingest-stream``, ``load-static``, ``store-closure`` …)."""
 TARGET = "csparql.target"
