@@ -4,8 +4,11 @@ Every write here is a Delta commit that adds files and, for replacements (a wind
 a static graph loaded with ``--replace``, a closure of a newer static-graph version), removes others. Removal
 is logical: the files stay on disk so that a reader that listed them before the commit can still read them,
 and so that older versions stay readable (time travel). ``vacuum`` deletes, in every Delta table of the
-warehouse, the removed files older than the retention, and files no commit ever added (what a write that
-failed midway left behind) older than it.
+warehouse, the removed files older than the retention, and files no commit references (what a write that
+failed midway left behind) older than it and than ``UNCOMMITTED_HOURS``: a write in progress has written files
+it has not committed yet, and a commit naming a deleted file would make the table unreadable. A retention under
+``SAFE_RETENTION_HOURS`` is refused while evaluations are recorded as running (``csparql.storage.running``).
+Tables whose files are gone all the same are repaired by ``csparql.storage.repair``.
 
 Stored panes (``_csparql/panes``) are a cache: ``prune_panes`` removes the pane files written more than the
 retention ago — the wall clock, never the event time of the panes, so that a replay of an old stream keeps

@@ -223,9 +223,8 @@ def record_runs_from_results(warehouse: Warehouse, dry_run: bool = False) -> int
     """Record in the runs table the runs that the commits of the result tables (and output streams) still in
     their logs carry and the runs table lacks; returns how many (would be) recorded."""
     carried: dict[str, dict] = {}
-    for path in delta_tables(warehouse.root):
-        if path.resolve() == warehouse.runs.resolve():
-            continue
+    outputs = [path for path in warehouse.stream_folders() if _produced(path)]
+    for path in warehouse.result_folders() + outputs:
         try:
             history = DeltaTable(str(path)).history()
         except UNREADABLE_LOG:
@@ -255,6 +254,14 @@ def record_runs_from_results(warehouse: Warehouse, dry_run: bool = False) -> int
 
     delta.write_on_version(warehouse.runs, schema.RUNS, build, "recording runs again")
     return recorded[0]
+
+
+def _produced(stream: Path) -> bool:
+    """Whether the stream table is the output of a ``REGISTER STREAM`` query (its commits carry runs)."""
+    try:
+        return QUERY_PROPERTY in delta.properties(stream)
+    except UNREADABLE_LOG:
+        return False
 
 
 def _run_row(run: dict) -> dict:
