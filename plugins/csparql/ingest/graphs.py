@@ -32,7 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyoxigraph as ox
 
-from csparql.ingest.lines import FutureLimit, LineError, bounded_timestamps_micros, parse_statement
+from csparql.ingest.lines import (
+    TIMESTAMP_OPTION, FutureLimit, LineError, bounded_timestamps_micros, parse_statement,
+)
 from csparql.storage.schema import BLANK, IRI, LITERAL
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES, PROV_GENERATED_AT_TIME, RDF_LANGSTRING
 
@@ -174,14 +176,14 @@ def timed_triples(quads: pa.Table, predicates: Sequence[str], default_micros: in
         if problem is None:
             choices = "> or <".join(sorted(set(predicates)))
             problem = (f"it has no timestamp: no triple {shown} <{choices}> in the default graph or in the graph; "
-                       "add one, or pass --timestamp T")
+                       f"add one, or pass {TIMESTAMP_OPTION} T")
         rejects.append(GraphReject(_stored_name(shown), f"graph {shown}: {problem}; its "
                                    f"{_count(per_graph.get(number, 0))} did not land", shown))
     if per_graph.get(default):
         if default_micros is None:
             rejects.append(GraphReject(None, f"the default graph has {_count(per_graph[default])} without a "
-                                             "timestamp (not about a named graph of the file); pass --timestamp T "
-                                             "to give them one", "the default graph"))
+                                             "timestamp (not about a named graph of the file); pass "
+                                             f"{TIMESTAMP_OPTION} T to give them one", "the default graph"))
         else:
             micros_of = pc.if_else(pc.equal(numbers, default), default_micros, micros_of)
 

@@ -96,7 +96,7 @@ from csparql.ingest.inputs import (  # noqa: F401  (re-exported: the ingest API'
     GRAPH_FORMATS, LINE_FORMATS, MAX_BATCH, QUAD_FORMATS, IngestReport, Input, InputError, Landed, Reject,
 )
 from csparql.ingest.job import IngestJob, LocalIngestJob
-from csparql.ingest.lines import FutureLimit
+from csparql.ingest.lines import TIMESTAMP_OPTION, FutureLimit
 from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS
 from csparql.storage.statistics import record_statistics
@@ -196,11 +196,11 @@ def check_timestamp(text: str | None, future: FutureLimit | None = None) -> int 
     try:
         micros = parse_instant(text)
     except ValueError as error:
-        raise InputError(f"--timestamp: {error}") from None
+        raise InputError(f"{TIMESTAMP_OPTION}: {error}") from None
     if not MIN_MICROS <= micros <= MAX_MICROS:
-        raise InputError(f"--timestamp: {text} is outside years 1..9999")
+        raise InputError(f"{TIMESTAMP_OPTION}: {text} is outside years 1..9999")
     if future is not None and micros > future.latest:
-        raise InputError(f"--timestamp: {text} is too far in the future: later than {future.described}")
+        raise InputError(f"{TIMESTAMP_OPTION}: {text} is too far in the future: later than {future.described}")
     return micros
 
 
@@ -309,7 +309,7 @@ def check_stream_request(iri, files, timestamp=None, format=None, rejects=None, 
         for item in inputs:
             if item.format != "nquads" and item.format not in GRAPH_FORMATS:
                 raise InputError(
-                    f"{item.name}: {item.format} has no timestamps; pass --timestamp T to give its triples one"
+                    f"{item.name}: {item.format} has no timestamps; pass {TIMESTAMP_OPTION} T to give its triples one"
                 )
     return iri, inputs, default_micros, rejects_targets(inputs, rejects), future
 

@@ -419,7 +419,10 @@ def parse_statement(line: str) -> Statement | None:
 # Batches of lines -> Arrow
 # ---------------------------------------------------------------------------------------------------------
 
-NO_TIMESTAMP = "the triple has no timestamp: give it as the fourth term, or pass --timestamp for plain RDF"
+TIMESTAMP_OPTION = "--timestamp"
+"""How messages name the timestamp given to triples that carry none: the command line's option. A push over HTTP
+names its query parameter instead (``csparql.ingest.pushed``)."""
+NO_TIMESTAMP = f"the triple has no timestamp: give it as the fourth term, or pass {TIMESTAMP_OPTION} for plain RDF"
 GRAPH_NAME = "the fourth term must be the triple's timestamp (an xsd:dateTime or epoch milliseconds), not a graph name"
 STATIC_QUAD = "a static graph holds triples: a fourth term is not allowed here"
 

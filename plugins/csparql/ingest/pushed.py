@@ -7,7 +7,9 @@ named graphs, or the project's timestamped line format: told apart as a file is)
 triples. A body with a single malformed line or graph lands nothing and says which and why. A retry with the
 key of a body that landed finds its commit (the key is recorded in it) and lands nothing; the same key with
 another body is refused. Pushes to one stream are landed one at a time in a process, so two retries racing each
-other land once."""
+other land once. A push creates a stream only under an absolute IRI (``new_stream_problem``). What is refused
+is said as the push is made: the query parameter ``?timestamp=`` where the command line has ``--timestamp``,
+"the body" for the file it was saved to."""
 
 from __future__ import annotations
 
@@ -20,12 +22,15 @@ from csparql.ingest.ingest import (
     IngestReport, InputError, check_stream_request, check_timestamp, content_digest, ingest_stream, landed_commit,
 )
 from csparql.ingest.inputs import MEDIA_TYPES, media_type_format
+from csparql.ingest.lines import TIMESTAMP_OPTION
 from csparql.storage import delta
 from csparql.storage.tables import CONTENT_SHA256, IDEMPOTENCY_KEY, LANDED_TRIPLES, LANDED_WATERMARK, PUSHED_BY
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
-from csparql.storage.warehouse import Warehouse
+from csparql.storage.warehouse import Warehouse, new_stream_problem
 
 MAX_KEY_LENGTH = 255
+TIMESTAMP_PARAMETER = "?timestamp="
+"""How a push gives timestamp-less triples their instant (the command line's ``--timestamp``)."""
 
 _STREAM_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_LOCK = threading.Lock()
@@ -91,7 +96,9 @@ def land_pushed(warehouse: Warehouse, stream: str, body: Path, format: str, key:
     try:
         stream = check_stream_request(stream, [body], timestamp, format, **options)[0]
     except InputError as error:
-        raise PushRefused(400, str(error).replace(str(body), "the body")) from None
+        raise PushRefused(400, as_pushed(str(error), body)) from None
+    if new_stream_problem(stream) is not None and not delta.exists(warehouse.stream(stream)):
+        raise PushRefused(400, new_stream_problem(stream))
     with _stream_lock(stream):
         path = warehouse.stream(stream)
         if key is not None:
@@ -107,8 +114,17 @@ def land_pushed(warehouse: Warehouse, stream: str, body: Path, format: str, key:
                                    rejects=body.with_name("rejects.tsv"), commit_metadata=metadata,
                                    in_process=True, all_or_nothing=True, **options)
         except InputError as error:
-            raise PushRefused(400, str(error).replace(str(body), "the body")) from None
-    return _outcome(stream, report)
+            raise PushRefused(400, as_pushed(str(error), body)) from None
+    return _outcome(stream, report, body)
+
+
+def as_pushed(message: str, body: Path) -> str:
+    """An ingest's ``message`` as a push says it: ``TIMESTAMP_PARAMETER`` where the command line's option is
+    named, "the body" for the file ``body`` it was saved to."""
+    message = message.replace(str(body), "the body")
+    message = message.replace(f"{TIMESTAMP_OPTION} T", f"{TIMESTAMP_PARAMETER}T")
+    return message.replace(f"{TIMESTAMP_OPTION}:", f"{TIMESTAMP_PARAMETER.rstrip('=')}:").replace(
+        TIMESTAMP_OPTION, TIMESTAMP_PARAMETER)
 
 
 def _stream_lock(stream: str) -> threading.Lock:
@@ -132,12 +148,13 @@ def _replayed(path, stream: str, key: str, version: int, digest: str) -> PushOut
                        watermark=int(mark) if mark is not None else None, replayed=True)
 
 
-def _outcome(stream: str, report: IngestReport) -> PushOutcome:
+def _outcome(stream: str, report: IngestReport, body: Path) -> PushOutcome:
     outcome = PushOutcome(stream, landed=report.landed, version=report.version, watermark=report.max_ts,
-                          rejected=report.rejected, warnings=list(report.warnings))
+                          rejected=report.rejected, warnings=[as_pushed(w, body) for w in report.warnings])
     if report.already_landed is not None:  # the same content landed before, under another key or none
         earlier = report.already_landed
         outcome.version, outcome.watermark, outcome.replayed = earlier.version, earlier.watermark, True
         outcome.landed = int(_commit(report.table, earlier.version).get(LANDED_TRIPLES) or 0)
-    outcome.rejects = [{"line": r.line, "reason": r.reason, "text": r.text} for r in report.first_rejects]
+    outcome.rejects = [{"line": r.line, "reason": as_pushed(r.reason, body), "text": r.text}
+                       for r in report.first_rejects]
     return outcome

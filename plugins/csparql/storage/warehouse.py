@@ -88,6 +88,26 @@ def iri_problem(text: str, what: str) -> str | None:
             "(e.g. http://example.org/stream)")
 
 
+NEW_STREAM_IRI = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s<>\"{}|^`\\]+|urn:[A-Za-z0-9][A-Za-z0-9-]*:)"
+                            r"[^\s<>\"{}|^`\\]*", re.IGNORECASE)
+"""The IRI a stream is created under by a push or ``csparql watermark --create``: absolute, with a scheme and
+an authority (``http://example.org/stream``) or a URN (``urn:example:stream``)."""
+
+
+def new_stream_problem(text: str) -> str | None:
+    """Why ``text`` (``<...>`` accepted) cannot name a stream created by hand (``NEW_STREAM_IRI``), or None."""
+    problem = iri_problem(text, "stream")
+    if problem is not None:
+        return problem
+    iri = text.strip()
+    if iri.startswith("<") and iri.endswith(">"):
+        iri = iri[1:-1]
+    if NEW_STREAM_IRI.fullmatch(iri):
+        return None
+    return (f"'{text}' cannot name a new stream: give an absolute IRI with a scheme and an authority (e.g. "
+            "http://example.org/stream) or a URN (e.g. urn:example:stream)")
+
+
 class InvalidName(ValueError):
     """A query name that cannot name tables and folders."""
 

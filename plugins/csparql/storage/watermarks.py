@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS
-from csparql.storage.warehouse import Warehouse, iri_problem
+from csparql.storage.warehouse import Warehouse, iri_problem, new_stream_problem
 from csparql.windows import (
     EARLIEST_INSTANT, INSTANT_RANGE, LATEST_INSTANT, MAX_DURATION, format_duration, format_instant,
 )
@@ -117,15 +117,20 @@ def set_watermark(warehouse: Warehouse, stream: str, instant: int, source: str,
     """Advance ``stream``'s watermark to ``instant`` by hand (an operator's act: ``csparql watermark``).
     ``WatermarkRefused`` when ``stream`` is not an IRI (``<...>`` accepted), or when the warehouse has no stream
     by that IRI — no table and no watermark, e.g. a typo — unless ``create`` (a stream that has not landed
-    yet). A watermark never goes back: an ``instant`` at or before the current one records nothing, and the
-    returned change says so (``advanced`` false)."""
+    yet, whose IRI must then be absolute: ``csparql.storage.warehouse.new_stream_problem``). A watermark never
+    goes back: an ``instant`` at or before the current one records nothing, and the returned change says so
+    (``advanced`` false)."""
     problem = iri_problem(stream, "stream")
     if problem is not None:
         raise WatermarkRefused(problem)
     iri = stream.strip()
     iri = iri[1:-1] if iri.startswith("<") and iri.endswith(">") else iri
     before = watermark(warehouse, iri)
-    if before is None and not create and not delta.exists(warehouse.stream(iri)):
+    known = before is not None or delta.exists(warehouse.stream(iri))
+    problem = None if known or not create else new_stream_problem(stream)
+    if problem is not None:
+        raise WatermarkRefused(problem)
+    if not known and not create:
         raise WatermarkRefused(
             f"no stream <{iri}> in the warehouse {warehouse.root}: nothing was ingested into it and it has no "
             "watermark; check the IRI, or pass --create to give a stream that has not landed yet its first "
