@@ -40,6 +40,8 @@ from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
+from csparql.runtime.jvm_output import incubator_warning_dropped
+
 T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"
 _LOCK = threading.Lock()
@@ -165,7 +167,8 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
         log.info("Spark: a session of its own in this process, master %s", master)
         # A master chosen over an exported SPARK_REMOTE: PySpark refuses a session given both.
         os.environ.pop(SPARK_REMOTE, None)
-        session = configure(SparkSession.builder.master(master), master, app_name).getOrCreate()
+        with incubator_warning_dropped():  # the driver JVM starts here
+            session = configure(SparkSession.builder.master(master), master, app_name).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         return session
 
