@@ -95,6 +95,9 @@ def register(commands) -> None:
     stack.add_argument("--home", metavar="DIR", help="AIRFLOW_HOME (default: .airflow/ in the working directory)")
     stack.add_argument("--windows", type=int, default=3, help="sample windows backfilled per query (default 3)")
     stack.add_argument("--examples", nargs="*", metavar="NN", help="only these example numbers (default: all)")
+    stack.add_argument("--live-every", type=float, default=30, metavar="SECONDS",
+                       help="once the sample history has landed, land a file of sample events timestamped now "
+                       "in each sample stream every SECONDS (default 30; 0: no live events)")
     _warehouse_option(stack, "the warehouse the stack's tasks read and write")
     stack.set_defaults(run=run_stack)
 
@@ -284,7 +287,8 @@ def run_stack(args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     embedded = EmbeddedStack(settings, port=args.port, home=Path(args.home) if args.home else None,
-                             windows=args.windows, examples=args.examples, spark=spark, connect_port=args.connect_port)
+                             windows=args.windows, examples=args.examples, spark=spark, connect_port=args.connect_port,
+                             live_every=max(args.live_every, 0))
     try:
         embedded.run(stopping)
     except StackError as error:

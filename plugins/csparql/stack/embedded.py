@@ -62,6 +62,15 @@ HEALTH_CHECK_SECONDS = 30
 HEALTH_TIMEOUT = 20.0
 """How long the server has to answer before the stack says it does not."""
 MAX_BACKFILL_ATTEMPTS = 3
+LIVE_SECONDS = 30
+"""How often the stack lands a file of live sample events in each sample stream's landing folder."""
+STREAM_DAGS = """# Airflow DAGs of csparql but the query DAGs, which the registry's loaders build: the ingestion DAGs and
+# the revision DAGs (written by `csparql stack` into a DAGs folder that had none).
+from csparql.orchestration.factory import csparql_dags
+
+csparql_dags(queries=False)
+"""
+"""The DAG file of the ingestion and revision DAGs the stack writes into a DAGs folder that has none."""
 SAMPLES_TIMEOUT = 1800
 """Seconds the sample streams have to land once their ingestion DAGs are started."""
 
@@ -69,6 +78,66 @@ SAMPLES_TIMEOUT = 1800
 def example_name(path: Path) -> str:
     """The registration name of an example: ``ex`` and its file stem, e.g. ``ex02_cars_per_tollgate``."""
     return "ex" + re.sub(r"[^A-Za-z0-9_]", "_", path.stem)
+
+
+class LiveSamples:
+    """The sample streams played live: each ``land`` writes, into each stream's landing folder, one small
+    file of the sample events timestamped since the previous one up to now (``csparql.samples.
+    live_sample_texts``: the same city, cars and brokers, so the static graphs hold), which the stream's
+    ingestion DAG lands as it lands any file. Windows of now then fill as the wall clock passes, so a query
+    registered over the sample streams shows results on its schedule."""
+
+    def __init__(self, settings: Settings, streams: set[str], every: float = LIVE_SECONDS,
+                 clock=time.time) -> None:
+        """``streams``: the IRIs of the sample streams to play (those the registered queries read);
+        ``every``: seconds between two files; ``clock``: the wall clock, seconds since the epoch."""
+        self.settings = settings
+        self.streams = set(streams)
+        self.every = every
+        self.clock = clock
+        self.last: int | None = None  # the instant (µs) the previous files' events reach
+        self.files = 0
+
+    def due(self) -> bool:
+        return self.last is None or self.clock() * 1_000_000 - self.last >= self.every * 1_000_000
+
+    def land(self) -> list[Path]:
+        """Write the files of the events since the previous call (on the first, those of the last ``every``
+        seconds), one per stream, each under a name that sorts after the previous ones; the files written.
+        Each file is written under a hidden name and renamed, so an ingest never reads half of one."""
+        from csparql.samples import live_sample_texts
+
+        now = int(self.clock() * 1_000_000)
+        after = self.last if self.last is not None else now - int(self.every * 1_000_000)
+        written = []
+        for iri, text in live_sample_texts(after, now).items():
+            if iri not in self.streams:
+                continue
+            folder = self.settings.landing_folder(iri)
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"live-{format_instant(now).replace(':', '-')}.tnq"
+            hidden = folder / f".{name}"
+            hidden.write_text(text, encoding="utf-8")
+            hidden.replace(folder / name)
+            written.append(folder / name)
+        self.last = now
+        self.files += len(written)
+        return written
+
+
+def write_stream_dags(dags: Path) -> Path | None:
+    """Write the ingestion and revision DAGs' file (``STREAM_DAGS``) into the DAGs folder ``dags`` unless one of
+    its files already builds them (calls ``csparql_dags``); the file written, or None."""
+    for path in dags.rglob("*.py") if dags.is_dir() else []:
+        try:
+            if "csparql_dags(" in path.read_text(encoding="utf-8", errors="replace"):
+                return None
+        except OSError:
+            continue
+    target = dags / "csparql_streams.py"
+    dags.mkdir(parents=True, exist_ok=True)
+    target.write_text(STREAM_DAGS, encoding="utf-8")
+    return target
 
 
 @dataclass
@@ -169,13 +238,16 @@ def _micros(value) -> int:
 class EmbeddedStack:
     def __init__(self, settings: Settings, port: int = 8080, home: Path | None = None, windows: int = 3,
                  examples: list[str] | None = None, out=sys.stdout, spark: str = "connect",
-                 connect_port: int | None = None) -> None:
+                 connect_port: int | None = None, live_every: float = LIVE_SECONDS) -> None:
+        """``live_every``: seconds between two files of live sample events (``LiveSamples``); 0: none."""
         if spark not in SPARK_MODES:
             raise StackError(f"the embedded stack runs Spark as one of {', '.join(SPARK_MODES)}, not {spark!r}")
         self.settings = settings
         self.port = port
         self.home = (home or Path.cwd() / ".airflow").resolve()
         self.windows = windows
+        self.live_every = live_every
+        self.live: LiveSamples | None = None
         self.examples = examples
         self.out = out
         self.spark = spark
@@ -318,6 +390,10 @@ class EmbeddedStack:
             raise StackError(f"the registry {self.settings.registry} is not inside the DAGs folder {dags}: "
                              "Airflow would not see its queries (set CSPARQL_REGISTRY or AIRFLOW__CORE__DAGS_FOLDER)")
         self.check_ports()
+        written = write_stream_dags(dags)
+        if written is not None:
+            self.say(f"the DAGs folder {dags} had no ingestion DAGs: wrote {written} (the ingestion and revision "
+                     "DAGs of every stream the registered queries read)")
         self.started = time.monotonic()
         self.say(f"settings: defaults under {self.settings.defaults}; the warehouse {self.settings.warehouse.root}, "
                  f"the registry {self.settings.registry} (`csparql settings` shows every one and where it comes from)")
@@ -419,11 +495,28 @@ class EmbeddedStack:
                 if backfilled and time.monotonic() > next_check:
                     self.recreate_lost_backfills(progress)
                     next_check = time.monotonic() + BACKFILL_CHECK_SECONDS
+                if backfilled:
+                    self.play_live(files)
             except (NoAnswer, ServerError) as error:  # the api-server busy or restarting: the step is taken again
                 self.report(f"{' '.join(str(error).split())[:300]}; trying again")
             for line in progress.changes():
                 self.report(line)
             stopping.wait(TICK_SECONDS)
+
+    def play_live(self, files: SampleFiles) -> None:
+        """Land the live sample events that are due (``LiveSamples``), once the sample history is complete; the
+        first files are announced."""
+        if not self.live_every:
+            return
+        if self.live is None:
+            self.live = LiveSamples(self.settings, set(files.streams), self.live_every)
+        if self.live.due():
+            first = self.live.files == 0
+            self.live.land()
+            if first:
+                self.report(f"the sample streams play live: a file of events timestamped now every "
+                            f"{self.live_every:g} s in each landing folder; a query registered over them shows "
+                            "results on its schedule")
 
     def backfill_when_landed(self, names: list[str], files: SampleFiles, progress: Progress, deadline: float) -> bool:
         """Once every sample stream has landed, declare the history complete and backfill; whether it did."""
