@@ -49,3 +49,31 @@ def test_a_dags_folder_without_the_ingestion_dags_gets_them(tmp_path):
     written = write_stream_dags(dags)
     assert written == dags / "csparql_streams.py" and "csparql_dags(queries=False)" in written.read_text()
     assert write_stream_dags(dags) is None  # once there, left alone
+
+
+def test_the_sample_history_declared_complete_leaves_a_query_up_to_date_with_it_no_lag(tmp_path):
+    # The stack declares the sample history complete as far as the windows its backfills evaluate need, no
+    # further: a query that evaluated them is not shown a day late with hundreds of windows behind.
+    from csparql.deploy.monitoring import WindowRun, stream_lags
+    from csparql.deploy.plan import deployment_of_text
+    from csparql.samples import DEFAULT_START, SampleFiles
+    from csparql.stack.embedded import BackfillPlan, backfill_windows, history_watermarks
+    from support import SPEC_QUERIES
+
+    settings = Settings.from_environment({"CSPARQL_WAREHOUSE": str(tmp_path / "warehouse"),
+                                          "CSPARQL_REGISTRY": str(tmp_path / "dags" / "queries")})
+    start = parse_instant(DEFAULT_START)
+    files = SampleFiles(streams={TOLLGATES: tmp_path / "t.tnq", MARKET: tmp_path / "m.tnq"}, start=start,
+                        end=start + 3 * 3_600_000_000)
+    plans = [BackfillPlan(d, backfill_windows(d, files, 3)) for d in (
+        deployment_of_text((SPEC_QUERIES / f"{example}.rq").read_text(), f"ex{n}", settings)
+        for n, example in enumerate(("04-cars-per-district", "11-broker-daily-total")))]
+    marks = history_watermarks(plans, files)
+    for plan in plans:  # every backfilled window counts as complete
+        last = plan.windows[-1]
+        assert all(marks[s.iri] >= last.end + s.lateness for s in plan.deployment.inputs)
+    per_district = plans[0]
+    evaluated = [WindowRun(w.start, w.end, "complete", w.end, {}, {}, 1, 1, None, None, f"r{i}")
+                 for i, w in enumerate(per_district.windows)]
+    lag, = stream_lags(per_district.deployment, marks, evaluated)
+    assert (lag.lag, lag.windows_behind) == (0, 0)

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csparql.deploy.plan import deployment_of, ingest_dag_id, ingested_streams
+from csparql.deploy.plan import Deployment, deployment_of, ingest_dag_id, ingested_streams
 from csparql.deploy.registration import register
 from csparql.deploy.registry import RegistrationError, registry_snapshot
 from csparql.deploy.settings import Settings
@@ -41,6 +41,7 @@ from csparql.examples import examples_folder
 from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.samples import SampleFiles
+from csparql.schedule import EvaluationWindow
 from csparql.stack.airflow_stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.runtime.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
                                          connect_mode_left_alone, port_in_use)
@@ -78,6 +79,35 @@ SAMPLES_TIMEOUT = 1800
 def example_name(path: Path) -> str:
     """The registration name of an example: ``ex`` and its file stem, e.g. ``ex02_cars_per_tollgate``."""
     return "ex" + re.sub(r"[^A-Za-z0-9_]", "_", path.stem)
+
+
+@dataclass(frozen=True)
+class BackfillPlan:
+    """A registered example's deployment and the sample windows its backfill evaluates, in order."""
+
+    deployment: Deployment
+    windows: list[EvaluationWindow]
+
+
+def backfill_windows(deployment: Deployment, files: SampleFiles, count: int) -> list[EvaluationWindow]:
+    """The last ``count`` windows of a scheduled query that hold sample data: up to the first one closing after
+    the data ends (none for a one-shot query)."""
+    if deployment.schedule is None:
+        return []
+    period = deployment.schedule.period
+    return deployment.schedule.evaluations(files.start + 1, files.end + period - 1)[-count:]
+
+
+def history_watermarks(plans: list[BackfillPlan], files: SampleFiles) -> dict[str, int]:
+    """The watermark that declares each sample stream's history complete: the latest end of the windows the
+    backfills evaluate over it plus the lateness its query allows the stream (so each of those windows counts
+    as complete), and at least the end of the data."""
+    marks = {iri: files.end for iri in files.streams}
+    for plan in plans:
+        for stream in plan.deployment.inputs:
+            if stream.iri in marks and plan.windows:
+                marks[stream.iri] = max(marks[stream.iri], plan.windows[-1].end + stream.lateness)
+    return marks
 
 
 class LiveSamples:
@@ -521,8 +551,9 @@ class EmbeddedStack:
     def backfill_when_landed(self, names: list[str], files: SampleFiles, progress: Progress, deadline: float) -> bool:
         """Once every sample stream has landed, declare the history complete and backfill; whether it did."""
         if all(iri in read_watermarks(self.settings.warehouse) for iri in files.streams):
-            self.declare_samples_complete(files)
-            self.backfill(names, files, progress.backfilled)
+            plans = self.backfill_plans(names, files)
+            self.declare_samples_complete(files, plans)
+            self.backfill(plans, progress.backfilled)
             self.report(f"the sample history is complete; {len(progress.backfilled)} queries replay their last "
                         "sample windows")
             return True
@@ -592,11 +623,22 @@ class EmbeddedStack:
     def dags_parsed(self, dag_ids: list[str]) -> bool:
         return all(self.stack.api("GET", f"dags/{d}", allow=(404,)).get("status") != 404 for d in dag_ids)
 
-    def declare_samples_complete(self, files: SampleFiles) -> None:
-        """Declare the sample history complete: no triple will ever arrive for it, so its watermarks move a day
-        past its end (windows closing after the data, such as the daily ones, then count as complete)."""
-        for iri in files.streams:
-            advance_watermark(self.settings.warehouse, iri, files.end + 86_400_000_000, "csparql stack: sample history")
+    def declare_samples_complete(self, files: SampleFiles, plans: dict[str, BackfillPlan]) -> None:
+        """Declare the sample history complete: no triple will ever arrive for it, so each stream's watermark
+        moves to where the windows the backfills evaluate count as complete (``history_watermarks``), and no
+        further: a query up to date with the history shows no lag."""
+        for iri, mark in history_watermarks(list(plans.values()), files).items():
+            advance_watermark(self.settings.warehouse, iri, mark, "csparql stack: sample history")
+
+    def backfill_plans(self, names: list[str], files: SampleFiles) -> dict[str, BackfillPlan]:
+        """Each registered example's deployment and the sample windows its backfill evaluates
+        (``backfill_windows``)."""
+        registry = registry_snapshot(self.settings)
+        plans = {}
+        for name in names:
+            deployment = deployment_of(self.settings.registry / f"{name}.rq", self.settings, registry)
+            plans[name] = BackfillPlan(deployment, backfill_windows(deployment, files, self.windows))
+        return plans
 
     def recreate_lost_backfills(self, progress: Progress) -> None:
         """Create again a backfill Airflow marked complete without any of its windows evaluated. On SQLite under
@@ -613,28 +655,23 @@ class EmbeddedStack:
                 self.report(f"the backfill of {query} ended with none of its windows evaluated (Airflow lost its "
                             "runs); created it again")
 
-    def backfill(self, names: list[str], files: SampleFiles, backfilled: dict[str, set[int] | None]) -> None:
-        """Unpause each query DAG and backfill its last ``windows`` sample windows (a one-shot query is
-        triggered once), recording in ``backfilled`` query → the window ends evaluated (None for a one-shot
-        query); the queries already in it are left alone (a second call resumes an interrupted one)."""
-        registry = registry_snapshot(self.settings)
-        for name in names:
+    def backfill(self, plans: dict[str, BackfillPlan], backfilled: dict[str, set[int] | None]) -> None:
+        """Unpause each query DAG and backfill the windows of its plan (a one-shot query is triggered once),
+        recording in ``backfilled`` query → the window ends evaluated (None for a one-shot query); the queries
+        already in it are left alone (a second call resumes an interrupted one)."""
+        for name, plan in plans.items():
             if name in backfilled:
                 continue
-            deployment = deployment_of(self.settings.registry / f"{name}.rq", self.settings, registry)
             self.stack.unpause(name)
-            if deployment.schedule is None:
+            if plan.deployment.schedule is None:
                 self.stack.api("POST", f"dags/{name}/dagRuns", {"logical_date": None})
                 backfilled[name] = None
                 continue
-            # The last windows holding sample data: up to the first one closing after the data ends.
-            period = deployment.schedule.period
-            chosen = deployment.schedule.evaluations(files.start + 1, files.end + period - 1)[-self.windows:]
-            if not chosen:
+            if not plan.windows:
                 continue
-            self.backfill_ranges[name] = (format_instant(chosen[0].at), format_instant(chosen[-1].at))
+            self.backfill_ranges[name] = (format_instant(plan.windows[0].at), format_instant(plan.windows[-1].at))
             self.stack.backfill(name, *self.backfill_ranges[name])
-            backfilled[name] = {window.end for window in chosen}
+            backfilled[name] = {window.end for window in plan.windows}
 
     def stop(self) -> None:
         if self.stack is not None:
