@@ -10,6 +10,7 @@ server and metadata database, which these tests do not start (``test_airflow_end
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -78,3 +79,46 @@ def test_an_ingest_gives_the_stream_an_asset_event_only_when_a_file_landed(lande
         '<http://www.w3.org/2001/XMLSchema#dateTime> .\n', encoding="utf-8")
     value, evented, extras, _ = run_as_the_task_runner_does(ingest)
     assert value["landed_files"] == ["more.nq"] and evented == [CITY_ASSET] and extras[0]["triples"] == 1
+
+
+def test_a_consume_after_the_stream_was_trimmed_warns_in_its_log_or_fails_in_one_line_with_on_gap_fail(
+        client, redis_server, tmp_path, monkeypatch):  # noqa: F811
+    import structlog
+    from airflow.exceptions import AirflowException
+
+    from csparql.deploy.plan import ingest_dag_id
+    from csparql.orchestration.dags import stream_ingestion_dags
+    from csparql.orchestration.operators import CsparqlConsumeOperator
+
+    from ingest.test_sources import cars_landed
+
+    (tmp_path / "registry").mkdir()
+    monkeypatch.setenv("AIRFLOW_CONN_REDIS_DEFAULT", f"redis://127.0.0.1:{redis_server}/0")
+    add_events(client, 100)
+    client.xtrim(KEY, maxlen=0, approximate=False)  # before the consumer read them
+    add_events(client, 5, start=100)
+    strict = dataclasses.replace(settings_with(tmp_path, json.dumps({STREAM: SOURCE})), on_gap="fail")
+    failing = stream_ingestion_dags(strict)[ingest_dag_id(STREAM)].get_task("consume_source")
+    with pytest.raises(AirflowException) as refused:
+        failing.execute({})
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(
+        "redis://redis_default/sensor-events: 100 messages lost: the stream was trimmed since the stream's start "
+        "before they were read") and "nothing landed" in message and "on_gap=warn" in message, message
+    assert not strict.warehouse.stream(STREAM).exists()
+
+    task = CsparqlConsumeOperator(task_id="consume", stream=STREAM, source=SOURCE, settings=strict, on_gap="warn")
+    with structlog.testing.capture_logs() as logged:  # the task's log (Airflow's loggers are structlog's)
+        value = task.execute({})
+    assert (value["messages"], value["landed"], value["lost"]) == (5, 5, 100)
+    assert value["gaps"][0]["count"] == 100 and len(cars_landed(strict.warehouse)) == 5
+    warned = [entry["event"] for entry in logged if entry["log_level"] == "warning" and "lost" in entry["event"]]
+    assert len(warned) == 1 and warned[0].startswith("redis://redis_default/sensor-events: 100 messages lost")
+
+
+def test_an_on_gap_setting_that_is_neither_warn_nor_fail_is_refused_by_name(tmp_path):
+    from csparql.deploy.settings import Settings
+
+    with pytest.raises(ValueError, match=r"^CSPARQL_ON_GAP='skip': use warn or fail$"):
+        Settings.from_environment({"CSPARQL_WAREHOUSE": str(tmp_path), "CSPARQL_ON_GAP": "skip"})
+    assert Settings.from_environment({"CSPARQL_ON_GAP": "fail"}, base=tmp_path).on_gap == "fail"
