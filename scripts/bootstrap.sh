@@ -47,3 +47,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
     || die "installing the dependencies failed (see pip's message above)"
   echo "$WANT" > "$STAMP"
 fi
+# The editable install (and any build in the checkout) leaves plugins/csparql.egg-info beside the package. As
+# plugins/ is on the path, Python would find a second csparql distribution there, and Airflow would load the
+# plugin twice ("Plugin 'csparql' already registered") in every command: .venv has the metadata already.
+rm -rf "$ROOT/plugins/csparql.egg-info"
