@@ -413,3 +413,17 @@ def test_with_on_gap_fail_a_gap_stops_the_consume_before_anything_lands(client, 
     assert committed_positions(warehouse.stream(STREAM), source) == before and len(cars_landed(warehouse)) == 10
     report = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
     assert (report.landed, report.lost) == (5, 15)
+
+
+def test_a_stream_deleted_and_created_again_behind_its_consumer_is_reported_as_a_gap_of_unknown_size(client, tmp_path):
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events")
+    add_events(client, 10)
+    consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+    client.delete(KEY)  # with whatever had arrived since the last consume
+    add_events(client, 3, start=10)
+    report = consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected")
+    assert (report.landed, report.lost, len(report.gaps)) == (3, None, 1)
+    assert "some messages lost: the stream was trimmed, or deleted and created again, after entry" in report.warnings[0]
+    add_events(client, 2, start=13)
+    assert consume(warehouse, STREAM, source, RedisStreamReader(client, KEY), tmp_path / "rejected").gaps == []

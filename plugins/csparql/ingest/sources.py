@@ -101,7 +101,8 @@ class Gap:
                     "deleted them before they were read")
         where = f"after entry {self.after}" if self.after else "since the stream's start"
         left = f"the oldest entry still there is {self.before}" if self.before else "the stream holds no entry"
-        return f"{source}: {many} lost: the stream was trimmed {where} before they were read ({left})"
+        how = "trimmed" if self.count is not None else "trimmed, or deleted and created again,"
+        return f"{source}: {many} lost: the stream was {how} {where} before they were read ({left})"
 
     def to_dict(self) -> dict:
         record = {"after": self.after, "before": self.before, "count": self.count}
@@ -219,13 +220,17 @@ class RedisStreamReader:
         first = info.get("first-entry")
         first = _text(first[0]) if first else None
         gaps = []
-        if added is not None and counted is not None and (first is None or last is None
-                                                          or _entry_id(first) > _entry_id(last)):
+        passed = first is None or last is None or _entry_id(first) > _entry_id(last)
+        if added is not None and counted is not None and added < counted:
+            # fewer entries ever added than were behind the position: the key was deleted and created again
+            gaps.append(Gap(last, first, None))
+            counted = None
+        elif added is not None and counted is not None and passed:
             # nothing at or before ``last`` is left, so every entry gone past the ``counted`` ones was never read
             lost = added - length - counted
             if lost > 0:
                 gaps.append(Gap(last, first, lost))
-        missing = sum(gap.count for gap in gaps)
+        missing = sum(gap.count or 0 for gap in gaps)
         if messages:
             positions = {"id": messages[-1].position}
         elif gaps:  # the stream was trimmed up to its newest entry: the next batch starts after it
@@ -236,6 +241,8 @@ class RedisStreamReader:
             positions["entries"] = added  # the batch read to the stream's end: every entry added is behind it
         elif counted is not None and positions:
             positions["entries"] = counted + missing + len(messages)
+        else:
+            positions.pop("entries", None)
         return messages, positions, gaps
 
     def acknowledge(self, positions: Positions) -> None:
