@@ -30,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="the sizes of issue 6 (window 10k → 10M, history 1× → 100×, ratio 1 → 30): hours")
     mode.add_argument("--profile", dest="mode", action="store_const", const="profile",
                       help="where a warm window evaluation's time goes, phase by phase (benchmarks/window_profile.py)")
+    mode.add_argument("--soak", dest="mode", action="store_const", const="soak",
+                      help="the embedded stack for hours (default 2) with streams landing live, idle gaps, a "
+                           "component killed every 20 minutes and vacuums; every due window checked against "
+                           "pyoxigraph (benchmarks/soak.py; --set soak_hours=3, soak_gap_minutes=12, …)")
     parser.add_argument("--out", metavar="DIR", help="the run folder (default benchmarks/runs/<time>-<mode>)")
     parser.add_argument("--master", metavar="URL", help="--profile: the Spark master (default local[2]; "
                                                         "sc://host:port for a Spark Connect server)")
@@ -77,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                                data_folder=Path(args.data).resolve() if args.data else None)
         print((out / "profile.md").read_text(encoding="utf-8"))
         return 0
+    if args.mode == "soak":
+        return _soak(args)
     profile = PROFILES[args.mode]
     try:
         assignments = (list(args.set) + (["airflow=false"] if args.no_airflow else [])
@@ -95,3 +101,29 @@ def main(argv: list[str] | None = None) -> int:
     failed = [m for m in result["measurements"] if m["status"] == "failed"]
     differing = [m for m in result["measurements"] if m.get("agrees_with_reference") is False]
     return 1 if failed or differing or result["airflow"].get("status") == "failed" else 0
+
+
+def _soak(args: argparse.Namespace) -> int:
+    """``--soak``: the plan's fields from ``--set soak_<field>=value``; exit 1 unless every window was right."""
+    import dataclasses
+
+    from benchmarks.soak import SoakPlan, run_soak
+
+    plan = SoakPlan()
+    fields = {f.name: f.type for f in dataclasses.fields(SoakPlan)}
+    for assignment in args.set:
+        key, _, value = assignment.partition("=")
+        field = key.removeprefix("soak_")
+        if not key.startswith("soak_") or field not in fields:
+            print(f"bench: --soak takes --set soak_<field>=value with a field of {', '.join(fields)}, not {key!r}")
+            return 2
+        current = getattr(plan, field)
+        try:
+            setattr(plan, field, type(current)(value))
+        except ValueError:
+            print(f"bench: --set {assignment}: not a {type(current).__name__}")
+            return 2
+    out = Path(args.out) if args.out else DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-soak"
+    result = run_soak(out.resolve(), plan)
+    print((out / "report.md").read_text(encoding="utf-8"))
+    return 0 if result["status"] == "ok" else 1
