@@ -180,6 +180,29 @@ def trigger(dag_id: str, at: int, user_name: str | None) -> str:
     return run_id
 
 
+def backfill_window(dag_id: str, instant: int, user_name: str | None) -> str:
+    """Create a backfill of the one scheduled window whose evaluation instant is ``instant`` (µs) and return
+    the id of its run. A backfill's runs count against the backfill's own ``max_active_runs``, not the DAG's,
+    so a past window evaluated this way never waits behind scheduled runs that wait for their windows' data.
+    ``TriggerRefused`` when Airflow refuses the backfill (another backfill of the DAG is running, …)."""
+    import pendulum
+    from airflow.models.backfill import ReprocessBehavior, _create_backfill
+    from airflow.models.dagrun import DagRun
+
+    moment = pendulum.instance(from_micros(instant), tz="UTC")
+    try:
+        backfill = _create_backfill(dag_id=dag_id, from_date=moment, to_date=moment, max_active_runs=1,
+                                    reverse=False, dag_run_conf={}, triggering_user_name=user_name,
+                                    reprocess_behavior=ReprocessBehavior.COMPLETED)
+    except Exception as error:  # Airflow's refusals (AlreadyRunningBackfill, …) each have a class of their own
+        raise TriggerRefused(f"Airflow did not backfill the window: {error}") from None
+    with _session() as session:
+        run_id = session.scalar(select(DagRun.run_id).where(DagRun.backfill_id == backfill.id))
+    if run_id is None:
+        raise TriggerRefused("Airflow created no run for that window (it may already have a run)")
+    return run_id
+
+
 def running_tasks(dag_id: str) -> int:
     """How many of the DAG's task instances are running now."""
     from sqlalchemy import func

@@ -40,8 +40,27 @@ def set_paused(request: Request, name: str, paused: bool):
     return done(request, f"/queries/{name}", "paused" if paused else "unpaused", {"name": name})
 
 
+def past_window_instant(settings, name: str, at: int) -> int | None:
+    """The evaluation instant of the window closing at or before ``at`` when it is a past window of the
+    query's schedule (before the one it evaluates now); None for the current window or a one-shot query."""
+    from csparql.deploy.plan import deployment_of
+    from csparql.deploy.registry import RegistrationError
+
+    try:
+        schedule = deployment_of(settings.registry / f"{name}.rq", settings).schedule
+    except RegistrationError:
+        return None
+    if schedule is None:
+        return None
+    window = schedule.latest_evaluation(at)
+    return window.at if window.at < schedule.latest_evaluation(time.time_ns() // 1000).at else None
+
+
 @router.post("/queries/{name}/trigger")
-def trigger(request: Request, name: str, window_end: str = Form("")):
+def trigger(request: Request, name: str, window_end: str = Form(""), backfill: str = Form("")):
+    """A run of the window closing at or before ``window_end`` (now when empty). With ``backfill`` (the
+    waiting note's button), a past window of the schedule is evaluated as a one-window backfill, which no
+    scheduled run waiting for its data holds up (``airflow_state.backfill_window``)."""
     from csparql.web import airflow_state
 
     readable(request, current_settings(request), name)
@@ -53,8 +72,15 @@ def trigger(request: Request, name: str, window_end: str = Form("")):
             raise Refused(400, f"window end: {error} (write e.g. 2010-03-22T08:35:00Z)") from None
     else:
         at = time.time_ns() // 1000
+    past = past_window_instant(current_settings(request), name, at) if backfill else None
     try:
-        run_id = airflow_state.trigger(name, at, user_name(request))
+        if past is not None:  # never behind scheduled runs that wait for data: a backfill of that window
+            try:
+                run_id = airflow_state.backfill_window(name, past, user_name(request))
+            except airflow_state.TriggerRefused:
+                run_id = airflow_state.trigger(name, at, user_name(request))
+        else:
+            run_id = airflow_state.trigger(name, at, user_name(request))
     except airflow_state.TriggerRefused as error:
         raise Refused(409, str(error)) from None
     return done(request, f"/queries/{name}", "triggered", {"name": name, "run_id": run_id})

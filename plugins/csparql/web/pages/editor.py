@@ -22,7 +22,13 @@ router = APIRouter()
 
 @router.get("/register", response_class=HTMLResponse)
 def register_page(request: Request):
-    return page(request, "editor.html", mode="register", name="", text=EXAMPLE, can_save=allowed(request, "POST"))
+    return page(request, "editor.html", **register_editor(allowed(request, "POST")))
+
+
+def register_editor(can_save: bool, name: str = "", text: str = "") -> dict:
+    """What the register editor shows: ``text`` (empty at first, so a paste replaces nothing), the example
+    its *Insert an example* button puts in (``EXAMPLE``), and whether it may save."""
+    return {"mode": "register", "name": name, "text": text, "example": EXAMPLE, "can_save": can_save}
 
 
 @router.post("/api/check")
@@ -51,7 +57,7 @@ def register_query(request: Request, text: str = Form(""), name: str = Form(""),
     require(request, "POST", None, "register queries")
     text = uploaded_text(upload) if upload is not None and upload.filename else text
     name = name.strip()
-    editor = {"mode": "register", "name": name, "text": text, "can_save": True}
+    editor = register_editor(True, name, text)
     try:
         if name:
             check_registry_name(name, settings)
@@ -118,6 +124,8 @@ FROM STREAM <http://streams.org/milantollgates.trdf> [RANGE 10m STEP 1m]
 WHERE { ?tollgate t:registers ?car . }
 AGGREGATE { (?passages, COUNT, {?tollgate}) }
 """
+"""The query the register editor offers to insert (*Insert an example*): over a sample stream that the
+embedded stack plays live, so that it shows results on its schedule. The editor itself starts empty."""
 
 
 def preview_json(outcome, settings: Settings, name: str | None) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -20,6 +21,7 @@ from csparql.web import charts
 from csparql.web.security import allowed, readable
 from csparql.web.state import current_settings
 from csparql.web.views import Refused, instant, page, window_json
+from csparql.web.waiting import waiting_note
 from csparql.windows import format_instant
 
 AIRFLOW_DAG_ID = r"[A-Za-z0-9_.\-]{1,250}"
@@ -80,6 +82,7 @@ def monitor(request: Request, settings: Settings, name: str) -> dict:
     runs = airflow_state.dag_runs(name, deployment.schedule if deployment else None) if dag.exists else []
     views = monitoring.window_views(windows, runs, WINDOWS_SHOWN, deployment.schedule if deployment else None)
     lags = monitoring.stream_lags(deployment, read_watermarks(settings.warehouse), windows) if deployment else []
+    waiting = waiting_note(deployment, lags, time.time_ns() // 1000) if dag.exists else None
     evaluated = [w for w in windows if w.state in ("complete", "late", "evaluated")]
     time_chart = charts.time_chart([(w.window_end, w.duration_ms or 0) for w in evaluated],
                                    title="Evaluation time", unit="ms", chart_id="chart-duration")
@@ -93,7 +96,7 @@ def monitor(request: Request, settings: Settings, name: str) -> dict:
     return {
         "name": name, "text": text, "deployment": deployment, "error": error, "versions": saved,
         "version_numbers": numbers, "current_version": numbers.get(text_version(text)), "digest": text_version(text),
-        "dag": dag, "import_error": import_error, "views": views, "lags": lags, "counts": counts,
+        "dag": dag, "import_error": import_error, "views": views, "lags": lags, "waiting": waiting, "counts": counts,
         "time_chart": Markup(time_chart), "rows_chart": Markup(rows_chart),
         "latest": monitoring.latest_results(settings.warehouse, name, RESULT_ROWS_SHOWN),
         "staleness": monitoring.window_staleness(settings.warehouse, name),
@@ -122,6 +125,9 @@ def monitor_json(data: dict) -> dict:
             for v in data["views"]
         ],
         "lags": [dataclasses.asdict(lag) for lag in data["lags"]],
+        "waiting": None if data["waiting"] is None else {
+            "text": data["waiting"].text, "window_end": instant(data["waiting"].window_end)
+            if data["waiting"].window_end is not None else None},
         "latest_results": None if latest is None else {
             "window_end": format_instant(latest.window_end), "columns": list(latest.columns),
             "rows": [list(r) for r in latest.rows], "total": latest.total, "version": latest.version},

@@ -167,6 +167,16 @@
 
   function check() {
     var mine = ++sequence;
+    if (!text.value.trim()) { // nothing to check yet: the editor starts empty
+      drawGutter([]);
+      drawBackdrop([]);
+      drawProblems([]);
+      preview.hidden = true;
+      status.textContent = "";
+      status.className = "";
+      if (save) save.disabled = true;
+      return;
+    }
     status.textContent = "checking…";
     status.className = "";
     fetch(base + "/api/check", {
@@ -223,6 +233,14 @@
         upload.value = ""; // the text field now holds it, edits included
         later();
       });
+    });
+  }
+  var insertExample = document.getElementById("insert-example");
+  if (insertExample) {
+    insertExample.addEventListener("click", function () {
+      text.value = insertExample.dataset.example;
+      text.focus();
+      later();
     });
   }
   drawGutter([]);
