@@ -185,3 +185,27 @@ def test_every_table_sql_shows_is_there_and_empty_on_a_fresh_warehouse(tmp_path,
         assert code == 0, err
         assert out.split() == [",".join(columns.names)]
     assert not (tmp_path / "warehouse").exists()  # reading writes nothing
+
+
+def test_a_lost_stream_file_fails_the_window_with_the_repair_and_the_repair_says_what_to_ingest_again(
+        spark, tmp_path, capsys):
+    warehouse = Warehouse(tmp_path / "warehouse")
+    gate, registers = iri(f"{EX}g1"), iri(f"{EX}registers")
+    write_stream(warehouse, STREAM, [(gate, registers, iri(f"{EX}early"), T0 + 10_000_000)])
+    write_stream(warehouse, STREAM, [(gate, registers, iri(f"{EX}later"), T0 + MINUTE + 10_000_000)])
+    stream = warehouse.stream(STREAM)
+    lost = lose(stream, lambda actions: next(a for a in actions if micros_of(a["min.ts"]) == T0 + 10_000_000))
+    engine, passages = Engine(warehouse, spark), compile_query(PASSAGES)
+
+    with pytest.raises(EvaluationFailed, match="csparql repair") as failure:
+        engine.evaluate(passages, T0 + MINUTE, "passages")
+    assert f"the Delta table at {stream} references 1 data file(s) that are missing" in str(failure.value)
+    assert lost.rsplit("/", 1)[-1] in str(failure.value)
+    [run] = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS).to_pylist()
+    assert run["status"] == "failed" and "csparql repair" in run["error"]
+
+    code, out, _ = cli(capsys, "repair", "--warehouse", str(warehouse.root))
+    line = next(line for line in out.splitlines() if line.startswith("streams/"))
+    assert code == 0 and "dropped 1 lost file(s) from the table, 1 row(s)" in line
+    assert "the triples timestamped 2020-09-13T12:00:10Z … 2020-09-13T12:00:10Z are lost: ingest them again" in line
+    assert len(engine.evaluate(passages, T0 + 2 * MINUTE, "passages").result) == 1  # the rest reads

@@ -439,12 +439,15 @@ def _elapsed_ms(clock: float) -> int:
 
 def _describe(error: Exception) -> str:
     """The error of a failed run, in one line: a storage failure's own message (it names the table), a full
-    disk as such, anything else as ``csparql.storage.failures.describe`` says (a Spark Connect failure by its
-    gRPC status and details)."""
+    disk as such, a data file found missing as its table, the files and ``csparql repair``, anything else as
+    ``csparql.storage.failures.describe`` says (a Spark Connect failure by its gRPC status and details)."""
     if isinstance(error, delta.StorageError):
         return first_line(error)[:1000]
     if no_space_left(error):
         return NO_SPACE_LEFT
+    lost = delta.missing_in(error)  # a data file a table references deleted under the evaluation (Spark's read)
+    if lost is not None:
+        return str(lost)[:1000]
     return describe(error)[:1000]
 
 

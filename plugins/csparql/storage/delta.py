@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 import uuid
@@ -34,7 +35,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
-from csparql.storage.failures import NO_SPACE_LEFT, StorageError, corrupt_log_entry, no_space_left
+from csparql.storage.failures import NO_SPACE_LEFT, StorageError, causes, corrupt_log_entry, no_space_left
 from csparql.storage.instants import instant_of, micros_of
 from csparql.storage.tables import OPERATION
 from csparql.storage.pruning import (  # noqa: F401
@@ -92,6 +93,31 @@ def missing_files(table: DeltaTable, root) -> list[str]:
     root = Path(root).resolve()
     return [relative for relative in action_column(add_actions(table), "path")
             if not os.path.exists(file_uri(root, relative))]
+
+
+_MISSING_FILE_TEXT = re.compile(
+    r"(?:reading file|File) (?:file:)?/*(/\S+?)\.? (?:File )?does not exist"  # Spark's read of a file
+    r"|Path does not exist: (?:file:)?/*(/\S+?)\.?(?:\s|$)"  # Spark's listing of the files it is given
+    r"|Object at location (/\S+) not found")  # delta-rs's
+
+
+def missing_in(error: BaseException) -> MissingFiles | None:
+    """The lost data files of the Delta table a failure met one of (Spark's "File … does not exist",
+    delta-rs's "Object at location … not found", through the error's causes), None when it met none."""
+    for cause in causes(error):
+        for match in _MISSING_FILE_TEXT.finditer(str(cause)):
+            file = Path(unquote(next(group for group in match.groups() if group)))
+            if file.exists():
+                continue
+            table = next((parent for parent in file.parents if exists(parent)), None)
+            if table is None:
+                continue
+            try:
+                lost = missing_files(DeltaTable(str(table)), table)
+            except Exception:  # noqa: BLE001 - the file itself says enough
+                lost = []
+            return MissingFiles(table, lost or [os.path.relpath(file, table)])
+    return None
 
 
 def _missing_file_error(error: BaseException) -> bool:
