@@ -205,8 +205,9 @@ def test_a_window_being_evaluated_again_shows_as_running_and_new_windows_appear_
         (T0 + 25 * MINUTE, "failed", "the Airflow run failed before evaluating: see its log"),
         (T0 + 20 * MINUTE, "running", "waiting for its inputs to land"),
         (T0 + 15 * MINUTE, "running", "evaluating"),
-        (T0 + 10 * MINUTE, "failed", "boom"),
+        (T0 + 10 * MINUTE, "failed", None),  # its evaluation's error is shown once, from the evaluation
     ]
+    assert views[3].evaluation.error == "boom"
     assert views[1].window_start == T0 + 10 * MINUTE and views[1].evaluation is None
     assert views[2].evaluation is done and views[2].dag_run.run_id == "again"
     assert views[3].dag_run.run_id == "retry-of-failed"

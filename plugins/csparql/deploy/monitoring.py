@@ -514,9 +514,9 @@ def window_views(windows: list[WindowRun], runs: list[AirflowRun], limit: int = 
                                                   active[-1].detail, window, active[-1])
         else:
             done = [r for r in dag_runs if not r.in_progress]
-            views[window.window_end] = WindowView(window.window_start, window.window_end, window.state,
-                                                  window.error if window.state == "failed" else None, window,
-                                                  done[-1] if done else None)
+            # a failed evaluation's error is its own (``evaluation.error``), shown once, below its row
+            views[window.window_end] = WindowView(window.window_start, window.window_end, window.state, None,
+                                                  window, done[-1] if done else None)
     for end, dag_runs in by_end.items():
         if end in views:
             continue

@@ -105,7 +105,7 @@ def user_name(request: Request) -> str | None:
 def context(request: Request, **values) -> dict:
     root = request.scope.get("root_path", "").rstrip("/")
     return {"base": root, "airflow": root.removesuffix(PREFIX), "user": user_name(request),
-            "done": request.query_params.get("done"), **values}
+            "done": request.query_params.get("done"), "done_run": request.query_params.get("run"), **values}
 
 
 def page(request: Request, template: str, status: int = 200, **values) -> HTMLResponse:
@@ -129,11 +129,13 @@ def refusal_response(request: Request, refused: Refused) -> Response:
 
 
 def done(request: Request, where: str, what: str, details: dict) -> Response:
-    """The answer to a change that was made: JSON for API clients, else a redirect to ``where``."""
+    """The answer to a change that was made: JSON for API clients, else a redirect to ``where`` (with the
+    Airflow run it created, ``run_id``, so that the page links to it and its log)."""
     if wants_json(request):
         return JSONResponse({"ok": True, "done": what, **details})
     root = request.scope.get("root_path", "").rstrip("/")
-    return RedirectResponse(f"{root}{where}?done={quote(what)}", status_code=303)
+    run = f"&run={quote(details['run_id'], safe='')}" if details.get("run_id") else ""
+    return RedirectResponse(f"{root}{where}?done={quote(what)}{run}", status_code=303)
 
 
 def wants_json(request: Request) -> bool:
