@@ -82,6 +82,13 @@ def run_vacuum(args: argparse.Namespace) -> int:
     from csparql.storage.maintenance import prune_panes
 
     verb = "would delete" if args.dry_run else "deleted"
+    if hours < SAFE_RETENTION_HOURS:
+        from csparql.storage.running import running_evaluations
+
+        running = running_evaluations(warehouse)
+        if running:
+            print(f"csparql vacuum: {EvaluationsRunning(running, [])} (nothing was deleted)", file=sys.stderr)
+            return EXIT_REFUSED
     try:
         pruned = prune_panes(warehouse.panes_root, time.time_ns() // 1000 - retain, dry_run=args.dry_run)
         done = vacuum(warehouse.root, hours, dry_run=args.dry_run,
