@@ -402,9 +402,8 @@ def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: Me
     number, after = committed_positions(path, source)
     messages, positions, gaps = reader.read(after, source.batch)
     if gaps and on_gap == "fail":
-        where = json.dumps(after, sort_keys=True) if after else "the source's start"
-        raise SourceGap(f"{'; '.join(gap.describe(source.id) for gap in gaps)}; nothing landed and the next batch "
-                        f"still starts at {where} (on_gap=fail; set on_gap=warn to land what remains)")
+        raise SourceGap(f"{'; '.join(gap.describe(source.id) for gap in gaps)}; nothing landed and the source's "
+                        "position stays where it was (on_gap=fail; set on_gap=warn to land what remains)")
     if not messages and not gaps:
         if after:
             reader.acknowledge(after)  # a consumer killed after its commit may not have
