@@ -97,8 +97,9 @@ class Gap:
         if self.partition is not None:
             first, last = int(self.after or 0), int(self.before) - 1
             offsets = f"offset {first}" if first == last else f"offsets {first} to {last}"
+            what = "it before it was" if self.count == 1 else "them before they were"
             return (f"{source}: partition {self.partition}: {many} lost ({offsets}): the topic's retention "
-                    "deleted them before they were read")
+                    f"deleted {what} read")
         where = f"after entry {self.after}" if self.after else "since the stream's start"
         left = f"the oldest entry still there is {self.before}" if self.before else "the stream holds no entry"
         how = "trimmed" if self.count is not None else "trimmed, or deleted and created again,"
