@@ -103,7 +103,8 @@ class Gap:
         where = f"after entry {self.after}" if self.after else "since the stream's start"
         left = f"the oldest entry still there is {self.before}" if self.before else "the stream holds no entry"
         how = "trimmed" if self.count is not None else "trimmed, or deleted and created again,"
-        return f"{source}: {many} lost: the stream was {how} {where} before they were read ({left})"
+        read = "it was" if self.count == 1 else "they were"
+        return f"{source}: {many} lost: the stream was {how} {where} before {read} read ({left})"
 
     def to_dict(self) -> dict:
         record = {"after": self.after, "before": self.before, "count": self.count}
