@@ -11,6 +11,7 @@ and PySpark opens no Connect session beside it."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -194,6 +195,33 @@ def test_the_command_line_says_when_no_server_answers_at_the_address(city_hour, 
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, run.stderr
     assert f"no Spark Connect server answers at {url}" in lines[0]
+
+
+def test_the_stack_says_when_its_connect_server_stops_answering_and_answers_again(city_hour, server, tmp_path,
+                                                                                  monkeypatch):
+    from csparql.deploy.settings import Settings
+    from csparql.stack import embedded as embedded_module
+    from csparql.stack.embedded import EmbeddedStack
+
+    monkeypatch.setattr(embedded_module, "HEALTH_TIMEOUT", 3.0)
+    server.wait_until_answering()
+    out = io.StringIO()
+    stack = EmbeddedStack(Settings.from_environment({}, base=tmp_path), home=tmp_path / "airflow", out=out)
+    stack.server, stack.server_answered = server, True
+    stack.check_health()
+    assert out.getvalue() == ""  # it answers: nothing to say
+    os.killpg(server.process.pid, signal.SIGSTOP)  # the JVM runs no more, its port still takes connections
+    try:
+        stack.next_health_check = 0.0
+        stack.check_health()
+    finally:
+        os.killpg(server.process.pid, signal.SIGCONT)
+    assert f"the Spark Connect server on {server.address} does not answer within 3 s" in out.getvalue()
+    stack.server._asking.join(60)  # the request made while it was stopped comes back
+    stack.next_health_check = 0.0
+    stack.check_health()
+    (silent, again) = out.getvalue().splitlines()
+    assert "the Spark Connect server answers again" in again
 
 
 def test_an_evaluation_after_the_server_restarted_runs_on_a_new_session(city_hour, server, client):

@@ -314,7 +314,7 @@ def session_in_use(session, master: str | None = None, app_name: str = "csparql"
 def retry_on_lost_session(action: Callable[[], T], session: Callable[[], object] | None = None,
                           attempts: int = SESSION_ATTEMPTS, what: str = "the action") -> T:
     """``action()``, run again when it fails because the Spark Connect server lost its session
-    (``session_lost``): the session (``session()``, and the process's default Connect session) is dropped, and
+    (``session_lost``): the session (``session()``, else the process's default Connect session) is dropped, and
     ``action`` — which takes its session through ``spark_session`` or ``session_in_use`` — runs on a new one,
     after a pause growing by ``RETRY_PAUSE_SECONDS``, at most ``attempts`` times in all. Any other error, and
     the last attempt's, is raised. ``action`` must be safe to run again after a failure."""
