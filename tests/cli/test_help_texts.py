@@ -27,3 +27,15 @@ def test_no_help_text_refers_to_design_notes_issues_or_paper_sections():
     referring = {command: PRIVATE_REFERENCES.findall(text) for command, text in texts.items()
                  if PRIVATE_REFERENCES.search(text)}
     assert referring == {}
+
+
+def test_a_refused_query_s_message_refers_to_no_paper_section(tmp_path, capsys):
+    from csparql.cli import main
+
+    query = tmp_path / "stream.rq"
+    query.write_text("REGISTER STREAM S AS\nSELECT ?s\nFROM STREAM <http://ex.org/s> [RANGE 5m STEP 5m]\n"
+                     "WHERE { ?s ?p ?o }\n", encoding="utf-8")
+    assert main(["check", str(query)]) == 1
+    message = capsys.readouterr().err
+    assert "only CONSTRUCT and DESCRIBE queries can be registered as STREAM" in message
+    assert not PRIVATE_REFERENCES.search(message) and "000" not in message

@@ -127,7 +127,7 @@ def _registration(query: sx.Query) -> list[Diagnostic]:
         form = "SELECT" if isinstance(query.form, sx.SelectForm) else "ASK"
         problems.append(
             Diagnostic(
-                f"only CONSTRUCT and DESCRIBE queries can be registered as STREAM (C-SPARQL 000 §3.3); "
+                f"only CONSTRUCT and DESCRIBE queries can be registered as STREAM; "
                 f"this is a {form} query: write REGISTER QUERY {registration.name} instead of REGISTER STREAM",
                 query.form.span,
             )
