@@ -15,9 +15,11 @@ import json
 
 import pytest
 
+from csparql.storage.revisions import table_version
+
 from ingest.test_sources import KEY, STREAM, add_events, client, redis_server  # noqa: F401 (fixtures)
 from orchestration.test_message_sources import SOURCE, settings_with
-from orchestration.test_operators import CITY, CITY_ASSET, a_dag, landed, settings_of  # noqa: F401 (fixture)
+from orchestration.test_operators import CITY, CITY_ASSET, a_dag, landed  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.airflow
 
@@ -69,9 +71,10 @@ def test_an_ingest_gives_the_stream_an_asset_event_only_when_a_file_landed(lande
     settings = landed["settings"]
     with a_dag("user_ingest_events"):
         ingest = CsparqlIngestOperator(task_id="ingest", stream=CITY, warehouse=settings.warehouse.root)
-    first, evented, extras, _ = run_as_the_task_runner_does(ingest)
-    if first["landed_files"]:  # the module's other test may have landed the waiting file already
-        assert evented == [CITY_ASSET] and extras[0]["triples"] == first["landed"] > 0
+    first, evented, extras, _ = run_as_the_task_runner_does(ingest)  # the sample file waiting in the folder
+    assert first["landed_files"] == ["city.nq"] and evented == [CITY_ASSET]
+    assert extras == [{"stream": CITY, "triples": first["landed"],
+                       "version": table_version(settings.warehouse.stream(CITY))}] and first["landed"] > 0
     value, evented, extras, _ = run_as_the_task_runner_does(ingest)  # nothing waiting any more
     assert value["files"] == 0 and evented == [] and extras == []
     (landed["landing"] / "more.nq").write_text(
