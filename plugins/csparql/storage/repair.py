@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -113,15 +114,14 @@ def _repair_table(warehouse: Warehouse, path: Path, dry_run: bool) -> TableRepai
     return repair
 
 
-def _log_entries(path: Path) -> list[tuple[int, list[dict]]]:
-    """The table's commits still in its log, newest first, each as its version and actions."""
+def _log_entries(path: Path) -> Iterator[list[dict]]:
+    """The actions of each of the table's commits still in its log, newest first (paths as the log writes
+    them: URL-encoded; decoded once, the file's name on disk)."""
     folder = path / "_delta_log"
-    entries = []
     for name in sorted(os.listdir(folder), reverse=True):
         if name.endswith(".json") and name[:-5].isdigit():
             with open(folder / name, encoding="utf-8") as file:
-                entries.append((int(name[:-5]), [json.loads(line) for line in file if line.strip()]))
-    return entries
+                yield [json.loads(line) for line in file if line.strip()]
 
 
 def _restorable_compactions(path: Path, table: DeltaTable, missing: list[str]) -> dict[str, list[str]]:
@@ -130,7 +130,7 @@ def _restorable_compactions(path: Path, table: DeltaTable, missing: list[str]) -
     lost = {unquote(name): name for name in missing}
     live = {unquote(name) for name in delta.action_column(delta.add_actions(table), "path")}
     found: dict[str, list[str]] = {}
-    for _, actions in _log_entries(path):
+    for actions in _log_entries(path):
         info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         if info.get(OPERATION) != "compact":
             continue
