@@ -3,7 +3,9 @@ and orphaned files go, the live version stays whole, recent files stay, and bad 
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import time
 
 import pyarrow as pa
@@ -116,3 +118,26 @@ def test_a_write_in_progress_keeps_its_files_through_a_forced_vacuum(tmp_path, c
     assert code == 0 and "deleted 0 file(s)" in out and written.exists()
     delta.commit_files(warehouse.runs, [(str(written), {})], schema.RUNS, None, timestamp_column=None)
     assert DeltaTable(str(warehouse.runs)).to_pyarrow_table().num_rows == 0
+
+
+def test_a_forced_vacuum_waits_for_a_running_evaluation_but_not_for_one_whose_process_ended(warehouse, capsys):
+    """The lease an evaluation keeps while it runs (``csparql.storage.running``, what ``Engine.evaluate`` holds)
+    refuses a retention under 1h; a lease left by a process that ended (killed) does not, and is removed."""
+    import subprocess
+    import sys
+
+    from csparql.storage.running import leases_folder, running
+    from csparql.storage.warehouse import Warehouse
+
+    base = ["vacuum", "--warehouse", str(warehouse), "--retain", "0h", "--force"]
+    with running(Warehouse(warehouse), "a-run", "passages", 0):
+        code, _, err = run_cli(capsys, *base)
+        assert code == 1 and "refused: 1 evaluation(s) recorded as running, passages at" in err
+        assert "(nothing was deleted)" in err and (warehouse / "streams" / "s" / "part-orphan.parquet").exists()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    lease = leases_folder(Warehouse(warehouse)) / "killed.json"
+    lease.write_text(json.dumps({"run_id": "killed", "query": "passages", "at": 0, "started_at": 0,
+                                 "pid": ended.pid, "host": socket.gethostname()}))
+    code, out, _ = run_cli(capsys, *base)
+    assert code == 0 and "deleted 2 file(s)" in out and not lease.exists()

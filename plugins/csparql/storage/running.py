@@ -2,8 +2,8 @@
 
 An evaluation lists the files of the tables it reads, then reads them; a file removed by a commit in between
 (a window replaced, a record table compacted) stays readable only until ``vacuum`` deletes it. While it runs,
-an evaluation keeps a small JSON file, its lease, in ``_csparql/running/`` (its run id, query, window, process
-and host, when it started), removed when it ends, however it ends. A lease whose process is gone (on this host)
+an evaluation keeps a small JSON file, its lease, in ``_csparql/running/`` (an id, the query and the instant it
+evaluates at, its process and host, when it started), removed when it ends, however it ends. A lease whose process is gone (on this host)
 or that is older than ``LEASE_HOURS`` (another host's, whose process cannot be checked) does not count, and
 ``running_evaluations`` removes this host's dead ones. The runs table itself records evaluations once they end.
 """
@@ -56,13 +56,17 @@ def leases_folder(warehouse: Warehouse) -> Path:
 
 @contextmanager
 def running(warehouse: Warehouse, run_id: str, query: str, at: int) -> Iterator[None]:
-    """Keep a lease for the evaluation of ``query`` at ``at`` (µs) while the block runs. A lease that cannot be written (a read-only
-    warehouse) is logged, and the evaluation runs all the same."""
+    """Keep a lease for the evaluation of ``query`` at ``at`` (µs) while the block runs. A lease that cannot be
+    written (a read-only warehouse) is logged, and the evaluation runs all the same; a warehouse whose folder
+    does not exist yet (a first evaluation that does not write) has nothing to vacuum and gets none."""
     lease = RunningEvaluation(run_id, query, at, time.time_ns() // 1000, os.getpid(), socket.gethostname())
-    path = leases_folder(warehouse) / f"{run_id}.json"
+    path: Path | None = leases_folder(warehouse) / f"{run_id}.json"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(path, json.dumps(asdict(lease)))
+        if warehouse.root.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomically(path, json.dumps(asdict(lease)))
+        else:
+            path = None
     except OSError as error:
         log.warning("could not record the evaluation of %s as running in %s (%s): a vacuum with a retention "
                     "under 1h would not wait for it", query, path.parent, error)
