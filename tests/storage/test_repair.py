@@ -112,7 +112,8 @@ def test_lost_files_are_named_other_queries_evaluate_and_repair_makes_the_wareho
     for table in ("runs", "passages", "stale_windows"):
         assert cli(capsys, "sql", "--warehouse", root, f"SELECT * FROM {table}")[0] == 0
     runs = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS).to_pylist()
-    succeeded = sorted(micros_of(r["window_end"]) for r in runs if r["query"] == "passages" and r["status"] == "succeeded")
+    succeeded = sorted(micros_of(r["window_end"]) for r in runs
+                       if r["query"] == "passages" and r["status"] == "succeeded")
     assert succeeded == [T0 + MINUTE, lost_window, T0 + 3 * MINUTE]  # the lost run is recorded again
     failed = [r for r in runs if r["query"] == "passages" and r["status"] == "failed"]
     assert len(failed) == 1 and "csparql repair" in failed[0]["error"] and lost_result in failed[0]["error"]

@@ -48,7 +48,8 @@ def register(commands) -> None:
         "repaired.",
     )
     repair.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
-    repair.add_argument("--warehouse", metavar="DIR", help="warehouse folder (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
+    repair.add_argument("--warehouse", metavar="DIR",
+                        help="warehouse folder (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
     repair.set_defaults(run=run_repair)
 
 

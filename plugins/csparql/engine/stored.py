@@ -37,8 +37,8 @@ def sql_tables(warehouse: Warehouse) -> dict[str, Path]:
     """The name SQL knows each table by (DataFusion folds unquoted names to lower case, so tables are known by
     lower-case names only): the warehouse's own tables that SQL shows (runs, statistics, stale_windows:
     ``csparql.storage.tables.SYSTEM_TABLES``; always, read as empty tables of their schema before their first
-    row), each query's results by its name (``sql_table_name``), streams and static graphs. Names are checked when a query is named (``reserved_name_problem``,
-    ``name_collision``); a table whose name is taken all the same (results written before those checks) gets
+    row), each query's results by its name (``sql_table_name``), streams and static graphs. Names are checked
+    when a query is named (``reserved_name_problem``, ``name_collision``); a table whose name is taken all the same (results written before those checks) gets
     ``_`` appended, so none is hidden."""
     tables: dict[str, Path] = {}
     for system in SYSTEM_TABLES:

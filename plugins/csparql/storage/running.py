@@ -3,9 +3,9 @@
 An evaluation lists the files of the tables it reads, then reads them; a file removed by a commit in between
 (a window replaced, a record table compacted) stays readable only until ``vacuum`` deletes it. While it runs,
 an evaluation keeps a small JSON file, its lease, in ``_csparql/running/`` (an id, the query and the instant it
-evaluates at, its process and host, when it started), removed when it ends, however it ends. A lease whose process is gone (on this host)
-or that is older than ``LEASE_HOURS`` (another host's, whose process cannot be checked) does not count, and
-``running_evaluations`` removes this host's dead ones. The runs table itself records evaluations once they end.
+evaluates at, its process and host, when it started), removed when it ends, however it ends. A lease whose
+process is gone (on this host) or that is older than ``LEASE_HOURS`` (another host's, whose process cannot be
+checked) does not count, and ``running_evaluations`` removes this host's dead ones. The runs table itself records evaluations once they end.
 """
 
 from __future__ import annotations
