@@ -404,8 +404,10 @@ def land_batch(warehouse: Warehouse, stream: str, source: SourceSpec, reader: Me
     number, after = committed_positions(path, source)
     messages, positions, gaps = reader.read(after, source.batch)
     if gaps and on_gap == "fail":
-        raise SourceGap(f"{'; '.join(gap.describe(source.id) for gap in gaps)}; nothing landed and the source's "
-                        "position stays where it was (on_gap=fail; set on_gap=warn to land what remains)")
+        landed = (f"{report.batches} batch{'es' if report.batches > 1 else ''} landed before it, nothing after it"
+                  if report.batches else "nothing landed")
+        raise SourceGap(f"{'; '.join(gap.describe(source.id) for gap in gaps)}; {landed}, and the source's "
+                        "position stays before it (on_gap=fail; set on_gap=warn to land what remains)")
     if not messages and not gaps:
         if after:
             reader.acknowledge(after)  # a consumer killed after its commit may not have
