@@ -117,7 +117,7 @@ def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False,
         else:
             if removed:
                 _vacuum_table(table, hours, dry_run=False, full=False)
-            if everything:
+            if set(everything) - set(removed):  # each vacuum commits twice to the log: only when it deletes
                 _vacuum_table(table, uncommitted_hours, dry_run=False, full=True)
             files = [name for name in candidates if not (path / name).exists()]
         done.append(Vacuumed(path, tuple(files), sum(sizes.get(name, 0) for name in files)))
