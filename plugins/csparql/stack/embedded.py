@@ -14,9 +14,12 @@ With ``spark="connect"`` (the default) every evaluation and every ingest is a cl
 (``CSPARQL_SPARK=connect`` and the Airflow connection ``spark_connect_default`` in Airflow's environment); with
 ``spark="local"`` each task starts a Spark of its own inside its process, as before.
 
-Scheduled runs of the examples evaluate windows of *now*, for which the 2010 sample streams have no data:
-they wait (deferred, holding no worker) for the streams' watermarks. The stack sets the wait timeout to a day
-unless ``CSPARQL_WAIT_TIMEOUT`` says otherwise, so that they do not evaluate empty windows every minute.
+Scheduled runs of the examples evaluate windows of *now*. Once the sample history has landed and is
+backfilled, the stack plays the sample streams live (``LiveSamples``: every ``LIVE_SECONDS`` a small file of
+sample events timestamped now in each landing folder), so those windows fill as the clock passes and the
+runs waiting for them (deferred, holding no worker) evaluate on their schedule. The stack sets the wait
+timeout to a day unless ``CSPARQL_WAIT_TIMEOUT`` says otherwise, so that a run over a stream where nothing
+lands does not evaluate an empty window every minute.
 """
 
 from __future__ import annotations
