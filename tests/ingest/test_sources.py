@@ -131,7 +131,8 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
     assert len(landed) == 100_000 and set(landed.values()) == {1}
     last = client.xrevrange(KEY, count=1)[0][0].decode()
     number, positions = committed_positions(warehouse.stream(STREAM), source)
-    assert positions == {"id": last, "entries": 100_000} and number == 99  # 100 batches of 1000: a batch starts where the last commit says
+    # 100 batches of 1000: a batch starts where the last commit says
+    assert positions == {"id": last, "entries": 100_000} and number == 99
     group = {g["name"].decode(): g for g in client.xinfo_groups(KEY)}["csparql"]
     assert group["last-delivered-id"].decode() == last and group["lag"] == 0
 
@@ -299,8 +300,8 @@ def test_kafka_offsets_deleted_by_retention_before_they_were_read_are_reported_a
 
     partitions = {0: [event_line(n) for n in range(0, 10)], 1: [event_line(n) for n in range(10, 20)]}
     consumer = StandInConsumer("cars", partitions)
-    offset = lambda topic, partition, offset: SimpleNamespace(topic=topic, partition=partition, offset=offset)  # noqa: E731
-    reader = KafkaTopicReader(consumer, "cars", topic_partition=offset, beginning=-2)
+    reader = KafkaTopicReader(consumer, "cars", topic_partition=lambda topic, partition, offset: SimpleNamespace(
+        topic=topic, partition=partition, offset=offset), beginning=-2)
     warehouse = Warehouse(tmp_path / "warehouse")
     source = parse_source("kafka://kafka_default/cars")
     assert consume(warehouse, STREAM, source, reader, tmp_path / "rejected").gaps == []
