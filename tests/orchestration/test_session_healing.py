@@ -171,6 +171,83 @@ def test_an_evaluation_after_the_server_closed_the_idle_session_runs_on_a_new_on
     assert all(r["status"] == "succeeded" and r["error"] is None for r in recorded)
 
 
+# As the triggerer evaluates a complete window (see test_triggerer_lineage.py): the runtime task instance made
+# from the serialized DAG, the trigger the operator defers to, its evaluation; one window per line read.
+_TRIGGERER = """
+import json, logging, sys, uuid
+from datetime import datetime, timedelta, timezone
+
+import pendulum
+from airflow.executors.workloads.task import TaskInstanceDTO
+from airflow.jobs.triggerer_job_runner import TriggerRunner
+from airflow.sdk import DAG
+from airflow.serialization.serialized_objects import DagSerialization
+from airflow.triggers.base import TriggerEvent
+
+from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
+from csparql.orchestration.triggers import WindowCompleteTrigger
+
+query, warehouse, name, conn_id = sys.argv[1:]
+logging.basicConfig(level=logging.WARNING, force=True)  # the triggerer's log, on stderr
+dag_id = "healing"
+with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")) as dag:
+    operator = CsparqlEvaluateWindowOperator(task_id="evaluate_window", query=query, name=name,
+                                             warehouse=warehouse, conn_id=conn_id)
+for line in sys.stdin:
+    at = line.strip()
+    window_end = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    run_id = "manual__" + at
+    ti = TaskInstanceDTO(id=uuid.uuid4(), task_id="evaluate_window", dag_id=dag_id, run_id=run_id, try_number=1,
+                         dag_version_id=uuid.uuid4(), pool_slots=1, priority_weight=1)
+    dag_run = {"dag_id": dag_id, "run_id": run_id, "logical_date": window_end,
+               "data_interval_start": window_end - timedelta(minutes=5), "data_interval_end": window_end,
+               "run_after": window_end, "start_date": datetime.now(timezone.utc), "end_date": None,
+               "clear_number": 0, "run_type": "manual", "state": "running", "conf": {},
+               "consumed_asset_events": [], "partition_key": None}
+    trigger = WindowCompleteTrigger(**{**operator.start_trigger_args.trigger_kwargs, "window_instant": at})
+    trigger.task_instance = TriggerRunner.create_runtime_ti(ti, DagSerialization.to_dict(dag), dag_run)
+    event = trigger.evaluate(TriggerEvent({"status": "complete"}))
+    print(RESULT_PREFIX + json.dumps({"event": type(event).__name__}), flush=True)
+"""
+
+
+def test_the_triggerer_evaluates_after_the_server_closed_its_idle_session(city_hour, server, tmp_path):
+    from csparql.windows import format_instant
+
+    _, warehouse, samples = city_hour
+    env = client_environment(tmp_path)
+    env.update({"AIRFLOW_HOME": str(tmp_path / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__OPENLINEAGE__DISABLED": "True",
+                "AIRFLOW_CONN_CSPARQL_CONNECT": f"spark-connect://:{server.token}@localhost:{server.port}"})
+    code = f"RESULT_PREFIX = {RESULT_PREFIX!r}\n{_TRIGGERER}"
+    log = tmp_path / "triggerer.log"
+    triggerer = subprocess.Popen([sys.executable, "-c", code, str(QUERY), str(warehouse.root), "on_triggerer",
+                                  "csparql_connect"], env=env, cwd=tmp_path, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=open(log, "w"), text=True)
+
+    def evaluate(at: int) -> str:
+        triggerer.stdin.write(format_instant(at) + "\n")
+        triggerer.stdin.flush()
+        for line in triggerer.stdout:
+            if line.startswith(RESULT_PREFIX):
+                return json.loads(line[len(RESULT_PREFIX):])["event"]
+        raise AssertionError(f"the triggerer exited:\n{log.read_text()[-3000:]}")
+
+    try:
+        server.wait_until_answering()
+        assert evaluate(samples.end - 15 * MINUTE) == "TaskSuccessEvent", log.read_text()[-3000:]
+        time.sleep(IDLE_TIMEOUT + 4)  # the server closes the triggerer's session
+        assert evaluate(samples.end - 10 * MINUTE) == "TaskSuccessEvent", log.read_text()[-3000:]
+    finally:
+        triggerer.stdin.close()
+        triggerer.wait(timeout=60)
+    recorded = [r for r in read_table(warehouse.runs).to_pylist() if r["query"] == "on_triggerer"]
+    assert len(recorded) == 2 and all(r["status"] == "succeeded" for r in recorded)
+    # the session was closed under it, and the evaluation ran again on a new one
+    assert "the server lost the session of on_triggerer's window ending" in log.read_text()
+    assert "INVALID_HANDLE.SESSION_CLOSED" in log.read_text()
+
+
 def test_a_client_without_the_token_fails_with_the_grpc_status_and_details(city_hour, server, tmp_path):
     _, warehouse, samples = city_hour
     server.wait_until_answering()
