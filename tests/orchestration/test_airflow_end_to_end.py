@@ -763,6 +763,13 @@ def test_a_window_evaluated_on_the_triggerer_ends_its_task_with_no_task_process(
         at, len(stored.rows), recorded["run_id"], True)
     log = _log(stack, "on_triggerer", run, 1)
     assert "evaluating it on the triggerer" in log and "row(s) written" in log, log
+    # no task process, so the trigger sent the run's lineage itself, under the task's name and run id
+    events = [json.loads(line) for line in (world["root"] / "lineage.jsonl").read_text(encoding="utf-8").splitlines()]
+    [complete] = [e for e in events if e["job"]["name"] == "on_triggerer.evaluate_window"
+                  and e["eventType"] == "COMPLETE" and e["inputs"]
+                  and e["inputs"][0]["facets"]["csparqlWindow"]["windowEnd"] == format_instant(at)]
+    assert [e["eventType"] for e in events if e["run"]["runId"] == complete["run"]["runId"]] == ["START", "COMPLETE"]
+    assert [d["name"] for d in complete["outputs"]] == [str(settings.warehouse.results("triggerer_cars", "bindings"))]
     # Airflow sends the DAG processor a success callback for the task, which runs nothing: the stack's DAG
     # processor drops it instead of forking a process that parses the DAG file to drop it
     _callbacks_fetched(stack)
