@@ -1,10 +1,11 @@
 """Spark Connect clients that outlive their session: a real Connect server (started on 127.0.0.1 with a
 5-second idle timeout) closes an idle client's session, and is killed and started again as the stack's
 supervisor does; a client process that keeps evaluating windows, as the triggerer does (a new ``Engine`` on
-the process's session for each window), evaluates the next window on a new session, with one result commit
-and one succeeded run per window. And the failures a client cannot heal reach the command line and the runs
-table in one line with their cause: a server that wants a token the client lacks, an address where nothing
-listens.
+the process's session for each window), and the trigger's own evaluation in a process of its own, evaluate the
+next window on a new session, with one result commit and one succeeded run per window. The stack says when its
+server stops answering (its JVM stopped) and answers again. And the failures a client cannot heal reach the
+command line and the runs table in one line with their cause: a server that wants a token the client lacks, an
+address where nothing listens.
 
 The long-lived client is a Python process of its own: this process holds the suite's classic SparkSession,
 and PySpark opens no Connect session beside it."""
@@ -211,6 +212,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.airflow
 def test_the_triggerer_evaluates_after_the_server_closed_its_idle_session(city_hour, server, tmp_path):
     from csparql.windows import format_instant
 
