@@ -172,6 +172,7 @@ def _name(plan, source_name: str, args: argparse.Namespace, write: bool = True, 
     writing) one whose SQL tables would collide with the warehouse's own or with another query's stored
     results, or whose result tables hold the results of another query text (one that is not an earlier
     version of the query registered under that name)."""
+    from csparql.storage.failures import StorageError
     from csparql.storage.results import QueryTextCollision, ResultTable
     from csparql.storage.warehouse import InvalidName, Warehouse, check_query_name, default_query_name
 
@@ -183,7 +184,10 @@ def _name(plan, source_name: str, args: argparse.Namespace, write: bool = True, 
         warehouse.check_new_results(name)
         owner = _owner(text, name)
         if owner is not None:
-            ResultTable.check_owner(warehouse, plan, name, owner)
+            try:
+                ResultTable.check_owner(warehouse, plan, name, owner)
+            except StorageError:  # a table that cannot be read: the evaluation fails on it and records its run
+                pass
         return name, owner
     except (InvalidName, QueryTextCollision) as error:
         print(f"csparql: {error}", file=sys.stderr)
