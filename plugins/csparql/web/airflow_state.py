@@ -180,6 +180,23 @@ def trigger(dag_id: str, at: int, user_name: str | None) -> str:
     return run_id
 
 
+def runs_at_limit(dag_id: str) -> bool:
+    """Whether the DAG's running runs other than backfills (scheduled ones waiting for their data among them)
+    reach its ``max_active_runs``: a manual run created now would stay queued."""
+    from airflow.models.dag import DagModel
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.state import DagRunState
+    from sqlalchemy import func
+
+    with _session() as session:
+        model = session.get(DagModel, dag_id)
+        if model is None or not model.max_active_runs:
+            return False
+        running = session.scalar(select(func.count(DagRun.id)).where(
+            DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING, DagRun.backfill_id.is_(None)))
+        return running >= model.max_active_runs
+
+
 def backfill_window(dag_id: str, instant: int, user_name: str | None) -> str:
     """Create a backfill of the one scheduled window whose evaluation instant is ``instant`` (µs) and return
     the id of its run. A backfill's runs count against the backfill's own ``max_active_runs``, not the DAG's,

@@ -58,9 +58,10 @@ def past_window_instant(settings, name: str, at: int) -> int | None:
 
 @router.post("/queries/{name}/trigger")
 def trigger(request: Request, name: str, window_end: str = Form(""), backfill: str = Form("")):
-    """A run of the window closing at or before ``window_end`` (now when empty). With ``backfill`` (the
-    waiting note's button), a past window of the schedule is evaluated as a one-window backfill, which no
-    scheduled run waiting for its data holds up (``airflow_state.backfill_window``)."""
+    """A run of the window closing at or before ``window_end`` (now when empty). A past window of the
+    schedule asked with ``backfill`` (the waiting note's button), or while the DAG's active runs are all taken
+    (by scheduled runs waiting for their data, say), is evaluated as a one-window backfill, which none of those
+    holds up (``airflow_state.backfill_window``); a manual run otherwise."""
     from csparql.web import airflow_state
 
     readable(request, current_settings(request), name)
@@ -72,7 +73,9 @@ def trigger(request: Request, name: str, window_end: str = Form(""), backfill: s
             raise Refused(400, f"window end: {error} (write e.g. 2010-03-22T08:35:00Z)") from None
     else:
         at = time.time_ns() // 1000
-    past = past_window_instant(current_settings(request), name, at) if backfill else None
+    past = past_window_instant(current_settings(request), name, at)
+    if past is not None and not backfill and not airflow_state.runs_at_limit(name):
+        past = None  # a manual run starts at once
     try:
         if past is not None:  # never behind scheduled runs that wait for data: a backfill of that window
             try:
