@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from orchestration.spark_cluster import free_port, spark_environment
@@ -39,6 +40,13 @@ close_session(session)
 """
 
 
+def command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:  # a launcher's helper that has exited meanwhile
+        return ""
+
+
 def option(arguments: list[str], name: str) -> str:
     return arguments[arguments.index(name) + 1]
 
@@ -47,6 +55,7 @@ def test_the_printed_connection_reaches_the_server_and_ctrl_c_stops_it(tmp_path)
     env = spark_environment(tmp_path)
     for key in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE", "PYSPARK_GATEWAY_PORT"):
         env.pop(key, None)
+    env["CSPARQL_CONNECT_SESSION_TIMEOUT"] = "45s"
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "csparql.cli", "connect-server", "--port", str(port),
                                "--master", "local[1]", "--memory", "1g", "--work", str(tmp_path / "server")],
@@ -68,6 +77,9 @@ def test_the_printed_connection_reaches_the_server_and_ctrl_c_stops_it(tmp_path)
              option(command, "--conn-port"), option(command, "--conn-password")],
             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
         assert client.returncode == 0 and "COUNT 3" in client.stdout, client.stderr[-3000:]
+        jvm = [line for line in map(command_line, psutil.Process(server.pid).children(recursive=True))
+               if "SparkConnectServer" in line]
+        assert jvm and "spark.connect.session.manager.defaultSessionTimeout=45000ms" in jvm[0]  # the setting's
     finally:
         server.send_signal(signal.SIGINT)
         try:

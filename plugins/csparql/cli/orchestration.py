@@ -82,7 +82,7 @@ def register(commands) -> None:
         description="Start one Spark Connect server and Airflow (api-server, scheduler, DAG processor, triggerer) "
         "on 127.0.0.1 with SQLite; register the example queries and print the address and login as soon as "
         "Airflow answers; then land the sample streams through their ingestion DAGs, backfill each query's last "
-        "sample windows, and report the progress. Evaluations and ingests run on the Connect server (--spark "
+        "sample windows, play the sample streams live (events timestamped now), and report the progress. Evaluations and ingests run on the Connect server (--spark "
         "local: each task starts a Spark of its own). Every process that exits is started again. Ctrl-C stops "
         "everything.",
     )
@@ -106,8 +106,9 @@ def register(commands) -> None:
         help="run a Spark Connect server on 127.0.0.1 for an Airflow of your own (Ctrl-C stops it)",
         description="Start the Spark Connect server csparql's stack runs, on 127.0.0.1, and print its client "
         "URL and the `airflow connections add` command that lets an Airflow on this machine use it (its token "
-        "as the connection's password). Clients must see the warehouse at the same paths as the server. "
-        "Ctrl-C stops it.",
+        "as the connection's password). Clients must see the warehouse at the same paths as the server. A session "
+        "nobody uses is closed after $CSPARQL_CONNECT_SESSION_TIMEOUT (default 10m); csparql's clients open a new "
+        "one by themselves. Ctrl-C stops it.",
     )
     server.add_argument("--port", type=int, default=None, metavar="PORT",
                         help="the port on 127.0.0.1 (default 15002)")
@@ -316,9 +317,16 @@ def run_connect_server(args: argparse.Namespace) -> int:
         print(f"csparql connect-server: port {port} is in use (another Spark Connect server?): pass --port to use "
               "another one", file=sys.stderr)
         return EXIT_REFUSED
+    from csparql.deploy.settings import Settings
+
+    try:
+        session_timeout = Settings.from_environment().connect_session_timeout / 1e6
+    except ValueError as error:
+        print(f"csparql connect-server: {error}", file=sys.stderr)
+        return EXIT_REFUSED
     work = Path(args.work).resolve()
     server = ConnectServer(work, port=port, master=args.master or DEFAULT_MASTER, memory=args.memory,
-                           log=work / "spark-connect.log")
+                           log=work / "spark-connect.log", session_timeout=session_timeout)
     stopping = threading.Event()
 
     def stop(signum, frame):
