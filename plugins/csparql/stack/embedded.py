@@ -545,7 +545,12 @@ class EmbeddedStack:
             self.live = LiveSamples(self.settings, set(files.streams), self.live_every)
         if self.live.due():
             first = self.live.files == 0
-            self.live.land()
+            try:
+                self.live.land()
+            except OSError as error:  # a landing folder that cannot be written: said, and tried again next time
+                self.live.last = int(self.live.clock() * 1_000_000)
+                self.report(f"live sample events not landed: {error}")
+                return
             if first:
                 self.report(f"the sample streams play live: a file of events timestamped now every "
                             f"{self.live_every:g} s in each landing folder; a query registered over them shows "
