@@ -374,3 +374,38 @@ def test_the_graph_ingest_target_is_judged_on_the_in_process_trig_figure():
     large_lines = {**lines, "size": 9, "triples": 400_000, "triples_per_second": 170_000.0}
     judged = _target({**_result([]), "ingest": [lines, small, large_lines, large]}, "graph_ingest")
     assert judged["met"] is True and "400,000 triples" in judged["measured"] and "170,000" in judged["measured"]
+
+
+# --- the soak's bookkeeping (the soak itself runs for hours: ./bench.sh --soak, never in the tests) -------------
+
+
+def test_soak_overrides_take_the_plan_s_fields_and_refuse_others(capsys):
+    from benchmarks.cli import main
+
+    assert main(["--soak", "--set", "soak_nothing=1"]) == 2
+    assert "not 'soak_nothing'" in capsys.readouterr().out
+    assert main(["--soak", "--set", "soak_hours=two"]) == 2
+    assert "--set soak_hours=two: not a float" in capsys.readouterr().out
+
+
+def test_soak_memory_compares_the_first_and_the_last_samples_of_each_component():
+    from benchmarks.soak import memory_summary
+
+    samples = [{"minute": i, "triggerer": 100 if i < 6 else 150, "scheduler": 200} for i in range(8)]
+    assert memory_summary(samples) == {
+        "scheduler": {"first_mb": 200, "last_mb": 200, "ratio": 1.0},
+        "triggerer": {"first_mb": 100, "last_mb": 150, "ratio": 1.5},
+    }
+    assert memory_summary(samples[:3]) == {}  # too few samples to tell
+
+
+def test_soak_queries_register_and_their_reference_forms_are_sparql():
+    import pyoxigraph as ox
+
+    from benchmarks.soak import QUERIES, REFERENCE_SPARQL
+    from csparql.frontend import compile_query
+
+    assert QUERIES.keys() == REFERENCE_SPARQL.keys()
+    for name, text in QUERIES.items():
+        assert compile_query(text, f"{name}.rq").registration.name == name
+        ox.Store().query(REFERENCE_SPARQL[name])  # parses and runs on an empty store
