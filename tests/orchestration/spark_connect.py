@@ -41,6 +41,21 @@ def test_server(work: Path) -> ConnectServer:
 test_server.__test__ = False  # a factory, not a test
 
 
+def ingest_city_hour(spark, root: Path, streams: Sequence[str] = ("http://streams.org/citytollgates.trdf",)):
+    """One hour of the sample city in a new warehouse under ``root``: the ``streams`` and the default static
+    graph, ingested with ``spark``; the warehouse and the sample files."""
+    from csparql.ingest.ingest import ingest_stream, load_static
+    from csparql.samples import write_samples
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(Path(root) / "warehouse")
+    samples = write_samples(Path(root) / "samples", hours=1)
+    for stream in streams:
+        ingest_stream(spark, warehouse, stream, [samples.streams[stream]])
+    load_static(spark, warehouse, None, [samples.graphs[None]], replace=True)
+    return warehouse, samples
+
+
 # Run in a fresh interpreter: compile each query file, evaluate its window through the Connect server (results
 # and run written), print one CSPARQL_RESULT line per evaluation.
 _EVALUATE = """

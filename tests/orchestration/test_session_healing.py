@@ -26,14 +26,12 @@ import pytest
 
 from csparql.engine.runner import result_table
 from csparql.examples import examples_folder
-from csparql.ingest.ingest import ingest_stream, load_static
-from csparql.samples import write_samples
 from csparql.storage import delta
 from csparql.storage.statistics import read_table
 from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse
 from orchestration.spark_cluster import RESULT_PREFIX, free_port, spark_environment
-from orchestration.spark_connect import test_server
+from orchestration.spark_connect import ingest_city_hour, test_server
 
 pytestmark = pytest.mark.spark
 
@@ -120,10 +118,7 @@ def server(tmp_path_factory):
 def city_hour(spark, server, tmp_path_factory):
     """One hour of the sample city's tollgates and its static graph, ingested by this process's Spark."""
     tmp_path = tmp_path_factory.mktemp("healing")
-    warehouse = Warehouse(tmp_path / "warehouse")
-    samples = write_samples(tmp_path / "samples", hours=1)
-    ingest_stream(spark, warehouse, TOLLGATES, [samples.streams[TOLLGATES]])
-    load_static(spark, warehouse, None, [samples.graphs[None]], replace=True)
+    warehouse, samples = ingest_city_hour(spark, tmp_path, (TOLLGATES,))
     return tmp_path, warehouse, samples
 
 

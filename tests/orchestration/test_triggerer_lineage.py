@@ -17,13 +17,11 @@ from pathlib import Path
 import pytest
 
 from csparql.examples import examples_folder
-from csparql.ingest.ingest import ingest_stream, load_static
-from csparql.samples import write_samples
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import format_instant
 from orchestration.spark_cluster import spark_environment
-from orchestration.spark_connect import test_server
+from orchestration.spark_connect import ingest_city_hour, test_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -84,10 +82,7 @@ def server(tmp_path_factory):
 def city(spark, server, tmp_path_factory):
     """An hour of the sample tollgates stream and the city's static graph, ingested while the server starts."""
     root = tmp_path_factory.mktemp("triggerer-lineage")
-    warehouse = Warehouse(root / "warehouse")
-    samples = write_samples(root / "samples", hours=1)
-    ingest_stream(spark, warehouse, TOLLGATES, [samples.streams[TOLLGATES]])
-    load_static(spark, warehouse, None, [samples.graphs[None]], replace=True)
+    warehouse, samples = ingest_city_hour(spark, root, (TOLLGATES,))
     return root, warehouse, samples
 
 
