@@ -77,12 +77,15 @@ IRI_TEXT = re.compile(r"[^\s<>\"{}|^`\\]+")
 count, since a query without BASE keeps them as written (decision 5), e.g. ``www.uc.eu/tollgates.trdf``."""
 
 
+def _unbracketed(text: str) -> str:
+    """``text`` without surrounding spaces and, when written ``<...>``, its angle brackets."""
+    iri = text.strip()
+    return iri[1:-1] if iri.startswith("<") and iri.endswith(">") else iri
+
+
 def iri_problem(text: str, what: str) -> str | None:
     """Why ``text`` (``<...>`` accepted) cannot name a ``what`` (a stream, a graph) by its IRI, or None."""
-    iri = text.strip()
-    if iri.startswith("<") and iri.endswith(">"):
-        iri = iri[1:-1]
-    if IRI_TEXT.fullmatch(iri):
+    if IRI_TEXT.fullmatch(_unbracketed(text)):
         return None
     return (f"the {what} '{text}' is not an IRI: it must not be empty or contain spaces or any of <>\"{{}}|^`\\ "
             "(e.g. http://example.org/stream)")
@@ -99,10 +102,7 @@ def new_stream_problem(text: str) -> str | None:
     problem = iri_problem(text, "stream")
     if problem is not None:
         return problem
-    iri = text.strip()
-    if iri.startswith("<") and iri.endswith(">"):
-        iri = iri[1:-1]
-    if NEW_STREAM_IRI.fullmatch(iri):
+    if NEW_STREAM_IRI.fullmatch(_unbracketed(text)):
         return None
     return (f"'{text}' cannot name a new stream: give an absolute IRI with a scheme and an authority (e.g. "
             "http://example.org/stream) or a URN (e.g. urn:example:stream)")
