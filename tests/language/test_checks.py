@@ -62,7 +62,26 @@ def test_vendored_specification_queries_match_the_specification_when_it_is_prese
         original = {p.relative_to(shared): p for p in shared.rglob("*") if p.is_file()}
         assert sorted(vendored) == sorted(original)
         for relative, path in vendored.items():
-            assert path.read_bytes() == original[relative].read_bytes(), relative
+            assert _as_printed(path.read_text(encoding="utf-8")) == original[relative].read_text(encoding="utf-8"), relative
+
+
+def _as_printed(vendored: str) -> str:
+    """The query the specification prints: an example may register under a name of its own (so that every
+    example writes its own result table) when a ``# name:`` comment above says what the paper calls it; the
+    comment is dropped and the paper's name put back. Every other byte must match."""
+    lines = vendored.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if line.startswith("# name: the paper calls it "):
+            paper_name = line.removeprefix("# name: the paper calls it ").split(";")[0].strip()
+            end = index + 1
+            while lines[end].startswith("#       "):
+                end += 1
+            keyword, own_name = lines[end].split()[1:3]
+            assert keyword in ("QUERY", "STREAM") and own_name != paper_name
+            lines[end] = lines[end].replace(f" {own_name} ", f" {paper_name} ", 1)
+            del lines[index:end]
+            break
+    return "".join(lines)
 
 
 def _as_in_the_specification(relative: Path) -> Path:
