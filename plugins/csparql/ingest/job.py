@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,7 +26,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import rdflib
 
 from csparql.ingest import graph_parts, graphs
@@ -40,6 +38,7 @@ from csparql.ingest.ranges import ByteRange, count_newlines, parse_range
 from csparql.ingest.rejects import escape_field, line_text, parser_position, read_rejects, unescape_field
 from csparql.storage import delta, schema
 from csparql.storage.instants import hour_buckets
+from csparql.storage.location import location, remove_tree, write_parquet
 from csparql.storage.tables import INGEST_ID, INPUTS, OPERATION, TARGET
 from csparql.storage.terms import BLANK, term_row
 from csparql.storage.warehouse import Warehouse
@@ -55,7 +54,7 @@ class IngestJob:
                  default_micros: int | None = None, batch: int = 0, replace: bool = False,
                  explicit_rejects: str | os.PathLike | None = None, future: FutureLimit | None = None,
                  timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES):
-        self.path = Path(path)
+        self.path = location(path)
         self.inputs = inputs
         self.targets = targets
         self.stream = stream
@@ -102,9 +101,9 @@ class IngestJob:
                     report.version = delta.open_table(self.path).version()
                     report.data_files = len(staged)
         finally:
-            shutil.rmtree(self.rejects_folder, ignore_errors=True)
+            remove_tree(self.rejects_folder)
             if not committed:
-                shutil.rmtree(self.stage, ignore_errors=True)
+                remove_tree(self.stage)
 
     def parse_and_stage(self) -> Staged:
         raise NotImplementedError
@@ -312,7 +311,7 @@ class LocalIngestJob(IngestJob):
             folder = self.stage / f"bucket={bucket}"
             folder.mkdir(parents=True, exist_ok=True)
             file = folder / f"part-{self.id}.snappy.parquet"
-            pq.write_table(file_rows, file, compression="snappy", write_page_index=True)
+            write_parquet(file_rows, file, compression="snappy", write_page_index=True)
             staged.append((str(file), bucket))
         return staged
 

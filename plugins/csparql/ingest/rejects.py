@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 
+from csparql.storage.location import is_remote, location
+
 _FIELD_ESCAPES = re.compile(r"\\(.)")
 
 
@@ -28,20 +30,24 @@ def unescape_field(text: str) -> str:
 def write_rejects(path: str, file_index: int, rejects: list[tuple[int, str, str]]) -> None:
     """Rejects of one range as ``file index <TAB> line <TAB> reason <TAB> text`` lines (atomic: a retried
     task rewrites the same file)."""
+    lines = "".join(f"{file_index}\t{number}\t{escape_field(reason)}\t{escape_field(text)}\n"
+                    for number, reason, text in rejects)
+    if is_remote(path):  # an object is written whole: no partial file is ever seen
+        location(path).write_text(lines)
+        return
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
-        for number, reason, text in rejects:
-            handle.write(f"{file_index}\t{number}\t{escape_field(reason)}\t{escape_field(text)}\n")
+        handle.write(lines)
     os.replace(temporary, path)
 
 
 def read_rejects(path: str) -> list[tuple[int, int, str, str]]:
     """The rejects one range wrote: (file index, line, reason, text), fields still escaped."""
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            file_index, number, reason, text = line.rstrip("\n").split("\t", 3)
-            rows.append((int(file_index), int(number), reason, text))
+    text = location(path).read_text(encoding="utf-8")
+    for line in text.splitlines():
+        file_index, number, reason, text = line.split("\t", 3)
+        rows.append((int(file_index), int(number), reason, text))
     return rows
 
 

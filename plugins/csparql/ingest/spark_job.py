@@ -8,7 +8,6 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -18,6 +17,7 @@ from csparql.ingest.job import IngestJob, Staged, parsed_schema
 from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_parser
 from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, spark_schema
 from csparql.storage import delta
+from csparql.storage.location import parquet_metadata
 from csparql.storage.warehouse import Warehouse
 
 MIN_RANGE_BYTES, MAX_RANGE_BYTES = 1 << 20, 64 << 20
@@ -130,7 +130,7 @@ class SparkIngestJob(IngestJob):
         staged = []
         pattern = "bucket=*/*.parquet" if self.stream else "*.parquet"
         for file in sorted(self.stage.glob(pattern)):
-            if pq.ParquetFile(file).metadata.num_rows == 0:
+            if parquet_metadata(file).num_rows == 0:
                 file.unlink()
                 continue
             bucket = unquote(file.parent.name.split("=", 1)[1]) if self.stream else None

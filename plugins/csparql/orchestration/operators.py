@@ -244,6 +244,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
 
     def _submit(self, settings: Settings, at: int, complete: bool | None) -> dict:
         from csparql.orchestration.submit import EvaluationSubmitHook
+        from csparql.runtime.object_storage import spark_s3_settings
 
         arguments = ["--query", str(self.deployment.path), "--name", self.deployment.name, "--at", str(at),
                      "--warehouse", str(self.settings.warehouse.root), "--registry", str(self.settings.registry),
@@ -264,6 +265,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
                 "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{LOG4J}",
                 "spark.executorEnv.PYSPARK_PYTHON": python,
                 "spark.executorEnv.TZ": "UTC",
+                **(spark_s3_settings() if self.settings.warehouse.remote else {}),
             },
         )
         try:

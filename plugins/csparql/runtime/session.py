@@ -41,6 +41,8 @@ from typing import TypeVar
 from pyspark.sql import SparkSession
 
 from csparql.runtime.jvm_output import incubator_warning_dropped
+from csparql.runtime.object_storage import configure_session, spark_s3_settings
+from csparql.storage.location import s3_in_use
 
 T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"
@@ -119,6 +121,8 @@ def session_settings(master: str, app_name: str = "csparql", launch: bool = True
     if master.startswith("sc://"):
         # A Spark Connect client can only set SQL settings; the server owns the rest.
         return {key: value for key, value in settings.items() if key.startswith("spark.sql.")}
+    if s3_in_use():
+        settings.update(spark_s3_settings())
     # PySpark's DataFrame debugging sends the Python call site to the JVM on every Column function (several
     # round trips each): most of the cost of building a plan.
     settings["spark.python.sql.dataFrameDebugging.enabled"] = "false"
@@ -145,6 +149,9 @@ def configure(
     JVM options keep the given ones and add UTC as the default zone."""
     given = given or {}
     for key, value in session_settings(master, app_name, launch).items():
+        if key == "spark.jars.packages" and given.get(key):
+            builder = builder.config(key, ",".join(dict.fromkeys([*given[key].split(","), *value.split(",")])))
+            continue
         if key in given and key not in RESULT_SETTINGS:
             if key == "spark.executor.extraJavaOptions" and "-Duser.timezone" not in given[key]:
                 builder = builder.config(key, f"{given[key]} {value}".strip())
@@ -158,19 +165,26 @@ def spark_session(master: str | None = None, app_name: str = "csparql") -> Spark
     with _LOCK:
         active = SparkSession.getActiveSession()
         if active is not None:
-            return active
+            return _reaching_s3(active)
         _prepare_environment()
         _quiet_python_loggers()
         master = configured_master(master)
         if master.startswith("sc://"):
-            return _connect_session(master, app_name)
+            return _reaching_s3(_connect_session(master, app_name))
         log.info("Spark: a session of its own in this process, master %s", master)
         # A master chosen over an exported SPARK_REMOTE: PySpark refuses a session given both.
         os.environ.pop(SPARK_REMOTE, None)
         with incubator_warning_dropped():  # the driver JVM starts here
             session = configure(SparkSession.builder.master(master), master, app_name).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
-        return session
+        return _reaching_s3(session)
+
+
+def _reaching_s3(session: SparkSession) -> SparkSession:
+    """``session``, its Hadoop settings made to reach S3 when this process uses an S3 warehouse."""
+    if s3_in_use():
+        configure_session(session)
+    return session
 
 
 def without_secrets(url: str) -> str:
@@ -355,7 +369,7 @@ def submitted_session(app_name: str = "csparql") -> SparkSession:
         builder = SparkSession.builder if "spark.master" in given else SparkSession.builder.master(master)
         session = configure(builder, master, app_name, given, launch=False).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
-        return session
+        return _reaching_s3(session)
 
 
 COMPACT_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}

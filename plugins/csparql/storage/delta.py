@@ -30,13 +30,14 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
 from csparql.storage.failures import NO_SPACE_LEFT, StorageError, causes, corrupt_log_entry, no_space_left
 from csparql.storage.instants import instant_of, micros_of
+from csparql.storage.location import (
+    ObjectPath, file_exists, location, parquet_metadata, read_parquet, uri, write_parquet)
 from csparql.storage.tables import OPERATION
 from csparql.storage.pruning import (  # noqa: F401
     STATISTICS_TRUNCATION_MICROS, FileInfo, may_hold_instant, may_hold_string)
@@ -67,7 +68,7 @@ WAREHOUSE_FOLDERS = ("results", "streams", "static", "_csparql")
 
 def repair_command(path) -> str:
     """The command that repairs the table at ``path``: ``csparql repair`` with the warehouse it lies in."""
-    parents = Path(path).resolve().parents
+    parents = location(path).parents
     root = next((parent for parent in parents if (parent / "_csparql").is_dir()), None)
     if root is None:
         root = next((parent.parent for parent in parents if parent.name in WAREHOUSE_FOLDERS), None)
@@ -80,7 +81,7 @@ class MissingFiles(StorageError):
     the command that repairs it."""
 
     def __init__(self, table, files: Iterable[str]):
-        self.table = Path(table)
+        self.table = location(table)
         self.files = tuple(sorted(files))
         shown = ", ".join(self.files[:3]) + (f" and {len(self.files) - 3} more" if len(self.files) > 3 else "")
         super().__init__(
@@ -90,9 +91,9 @@ class MissingFiles(StorageError):
 
 def missing_files(table: DeltaTable, root) -> list[str]:
     """The data files of the table's current version that are not on disk, as its log names them."""
-    root = Path(root).resolve()
+    root = location(root)
     return [relative for relative in action_column(add_actions(table), "path")
-            if not os.path.exists(file_uri(root, relative))]
+            if not file_exists(file_uri(root, relative))]
 
 
 _MISSING_FILE_TEXT = re.compile(
@@ -143,7 +144,7 @@ def named_failures(path, doing: str) -> Iterator[None]:
             raise
         if _missing_file_error(error) and exists(path):
             try:
-                lost = missing_files(DeltaTable(str(path)), path)
+                lost = missing_files(DeltaTable(uri(path)), path)
             except Exception:  # noqa: BLE001 - the original error says more than a failed check
                 lost = []
             if lost:
@@ -162,14 +163,14 @@ def named_failures(path, doing: str) -> Iterator[None]:
 
 def exists(path: str | os.PathLike) -> bool:
     """Whether a Delta table is at this path."""
-    return (Path(path) / "_delta_log").is_dir()
+    return (location(path) / "_delta_log").is_dir()
 
 
 def open_table(path: str | os.PathLike) -> DeltaTable:
     """The latest version of the table, refused if it uses features csparql does not read."""
     try:
         with named_failures(path, "reading"):
-            table = DeltaTable(str(path))
+            table = DeltaTable(uri(path))
     except TableNotFoundError:
         raise StorageError(f"no Delta table at {path}") from None
     check_protocol(table, path)
@@ -181,15 +182,15 @@ def check_protocol(table: DeltaTable, path) -> None:
     protocol = table.protocol()
     features = set(protocol.reader_features or [])
     configuration = table.metadata().configuration or {}
-    refused = sorted(features & REFUSED_READER_FEATURES)
+    refused = {feature: feature for feature in sorted(features & REFUSED_READER_FEATURES)}
     if configuration.get("delta.enableDeletionVectors", "false").lower() == "true":
-        refused.append("deletionVectors (delta.enableDeletionVectors = true)")
+        refused["deletionVectors"] = "deletionVectors (delta.enableDeletionVectors = true)"
     mapping = configuration.get("delta.columnMapping.mode", "none")
     if mapping not in ("none", None):
-        refused.append(f"columnMapping (delta.columnMapping.mode = {mapping})")
+        refused["columnMapping"] = f"columnMapping (delta.columnMapping.mode = {mapping})"
     if refused:
         raise TableFeatureError(
-            f"the Delta table at {path} uses {', '.join(dict.fromkeys(refused))}; csparql reads standard "
+            f"the Delta table at {path} uses {', '.join(refused.values())}; csparql reads standard "
             "Delta tables without deletion vectors or column mapping. Rewrite the table without them "
             "(for example with delta-spark: REORG TABLE … APPLY (PURGE), then disable the features)."
         )
@@ -205,12 +206,12 @@ def create(
 ) -> DeltaTable:
     """Create an empty table (or return the existing one, if another writer created it meanwhile)."""
     with named_failures(path, "creating"):
-        Path(path).mkdir(parents=True, exist_ok=True)
+        location(path).mkdir(parents=True, exist_ok=True)
     configuration = {**STANDARD_CONFIGURATION, **(properties or {})}
     try:
         with named_failures(path, "creating"):
             return DeltaTable.create(
-                str(path), schema, mode="ignore", partition_by=partition_by, name=name, description=description,
+                uri(path), schema, mode="ignore", partition_by=partition_by, name=name, description=description,
                 configuration=configuration, raise_if_key_not_exists=False,
             )
     except DeltaError as error:
@@ -244,24 +245,28 @@ def action_column(actions: pa.Table, name: str) -> list:
     return actions.column(name).to_pylist() if name in actions.column_names else [None] * actions.num_rows
 
 
-def file_uri(root: Path | str, relative: str) -> str:
-    """The absolute path of a data file the log names relative to the table's folder ``root`` (resolved: callers
-    resolve it once per listing, not once per file)."""
-    return relative if relative.startswith("/") else os.path.join(root, unquote(relative))
+def file_uri(root: Path | ObjectPath | str, relative: str) -> str:
+    """The absolute path (or S3 URI) of a data file the log names relative to the table's folder ``root``
+    (resolved: callers resolve it once per listing, not once per file)."""
+    if relative.startswith("/") or "://" in relative:
+        return relative
+    if isinstance(root, ObjectPath) or (isinstance(root, str) and "://" in root):
+        return f"{str(root).rstrip('/')}/{unquote(relative)}"
+    return os.path.join(root, unquote(relative))
 
 
 def read_files(root, relatives: Iterable[str]) -> pa.Table | None:
     """The rows of some data files of the table at ``root`` (None when there are none), their schemas unified
     (files written before a column was added lack it)."""
-    root = Path(root).resolve()
+    root = location(root)
     relatives = list(relatives)
     try:
-        tables = [pq.read_table(file_uri(root, relative)) for relative in relatives]
+        tables = [read_parquet(file_uri(root, relative)) for relative in relatives]
     except FileNotFoundError:
-        lost = [relative for relative in relatives if not os.path.exists(file_uri(root, relative))]
+        lost = [relative for relative in relatives if not file_exists(file_uri(root, relative))]
         if not lost:
             raise
-        raise MissingFiles(root, [os.path.relpath(file_uri(root, relative), root) for relative in lost]) from None
+        raise MissingFiles(root, [unquote(relative) for relative in lost]) from None
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="permissive")
@@ -281,7 +286,7 @@ def live_files(table: DeltaTable, root, timestamp_column: str = "ts") -> list[Fi
     partitions = [
         {c[len("partition."):]: actions.column(c)[i].as_py() for c in partition_columns} for i in range(len(paths))
     ]
-    root = Path(root).resolve()
+    root = location(root)
     return [
         FileInfo(file_uri(root, relative), sizes[i], records[i], micros_of(mins[i]), micros_of(maxs[i]), partitions[i],
                  _written_micros(written[i]))
@@ -319,7 +324,7 @@ class TableSnapshots:
 
     def latest(self, path) -> DeltaTable:
         """The table at its latest version (``StorageError`` when there is none, as ``open_table``)."""
-        key = str(Path(path).resolve())
+        key = str(location(path))
         with self._lock(key):
             return self._latest(key)
 
@@ -342,7 +347,7 @@ class TableSnapshots:
     def snapshot(self, path, timestamp_column: str = "ts") -> tuple[int, list[FileInfo]]:
         """The latest version of the table and its live files, with the bounds of their ``timestamp_column``
         (``ts`` for streams and panes, ``window_end`` for result tables)."""
-        key = str(Path(path).resolve())
+        key = str(location(path))
         with self._lock(key):
             table = self._latest(key)
             version = table.version()
@@ -362,7 +367,7 @@ class TableSnapshots:
         A live file that is missing from disk is left out with a warning naming the table, the file and the
         command that repairs it (``MissingFiles``): one lost file of a record table shared by every query must
         not stop every evaluation."""
-        key = str(Path(path).resolve())
+        key = str(location(path))
         with self._lock(key):
             table = self._latest(key) if version is None else version
             cached = self._rows.get(key)
@@ -374,7 +379,7 @@ class TableSnapshots:
             for relative in live:
                 if relative not in known:
                     try:
-                        known[relative] = _conformed(pq.read_table(file_uri(key, relative)), arrow_schema)
+                        known[relative] = _conformed(read_parquet(file_uri(key, relative)), arrow_schema)
                     except FileNotFoundError:
                         lost.append(relative)
             if lost:
@@ -415,7 +420,7 @@ def compact_record_table(path, threshold: int = RECORD_TABLE_COMPACT_FILES) -> b
         small = [f for f in files if not f.partition and (f.size is None or f.size < RECORD_TABLE_FILE_BYTES)]
         if len(small) < threshold:
             return []
-        small = [f for f in small if os.path.exists(f.uri)]  # a lost file stays for ``csparql repair``
+        small = [f for f in small if file_exists(f.uri)]  # a lost file stays for ``csparql repair``
         return small if len(small) >= threshold else []
 
     return compact_files(path, small_files)
@@ -442,7 +447,7 @@ def compact_files(path, choose: Callable[[list[FileInfo]], list[FileInfo]],
             if len({tuple(sorted(f.partition.items())) for f in chosen}) > 1:
                 raise ValueError("the files to compact lie in more than one partition")
             with named_failures(path, "compacting"):
-                if _compact_exclusively(table, Path(path).resolve(), chosen, timestamp_column):
+                if _compact_exclusively(table, location(path), chosen, timestamp_column):
                     return True
             time.sleep(random.uniform(0.02, 0.06) * 2 ** min(attempt, 5))
         log.info("compacting %s kept conflicting with concurrent writers; its files stay as they are", path)
@@ -451,22 +456,23 @@ def compact_files(path, choose: Callable[[list[FileInfo]], list[FileInfo]],
     return False
 
 
-def _compact_exclusively(table: DeltaTable, root: Path, files: list[FileInfo],
+def _compact_exclusively(table: DeltaTable, root: Path | ObjectPath, files: list[FileInfo],
                          timestamp_column: str | None) -> bool:
     """Replace ``files`` (of one partition) by one file of their rows, in a commit right after ``table``'s
     version; False, and no file left behind, when another writer committed that version first."""
-    rows = pa.concat_tables([pq.read_table(f.uri) for f in files], promote_options="permissive")
+    rows = pa.concat_tables([read_parquet(f.uri) for f in files], promote_options="permissive")
     partition = dict(files[0].partition)
     folder = "/".join(f"{key}={value}" for key, value in partition.items())
     name = f"{folder}/" * bool(folder) + f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     target = root / name
     target.parent.mkdir(parents=True, exist_ok=True)  # a stream's files lie in their ingest's folder, not in it
-    pq.write_table(rows, target, compression="snappy")
+    write_parquet(rows, target, compression="snappy")
     now = int(time.time() * 1000)
     statistics = file_statistics(str(target), timestamp_column)
     actions: list[AddAction | RemoveAction] = [
         AddAction(name, target.stat().st_size, partition, now, False, statistics)]
-    actions += [RemoveAction(Path(f.uri).relative_to(root).as_posix(), False, now, f.size, partition) for f in files]
+    actions += [RemoveAction(location(f.uri).relative_to(root).as_posix(), False, now, f.size, partition)
+                for f in files]
     try:
         table.create_write_transaction(
             actions, mode="append", schema=table.schema(), partition_by=table.metadata().partition_columns or None,
@@ -484,7 +490,7 @@ def _log_origin(root: str) -> tuple[int, int] | None:
     """The identity (inode, modification time) of a table's first log entry: a table removed and created again
     has another; None once log clean-up has removed it, or before the table exists."""
     try:
-        entry = os.stat(os.path.join(root, "_delta_log", f"{0:020d}.json"))
+        entry = (location(root) / "_delta_log" / f"{0:020d}.json").stat()
     except OSError:
         return None
     return entry.st_ino, entry.st_mtime_ns
@@ -516,7 +522,7 @@ def append(path, data, schema: pa.Schema, partition_by=None, metadata: Mapping[s
 
     def attempt(_):
         write_deltalake(
-            str(path), data, mode="append", partition_by=partition_by,
+            uri(path), data, mode="append", partition_by=partition_by,
             schema_mode="merge" if merge_schema else None,
             commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
         )
@@ -538,7 +544,7 @@ def replace_where(
 
     def attempt(_):
         write_deltalake(
-            str(path), data, mode="overwrite", predicate=predicate, partition_by=partition_by,
+            uri(path), data, mode="overwrite", predicate=predicate, partition_by=partition_by,
             schema_mode="merge" if merge_schema else None,
             commit_properties=CommitProperties(custom_metadata=dict(metadata or {})),
         )
@@ -615,7 +621,7 @@ class WriterTables:
 
     @contextmanager
     def latest(self, path, schema: pa.Schema, partition_by=None, properties=None) -> Iterator[_HeldTable]:
-        key = str(Path(path).resolve())
+        key = str(location(path))
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -639,7 +645,7 @@ def _brought_up_to_date(table: DeltaTable, key: str) -> DeltaTable | None:
     latest version: that costs one ``stat``, where ``update_incremental`` lists the log (milliseconds of CPU,
     more as the log grows), and most reads of a record table find nothing committed since the last one."""
     before = table.version()
-    if not os.path.exists(os.path.join(key, "_delta_log", f"{before + 1:020d}.json")):
+    if not file_exists(file_uri(key, f"_delta_log/{before + 1:020d}.json")):
         return table
     try:
         table.update_incremental()
@@ -677,7 +683,7 @@ def remove_files(path, uris: Iterable[str], metadata: Mapping[str, str] | None =
         nonlocal removed
         table = open_table(path)
         actions = add_actions(table)
-        root = Path(path).resolve()
+        root = location(path)
         now = int(time.time() * 1000)
         partition_columns = [c for c in actions.column_names if c.startswith("partition.")]
         removals = []
@@ -700,7 +706,7 @@ def remove_files(path, uris: Iterable[str], metadata: Mapping[str, str] | None =
 def file_statistics(file: str, timestamp_column: str | None = "ts") -> str:
     """The Delta ``stats`` JSON of a Parquet file, from its footer: record count and, for the timestamp
     column, bounds truncated to milliseconds as Delta writers record them."""
-    metadata = pq.ParquetFile(file).metadata
+    metadata = parquet_metadata(file)
     stats: dict = {"numRecords": metadata.num_rows}
     if timestamp_column is not None:
         # Parquet numbers leaf columns (a struct counts one per field), not Arrow fields.
@@ -751,11 +757,11 @@ def commit_files(
     log and break every later read, so this is checked first.
     """
     table = ensure(path, schema, partition_by)
-    root = Path(path).resolve()
+    root = location(path)
     actions = []
     now = int(time.time() * 1000)
     for file, partition_values in files:
-        full = Path(file).resolve()
+        full = location(file)
         if not full.is_file():
             raise StorageError(f"refusing to commit {full}: the file does not exist")
         if root not in full.parents:
@@ -775,7 +781,7 @@ def commit_files(
     applications = [] if transaction is None else [Transaction(*transaction)]
 
     def attempt(_):
-        latest = DeltaTable(str(path))
+        latest = DeltaTable(uri(path))
         if transaction is not None:
             application, version = transaction
             recorded = latest.transaction_version(application)

@@ -62,16 +62,17 @@ def _text(error: BaseException) -> str:
 def corrupt_log_entry(table: str | os.PathLike) -> tuple[int, str] | None:
     """The first commit of the table's ``_delta_log`` that is not a file of JSON lines: its version and what is
     wrong with it; None when every entry reads (or there is no log)."""
-    log = os.path.join(os.fspath(table), "_delta_log")
+    from csparql.storage.location import location
+
+    log = location(table) / "_delta_log"
     try:
-        names = sorted(name for name in os.listdir(log) if _LOG_ENTRY.match(name))
+        names = sorted(entry.name for entry in log.iterdir() if _LOG_ENTRY.match(entry.name))
     except OSError:
         return None
     for name in names:
         version = int(name[:20])
         try:
-            with open(os.path.join(log, name), encoding="utf-8") as file:
-                lines = [line for line in file.read().split("\n") if line.strip()]
+            lines = [line for line in (log / name).read_text(encoding="utf-8").split("\n") if line.strip()]
         except (OSError, UnicodeDecodeError) as error:
             return version, f"it cannot be read ({error})"
         if not lines:

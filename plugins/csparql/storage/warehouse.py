@@ -1,7 +1,9 @@
 """The warehouse: where each table lives under one root folder.
 
 ``Warehouse.locate()`` finds the root: the ``--warehouse`` argument, else ``CSPARQL_WAREHOUSE``, else
-``delta_tables/`` in the working directory (never a folder of the installed package). Under it::
+``delta_tables/`` in the working directory (never a folder of the installed package). The root is a local
+folder or a prefix of an S3 bucket, ``s3://bucket/prefix`` (``csparql.storage.location``); any other URI is
+refused (``UnsupportedLocation``), never taken for a local path. Under it::
 
     streams/<slug>/            one Delta table per stream IRI (output streams of REGISTER STREAM too)
     static/default/            the default static graph
@@ -41,6 +43,7 @@ from pathlib import Path
 from rdflib import URIRef
 
 from csparql.storage import tables
+from csparql.storage.location import ObjectPath, check_reachable, location
 from csparql.storage.tables import RESULT_KINDS
 
 ENVIRONMENT_VARIABLE = "CSPARQL_WAREHOUSE"
@@ -175,10 +178,21 @@ class NameCollision(InvalidName):
 
 
 class Warehouse:
-    """The folder holding every table, with the path of each kind of table."""
+    """The folder (local, or an S3 prefix) holding every table, with the path of each kind of table."""
 
-    def __init__(self, root: str | os.PathLike):
-        self.root = Path(root).resolve()
+    def __init__(self, root: str | os.PathLike | ObjectPath):
+        self.root = location(root)
+
+    @property
+    def remote(self) -> bool:
+        """Whether the warehouse lies in an object store rather than on this machine's disk."""
+        return isinstance(self.root, ObjectPath)
+
+    def check_reachable(self) -> Warehouse:
+        """The warehouse itself when its store answers (always, for a local folder); ``StorageUnreachable``
+        in one line when its endpoint, bucket or credentials cannot be used."""
+        check_reachable(self.root)
+        return self
 
     @classmethod
     def locate(cls, root: str | os.PathLike | None = None) -> Warehouse:
@@ -193,7 +207,7 @@ class Warehouse:
     def __repr__(self) -> str:
         return f"Warehouse({str(self.root)!r})"
 
-    def stream(self, iri: str) -> Path:
+    def stream(self, iri: str) -> Path | ObjectPath:
         return self.root / "streams" / slug(str(iri))
 
     def static(self, iri: str | None) -> Path:
