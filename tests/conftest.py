@@ -58,6 +58,7 @@ LONG_FILES = (
     "tests/conformance/test_rspql_evaluation.py",
     "tests/orchestration/test_spark_connect.py",
     "tests/orchestration/test_session_healing.py",
+    "tests/ingest/test_kafka_source.py",
     "tests/ingest/test_sources.py",
     "tests/engine/test_revision_concurrency.py",
 )

@@ -1,13 +1,12 @@
 """Streams fed from a message bus (``csparql.ingest.sources``): a real Redis server on loopback (Debian's
-``redis-server``, started here), and Kafka's reader against a stand-in consumer, since no Kafka broker can run on
-these machines. Events land exactly once however the consumer dies: 100k events with the consumer process
+``redis-server``, started here; the Kafka topic's reader has its own file against a real broker,
+``test_kafka_source.py``). Events land exactly once however the consumer dies: 100k events with the consumer process
 SIGKILLed again and again, a crash between the commit and the bus's acknowledgement, a crash before the commit,
 two consumers racing; unreadable messages are rejected with their position and reason, and the rest land."""
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import signal
@@ -15,13 +14,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 
 from csparql.ingest import sources
 from csparql.ingest.sources import (
-    KafkaTopicReader, RedisStreamReader, SourceError, committed_positions, consume, parse_source,
+    RedisStreamReader, SourceError, committed_positions, consume, parse_source,
 )
 from csparql.stack.airflow_stack import free_port
 from csparql.storage import delta
@@ -226,100 +224,6 @@ def test_a_source_that_cannot_be_consumed_is_refused_with_the_reason(text, probl
     spec = parse_source("kafka://kafka_default/sensor%20events?format=application/trig&batch=7")
     assert (spec.kind, spec.conn_id, spec.name, spec.media_type, spec.batch) == (
         "kafka", "kafka_default", "sensor events", "application/trig", 7)
-
-
-class StandInConsumer:
-    """confluent-kafka's Consumer as far as ``KafkaTopicReader`` uses it, over in-memory partitions (no Kafka
-    broker runs here): ``list_topics``, ``get_watermark_offsets``, ``assign``, ``consume``, ``commit``.
-    ``delete_before`` is a partition's retention: its records below an offset are gone, and a consumer assigned
-    below it reads on from there, as a broker's ``auto.offset.reset=earliest`` does."""
-
-    def __init__(self, topic: str, partitions: dict[int, list[bytes]]):
-        self.topic, self.partitions = topic, partitions
-        self.next: dict[int, int] = {}
-        self.committed: dict[int, int] = {}
-        self.low: dict[int, int] = {}
-
-    def delete_before(self, partition: int, offset: int) -> None:
-        self.low[partition] = offset
-
-    def get_watermark_offsets(self, partition, timeout):
-        return self.low.get(partition.partition, 0), len(self.partitions[partition.partition])
-
-    def list_topics(self, topic, timeout):
-        return SimpleNamespace(topics={topic: SimpleNamespace(partitions={p: None for p in self.partitions},
-                                                               error=None)})
-
-    def assign(self, assignments):
-        self.next = {a.partition: (0 if a.offset == -2 else a.offset) for a in assignments}
-
-    def consume(self, num_messages, timeout):
-        records = []
-        for partition, values in sorted(self.partitions.items()):
-            self.next[partition] = max(self.next[partition], self.low.get(partition, 0))
-            while len(records) < num_messages and self.next[partition] < len(values):
-                offset = self.next[partition]
-                records.append(SimpleNamespace(error=lambda: None, partition=lambda p=partition: p,
-                                               offset=lambda o=offset: o, value=lambda v=values[offset]: v,
-                                               headers=lambda: [("content-type", b"application/n-quads")]))
-                self.next[partition] += 1
-        return records
-
-    def commit(self, offsets, asynchronous):
-        assert asynchronous is False
-        self.committed.update({o.partition: o.offset for o in offsets})
-
-
-def test_a_kafka_topic_lands_exactly_once_through_the_same_batches(tmp_path, monkeypatch):
-    partitions = {0: [event_line(n) for n in range(0, 30)], 1: [event_line(n) for n in range(30, 45)]}
-    consumer = StandInConsumer("cars", partitions)
-    offset = lambda topic, partition, offset: SimpleNamespace(topic=topic, partition=partition, offset=offset)  # noqa: E731
-    reader = KafkaTopicReader(consumer, "cars", topic_partition=offset, beginning=-2)
-    warehouse = Warehouse(tmp_path / "warehouse")
-    source = parse_source("kafka://kafka_default/cars?batch=20")
-    with monkeypatch.context() as patch:
-        patch.setattr(reader, "acknowledge", lambda positions: (_ for _ in ()).throw(KeyboardInterrupt()))
-        with pytest.raises(KeyboardInterrupt):
-            consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
-    assert committed_positions(warehouse.stream(STREAM), source) == (0, {"0": 20})
-    partitions[1].extend(event_line(n) for n in range(45, 50))
-    report = consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
-    assert report.landed == 30 and consumer.committed == {0: 30, 1: 20}
-    landed = cars_landed(warehouse)
-    assert len(landed) == 50 and set(landed.values()) == {1}
-    assert json.loads(delta.open_table(warehouse.stream(STREAM)).history(1)[0]["csparql.source_positions"]) == \
-        {"0": 30, "1": 20}
-    assert os.listdir(tmp_path / "rejected") == []
-
-
-def test_kafka_offsets_deleted_by_retention_before_they_were_read_are_reported_as_a_gap(tmp_path):
-    """Against the stand-in consumer (no Kafka broker runs here): what the reader asks the consumer — each
-    partition's low watermark — and what the consume does with the answer are csparql's; a broker's own
-    behaviour is not tested."""
-    from csparql.ingest.sources import SourceGap
-
-    partitions = {0: [event_line(n) for n in range(0, 10)], 1: [event_line(n) for n in range(10, 20)]}
-    consumer = StandInConsumer("cars", partitions)
-    reader = KafkaTopicReader(consumer, "cars", topic_partition=lambda topic, partition, offset: SimpleNamespace(
-        topic=topic, partition=partition, offset=offset), beginning=-2)
-    warehouse = Warehouse(tmp_path / "warehouse")
-    source = parse_source("kafka://kafka_default/cars")
-    assert consume(warehouse, STREAM, source, reader, tmp_path / "rejected").gaps == []
-    partitions[0].extend(event_line(n) for n in range(20, 30))
-    consumer.delete_before(0, 16)  # offsets 10..15 of partition 0 were never read
-    with pytest.raises(SourceGap, match=r"kafka://kafka_default/cars: partition 0: 6 messages lost \(offsets 10 to "
-                                        r"15\): the topic's retention deleted them before they were read; nothing "
-                                        r"landed"):
-        consume(warehouse, STREAM, source, reader, tmp_path / "rejected", on_gap="fail")
-    assert committed_positions(warehouse.stream(STREAM), source) == (0, {"0": 10, "1": 10})
-    report = consume(warehouse, STREAM, source, reader, tmp_path / "rejected")
-    assert (report.landed, report.lost, [g.to_dict() for g in report.gaps]) == (
-        4, 6, [{"after": "10", "before": "16", "count": 6, "partition": "0"}])
-    assert sorted(cars_landed(warehouse)) == sorted(f"{EX}car{n}" for n in [*range(20), *range(26, 30)])
-    history = delta.open_table(warehouse.stream(STREAM)).history(1)[0]
-    assert json.loads(history["csparql.source_gap"])[0]["count"] == 6
-    consumer.delete_before(1, 10)  # at the source's position: nothing it had not read
-    assert consume(warehouse, STREAM, source, reader, tmp_path / "rejected").gaps == []
 
 
 def test_a_source_s_graphs_are_timestamped_by_the_stream_s_own_predicates(client, tmp_path):

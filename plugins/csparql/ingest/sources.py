@@ -269,10 +269,12 @@ def _entry_id(text: str) -> tuple[int, int]:
 
 class KafkaTopicReader:
     """Reads every partition of a Kafka topic from the committed offsets (assigned, not subscribed: the offsets
-    in the stream's log decide); acknowledges by committing them to the consumer's group. ``topic_partition``
-    builds confluent-kafka's ``TopicPartition`` (given in tests, where no broker runs). Offsets below a
-    partition's low watermark (``get_watermark_offsets``) that the source had not read are a ``Gap``.
-    ``namespace`` names the cluster as lineage does: ``kafka://bootstrap-server``."""
+    in the stream's log decide), up to each partition's high watermark when the read starts, so that a read
+    ends as soon as it has caught up rather than after waiting for more; acknowledges by committing the offsets
+    to the consumer's group. ``topic_partition`` builds confluent-kafka's ``TopicPartition`` (its own by
+    default). Offsets below a partition's low watermark (``get_watermark_offsets``) that the source had not
+    read are a ``Gap``. ``namespace`` names the cluster as lineage does, ``kafka://bootstrap-server``, and so
+    does the one line a broker that does not answer within ``timeout`` seconds gives (``SourceError``)."""
 
     def __init__(self, consumer, topic: str, timeout: float = 5.0,
                  topic_partition: Callable | None = None, beginning: int | None = None, namespace: str = "kafka"):
@@ -284,28 +286,47 @@ class KafkaTopicReader:
         self.topic_partition, self.beginning = topic_partition, -2 if beginning is None else beginning
 
     def read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions, list[Gap]]:
+        try:
+            return self._read(after, limit)
+        except _kafka_exception() as error:
+            raise SourceError(f"{self.namespace}: the Kafka broker does not answer ({_kafka_reason(error)}); "
+                              f"nothing was consumed from topic {self.topic!r}") from None
+
+    def _read(self, after: Positions | None, limit: int) -> tuple[list[Message], Positions, list[Gap]]:
         metadata = self.consumer.list_topics(self.topic, timeout=self.timeout).topics[self.topic]
         if getattr(metadata, "error", None) is not None:
-            raise SourceError(f"kafka topic {self.topic!r}: {metadata.error}")
+            raise SourceError(f"{self.namespace}: kafka topic {self.topic!r}: {_kafka_reason(metadata.error)}")
         positions = {str(p): (after or {}).get(str(p)) for p in sorted(metadata.partitions)}
-        gaps = []
+        gaps, ends = [], {}
         for partition, offset in positions.items():
-            low, _ = self.consumer.get_watermark_offsets(self.topic_partition(self.topic, int(partition), 0),
-                                                         timeout=self.timeout)
+            low, ends[partition] = self.consumer.get_watermark_offsets(
+                self.topic_partition(self.topic, int(partition), 0), timeout=self.timeout)
             if low > int(offset or 0):  # retention deleted offsets this source had not read
                 gaps.append(Gap(None if offset is None else str(offset), str(low), low - int(offset or 0),
                                 partition))
                 positions[partition] = low
-        self.consumer.assign([self.topic_partition(self.topic, int(p), self.beginning if o is None else int(o))
-                              for p, o in positions.items()])
+
+        def behind() -> int:  # how many offsets the read is still short of the ends
+            return sum(max(0, end - int(positions[p] or 0)) for p, end in ends.items())
+
         messages: list[Message] = []
-        while len(messages) < limit:
-            records = self.consumer.consume(num_messages=min(limit - len(messages), 1000), timeout=self.timeout)
+        if behind():
+            self.consumer.assign([self.topic_partition(self.topic, int(p), self.beginning if o is None else int(o))
+                                  for p, o in positions.items()])
+        while len(messages) < limit and behind():
+            records = self.consumer.consume(num_messages=min(limit - len(messages), behind(), 1000),
+                                            timeout=self.timeout)
             if not records:
+                # short of the ends, nothing came: the broker stopped answering (raises), or the ends are a
+                # transaction's markers, which hold an offset but are no record
+                self.consumer.list_topics(self.topic, timeout=self.timeout)
                 break
             for record in records:
-                if record.error() is not None:
-                    raise SourceError(f"kafka topic {self.topic!r}: {record.error()}")
+                error = record.error()
+                if error is not None:
+                    if _is_partition_end(error):  # ``enable.partition.eof``: a notice, not a record
+                        continue
+                    raise SourceError(f"{self.namespace}: kafka topic {self.topic!r}: {_kafka_reason(error)}")
                 headers = dict(record.headers() or [])
                 media_type = headers.get("content-type")
                 messages.append(Message(f"{record.partition()}:{record.offset()}", record.value(),
@@ -315,8 +336,39 @@ class KafkaTopicReader:
 
     def acknowledge(self, positions: Positions) -> None:
         offsets = [self.topic_partition(self.topic, int(p), int(o)) for p, o in positions.items()]
-        if offsets:
+        if not offsets:
+            return
+        try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
+        except _kafka_exception() as error:
+            raise SourceError(f"{self.namespace}: the Kafka broker does not answer ({_kafka_reason(error)}): the "
+                              "batch landed, but the consumer group's offsets were not committed (the next batch "
+                              "commits them)") from None
+
+
+def _kafka_exception() -> type[BaseException] | tuple:
+    """confluent-kafka's ``KafkaException`` (nothing to catch without it)."""
+    try:
+        from confluent_kafka import KafkaException
+    except ImportError:
+        return ()
+    return KafkaException
+
+
+def _kafka_reason(error) -> str:
+    """A Kafka error's own text (``Local: Broker transport failure``), from a ``KafkaException`` or a
+    ``KafkaError``."""
+    error = error.args[0] if isinstance(error, Exception) and error.args else error
+    text = error.str() if hasattr(error, "str") else str(error)
+    return " ".join(str(text).split())
+
+
+def _is_partition_end(error) -> bool:
+    try:
+        from confluent_kafka import KafkaError
+    except ImportError:
+        return False
+    return error.code() == KafkaError._PARTITION_EOF
 
 
 def _text(value) -> str:
@@ -462,7 +514,8 @@ def _unreadable(message: Message, source: SourceSpec) -> str | None:
     media_type = message.media_type or source.media_type
     format = media_type_format(media_type)
     if message.body is None:
-        return f"the message has no {BODY_FIELD.decode()} field"
+        return "the record has no value" if source.kind == "kafka" else \
+            f"the message has no {BODY_FIELD.decode()} field"
     if format is None:
         return f"unknown media type {media_type!r}"
     if format not in TIMESTAMPED_FORMATS:
