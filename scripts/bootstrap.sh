@@ -39,13 +39,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV" 2>/dev/null || die "could not create a virtual environment with $PY: install the venv module (e.g. 'apt-get install python3-venv')"
 fi
 
-# the test suite's extras; kafka: the Kafka source's tests run it against a real broker (confluent-kafka)
-EXTRAS="test,kafka"
-WANT="$( (cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt"; echo "$EXTRAS") | sha256sum | cut -d' ' -f1)"
+WANT="$(cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "csparql setup: installing pinned dependencies into .venv (first run takes a few minutes)" >&2
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2 || die "could not upgrade pip in .venv (is PyPI reachable?)"
-  "$VENV/bin/python" -m pip install --quiet -c "$ROOT/constraints.txt" -e "$ROOT[$EXTRAS]" >&2 \
+  "$VENV/bin/python" -m pip install --quiet -c "$ROOT/constraints.txt" -e "$ROOT[test]" >&2 \
     || die "installing the dependencies failed (see pip's message above)"
   echo "$WANT" > "$STAMP"
 fi
