@@ -16,6 +16,7 @@ import importlib
 
 from csparql.storage.failures import (NO_SPACE_LEFT, StorageError, causes, describe, first_line, grpc_status,
                                       no_space_left)
+from csparql.storage.location import StorageUnreachable, UnsupportedLocation, s3_in_use, s3_reason
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 # Each module registers its subcommands; heavy imports (Spark, Delta) stay inside the commands' functions.
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.debug:  # delta-rs's errors and panics would carry Rust backtraces
         os.environ["RUST_BACKTRACE"] = os.environ["RUST_LIB_BACKTRACE"] = "0"
     try:
+        _check_warehouse(args)
         return args.run(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -86,8 +88,10 @@ def failure_message(error: BaseException) -> str | None:
     elsewhere (naming the file when the error does), a Spark Connect server that refused a request (its gRPC
     status and details) or that does not answer (its address); None for an internal error."""
     for cause in causes(error):
-        if isinstance(cause, StorageError):
+        if isinstance(cause, (StorageError, UnsupportedLocation, StorageUnreachable)):
             return first_line(cause)
+        if isinstance(cause, OSError) and "AWS Error" in str(cause):  # pyarrow's S3 client
+            return f"S3 refused or did not answer: {s3_reason(cause)}"
     if no_space_left(error):
         where = next((c.filename for c in causes(error) if isinstance(c, OSError) and c.filename), None)
         return f"{where}: {NO_SPACE_LEFT}" if where else NO_SPACE_LEFT
@@ -99,5 +103,24 @@ def failure_message(error: BaseException) -> str | None:
     return None
 
 
+def _check_warehouse(args: argparse.Namespace) -> None:
+    """For a command that works on a warehouse in S3: ``StorageUnreachable`` before it starts when the endpoint,
+    the bucket or the credentials cannot be used (a local warehouse is not checked here)."""
+    if not hasattr(args, "warehouse"):
+        return
+    from csparql.storage.warehouse import Warehouse
+
+    warehouse = Warehouse.locate(args.warehouse)
+    if warehouse.remote:
+        warehouse.check_reachable()
+
+
 def entry_point() -> None:
-    sys.exit(main())
+    code = main()
+    if s3_in_use():
+        # The S3 clients' native threads (pyarrow's, delta-rs's) can abort the interpreter's shutdown once the
+        # work is done; everything is committed and printed by now, so end without it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

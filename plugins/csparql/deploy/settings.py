@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
+from csparql.storage.location import UnsupportedLocation, is_remote
 from csparql.storage.warehouse import Warehouse, iri_problem, slug
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, check_future_skew
 from csparql.windows import format_duration, parse_duration
@@ -67,13 +68,19 @@ def _duration_default(micros: int) -> str:
 
 OPTIONS: tuple[SettingOption, ...] = (
     SettingOption("warehouse", "CSPARQL_WAREHOUSE", "{AIRFLOW_HOME}/csparql/warehouse", "delta_tables", "string",
-                  "The warehouse folder: every stream, static graph, result and csparql's own tables (Delta). "
-                  "Every Airflow component and every Spark executor must see it at this path."),
+                  "The warehouse: every stream, static graph, result and csparql's own tables (Delta). A local "
+                  "folder, which every Airflow component and every Spark executor must see at this path, or "
+                  "s3://bucket/prefix (endpoint and credentials: aws_conn_id, else the standard AWS variables)."),
+    SettingOption("aws_conn_id", "CSPARQL_AWS_CONN_ID", "", "", "string",
+                  "The Airflow connection (type aws: login = access key id, password = secret access key, extra "
+                  "endpoint_url and region_name) that gives Airflow components the endpoint and credentials of a "
+                  "warehouse in S3; empty: the standard AWS variables of each component."),
     SettingOption("registry", "CSPARQL_REGISTRY", "{AIRFLOW_HOME}/csparql/queries", "dags/queries", "string",
                   "The registry folder: one .rq file per registered query (the C-SPARQL pages and "
                   "`csparql register` write it; the DAG factory reads it)."),
     SettingOption("landing", "CSPARQL_LANDING", "", "", "string",
-                  "Where files are dropped to be ingested, one folder per stream; empty: <warehouse>/landing."),
+                  "Where files are dropped to be ingested, one folder per stream; empty: <warehouse>/landing "
+                  "(with a warehouse in S3, a local landing folder in the working directory or AIRFLOW_HOME)."),
     SettingOption("spark", "CSPARQL_SPARK", "local", "local", "string",
                   "Where evaluations and ingests run: local (a Spark inside each task), standalone "
                   "(spark-submit through the `spark` connection) or connect (a Spark Connect server through "
@@ -189,6 +196,7 @@ class Settings:
     triggerer_evaluations: int = 2
     connect_session_timeout: int = 600_000_000
     api_conn_id: str | None = None
+    aws_conn_id: str | None = None
     max_future_skew: int = MAX_FUTURE_SKEW
     revision_horizon: int = 86_400_000_000
     push_max_bytes: int = 16 << 20
@@ -249,8 +257,16 @@ class Settings:
         def folder(key: str) -> Path:
             return (base / os.path.expanduser(values[key][0])).resolve()
 
-        warehouse = Warehouse(folder("warehouse"))
-        landing = folder("landing") if values["landing"][0] else warehouse.root / "landing"
+        text = values["warehouse"][0]
+        try:
+            warehouse = Warehouse(text if is_remote(text) else folder("warehouse"))
+        except UnsupportedLocation as error:
+            raise ValueError(f"{where('warehouse')}: {error}") from None
+        # A warehouse in S3 keeps its landing folders on local disk: files are dropped there by local tools and
+        # moved to done/ or rejected/ once landed, and an object store has no move.
+        landing = folder("landing") if values["landing"][0] else (
+            (base / "csparql" / "landing" if defaults == AIRFLOW_HOME_DEFAULTS else base / "landing")
+            if warehouse.remote else warehouse.root / "landing")
         spark = values["spark"][0]
         if spark not in SPARK_MODES:
             raise ValueError(f"{where('spark')}: use one of {', '.join(SPARK_MODES)}")
@@ -298,6 +314,7 @@ class Settings:
             triggerer_evaluations=count("triggerer_evaluations"),
             connect_session_timeout=max(duration("connect_session_timeout"), 1_000_000),
             api_conn_id=values["api_conn_id"][0].strip() or None,
+            aws_conn_id=values["aws_conn_id"][0].strip() or None,
             max_future_skew=skew("max_future_skew"),
             revision_horizon=duration("revision_horizon"),
             push_max_bytes=count("push_max_bytes"),

@@ -181,6 +181,8 @@ class _WarehouseSchema:
             from datafusion.catalog import Table
             from deltalake import DeltaTable
 
+            from csparql.storage.location import is_remote
+
             path = self._paths[name]
             if name in _SYSTEM_SCHEMAS and not delta.exists(path):
                 import pyarrow.dataset as ds
@@ -189,9 +191,11 @@ class _WarehouseSchema:
                 return self._opened[name]
             try:
                 with delta.named_failures(path, "reading"):  # a corrupt log entry: its version
-                    opened = DeltaTable(str(path))
+                    opened = DeltaTable(str(path))  # a local path or an s3:// URI
                     self._tables[name] = opened
-                    self._opened[name] = Table(opened)
+                    # delta-rs's table provider reads local files only through DataFusion's FFI; a table in
+                    # S3 is read as the Arrow dataset of its current version's files (with their partitions)
+                    self._opened[name] = Table(opened.to_pyarrow_dataset() if is_remote(path) else opened)
             except delta.StorageError as error:
                 self.unreadable = SqlError(f"cannot read the table {name}: {error}")
                 raise self.unreadable from None

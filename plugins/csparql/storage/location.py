@@ -20,6 +20,7 @@ conditional writes (``If-None-Match``), which AWS S3, MinIO, SeaweedFS and Cloud
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
 import functools
 import os
@@ -137,6 +138,10 @@ def _filesystem(settings: S3Settings):
         options.update(access_key=settings.access_key, secret_key=settings.secret_key,
                        session_token=settings.session_token)
     options["region"] = settings.region or "us-east-1"
+    if not _filesystem.cache_info().currsize:
+        # pyarrow finalizes its S3 client at exit; a file system still held then aborts the process. Handlers
+        # run last-registered first: this one, registered after pyarrow's, lets go of the file systems first.
+        atexit.register(_filesystem.cache_clear)
     return fs.S3FileSystem(**options)
 
 
@@ -379,14 +384,14 @@ def check_reachable(root: Path | ObjectPath) -> None:
         ObjectPath(root.bucket).is_dir()
         info = _filesystem(settings).get_file_info(root.bucket)
     except OSError as error:
-        raise StorageUnreachable(f"{where} cannot be reached: {_s3_reason(error)}") from None
+        raise StorageUnreachable(f"{where} cannot be reached: {s3_reason(error)}") from None
     from pyarrow import fs
 
     if info.type == fs.FileType.NotFound:
         raise StorageUnreachable(f"{where}: the bucket '{root.bucket}' does not exist; create it first")
 
 
-def _s3_reason(error: BaseException) -> str:
+def s3_reason(error: BaseException) -> str:
     """What an S3 failure says, in a few words a user can act on."""
     text = " ".join(str(error).split())
     lowered = text.lower()
