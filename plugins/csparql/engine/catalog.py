@@ -77,6 +77,22 @@ class Catalog:
                 found.append((URIRef(iri), str(folder)))
         return sorted(found)
 
+    def check_tables(self, plan: alg.QueryPlan) -> None:
+        """Refuse a plan whose stream or static graph tables use a Delta feature csparql does not read (deletion
+        vectors, column mapping: ``delta.TableFeatureError``, one line naming the table and the feature), from
+        their logs alone, before the evaluation starts Spark or writes anything."""
+        paths = [self.warehouse.stream(str(source.iri)) for source in plan.dataset.streams]
+        for source in (*plan.dataset.default, *plan.dataset.named):
+            if not isinstance(source, alg.StaticGraph):
+                continue
+            if source.iri == alg.ALL_NAMED_IRI:
+                paths += self.warehouse.static_folders()
+            else:
+                paths.append(self.warehouse.static(None if source.iri is None else str(source.iri)))
+        for path in paths:
+            if delta.exists(path):
+                delta.SNAPSHOTS.latest(path)  # opening a table checks its protocol
+
     def statistics(self) -> SourceStatistics:
         """Triples per predicate of every source, for the optimizer (empty when nothing was recorded)."""
         return read_statistics(self.warehouse)

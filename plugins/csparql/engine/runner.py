@@ -262,6 +262,7 @@ class Engine:
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
         check_query_name(name)
+        self.catalog.check_tables(plan)
         window = evaluation_at(plan, at)
         clock = time.perf_counter()
         phases = Phases()
