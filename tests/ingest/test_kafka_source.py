@@ -114,7 +114,7 @@ from confluent_kafka import Consumer
 from csparql.ingest.sources import KafkaTopicReader, consume, parse_source
 from csparql.storage.warehouse import Warehouse
 bootstrap, topic, root, stream = sys.argv[1:5]
-source = parse_source(f"kafka://kafka_default/{topic}?batch=5000")
+source = parse_source(f"kafka://kafka_default/{topic}?batch=1000")
 consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "csparql", "enable.auto.commit": False,
                      "log_level": 0})
 reader = KafkaTopicReader(consumer, topic, namespace=f"kafka://{bootstrap}")
@@ -127,7 +127,7 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
     topic = new_topic(kafka_broker, partitions=3)
     produce(kafka_broker, topic, ((n, event_line(n)) for n in range(100_000)), partition_of=lambda n: n % 3)
     warehouse = Warehouse(tmp_path / "warehouse")
-    source = parse_source(f"kafka://kafka_default/{topic}?batch=5000")
+    source = parse_source(f"kafka://kafka_default/{topic}?batch=1000")
     chosen = random.Random(31)
     killed_at = []  # the batches committed when each kill struck
     for attempt in range(60):
@@ -135,7 +135,7 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
                                      str(warehouse.root), STREAM],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:  # a kill at a random moment: starting, reading, parsing, writing, committing, acknowledging
-            out, err = consumer.communicate(timeout=chosen.uniform(1.5, 5.0) if len(killed_at) < 8 else 600)
+            out, err = consumer.communicate(timeout=chosen.uniform(1.0, 3.0) if len(killed_at) < 8 else 600)
         except subprocess.TimeoutExpired:
             consumer.send_signal(signal.SIGKILL)
             consumer.communicate()
@@ -152,14 +152,14 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
     ends = ends_of(kafka_broker, topic, 3)
     assert ends == {"0": 33_334, "1": 33_333, "2": 33_333}
     number, positions = committed_positions(warehouse.stream(STREAM), source)
-    assert positions == ends and number == 19  # 20 batches of 5000, each started where the last commit said
+    assert positions == ends and number == 99  # 100 batches of 1000, each started where the last commit said
     table = delta.open_table(warehouse.stream(STREAM))
-    assert table.transaction_version(source.application) == 19  # Delta's application transaction, by batch
+    assert table.transaction_version(source.application) == 99  # Delta's application transaction, by batch
     commits = [c for c in reversed(table.history()) if c.get(SOURCE) == source.id]
     recorded = [json.loads(c[SOURCE_POSITIONS]) for c in commits]
-    assert len(recorded) == 20 and recorded[-1] == ends
+    assert len(recorded) == 100 and recorded[-1] == ends
     read = [sum(after.values()) - sum(before.values()) for before, after in zip([{}] + recorded, recorded)]
-    assert read == [5000] * 20  # each commit's positions are where its batch ended, none skipped or read twice
+    assert read == [1000] * 100  # each commit's positions are where its batch ended, none skipped or read twice
     assert group_offsets(kafka_broker, topic, 3) == ends  # the group's offsets followed the last commit
 
 

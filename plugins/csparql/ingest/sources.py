@@ -310,9 +310,19 @@ class KafkaTopicReader:
             return sum(max(0, end - int(positions[p] or 0)) for p, end in ends.items())
 
         messages: list[Message] = []
-        if behind():
-            self.consumer.assign([self.topic_partition(self.topic, int(p), self.beginning if o is None else int(o))
-                                  for p, o in positions.items()])
+        if not behind():
+            return messages, {p: o for p, o in positions.items() if o is not None}, gaps
+        self.consumer.assign([self.topic_partition(self.topic, int(p), self.beginning if o is None else int(o))
+                              for p, o in positions.items()])
+        try:
+            self._consume(messages, positions, limit, behind)
+        finally:
+            # stop fetching ahead: a fetch left waiting at the end of a partition would hold the broker's
+            # answers to the next read's watermark queries (``fetch.wait.max.ms``) on the same connection
+            self.consumer.unassign()
+        return messages, {p: o for p, o in positions.items() if o is not None}, gaps
+
+    def _consume(self, messages: list[Message], positions: dict, limit: int, behind: Callable[[], int]) -> None:
         while len(messages) < limit and behind():
             records = self.consumer.consume(num_messages=min(limit - len(messages), behind(), 1000),
                                             timeout=self.timeout)
@@ -332,7 +342,6 @@ class KafkaTopicReader:
                 messages.append(Message(f"{record.partition()}:{record.offset()}", record.value(),
                                         _text(media_type) if media_type is not None else None))
                 positions[str(record.partition())] = record.offset() + 1
-        return messages, {p: o for p, o in positions.items() if o is not None}, gaps
 
     def acknowledge(self, positions: Positions) -> None:
         offsets = [self.topic_partition(self.topic, int(p), int(o)) for p, o in positions.items()]
