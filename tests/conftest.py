@@ -61,6 +61,7 @@ LONG_FILES = (
     "tests/ingest/test_kafka_source.py",
     "tests/ingest/test_sources.py",
     "tests/engine/test_revision_concurrency.py",
+    "tests/storage/test_delta_spark.py",
 )
 """The files (and packages) that take the longest, longest first, as a two-worker run on two cores measured
 them (pytest's ``--durations``, summed per file: five to six minutes for the first ones, 40 s for the last)."""
