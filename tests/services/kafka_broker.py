@@ -4,7 +4,7 @@
 of preference, with Log4j's SLF4J binding so that the broker's log is written) from Maven Central through the
 Ivy jar pyspark ships, once: the jars stay in Ivy's cache (``IVY_HOME``, the folder Spark keeps its packages in)
 and the classpath in a file beside it, which later runs read without reaching the network. The first run
-downloads about 45 MB (45 jars).
+downloads 45 jars, about 45 MB.
 
 ``KafkaBroker(folder, classpath)`` writes a minimal single-node ``server.properties`` (free loopback ports for
 the client and the controller listeners, its log in ``folder``, every internal topic with one replica), formats
@@ -97,8 +97,9 @@ def broker_classpath() -> tuple[str, str]:
                 continue
             classpath = partial.read_text().strip() if partial.is_file() else ""
             if run.returncode != 0 or "kafka_2.13" not in classpath:
-                tail = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()][-3:]
-                problems.append(f"{version}: {' / '.join(tail) or 'Ivy resolved nothing'}")
+                lines = [line.strip(" \t:") for line in (run.stdout + run.stderr).splitlines()]
+                said = [line for line in lines if any(word in line for word in ("not found", "FAILED", "rror"))]
+                problems.append(f"{version}: {'; '.join(said[:2]) or 'Ivy resolved nothing'}")
                 continue
             partial.replace(cached)
             return version, classpath
