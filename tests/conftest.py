@@ -57,6 +57,7 @@ LONG_FILES = (
     "tests/engine/test_revision_numbering.py",
     "tests/conformance/test_rspql_evaluation.py",
     "tests/orchestration/test_spark_connect.py",
+    "tests/storage/test_s3_warehouse.py",
     "tests/orchestration/test_session_healing.py",
     "tests/ingest/test_kafka_source.py",
     "tests/ingest/test_sources.py",
