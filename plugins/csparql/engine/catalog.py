@@ -90,8 +90,14 @@ class Catalog:
             else:
                 paths.append(self.warehouse.static(None if source.iri is None else str(source.iri)))
         for path in paths:
-            if delta.exists(path):
+            if not delta.exists(path):
+                continue
+            try:
                 delta.SNAPSHOTS.latest(path)  # opening a table checks its protocol
+            except delta.TableFeatureError:
+                raise
+            except Exception:  # noqa: BLE001 - a table that cannot be read fails the evaluation, which records it
+                continue
 
     def statistics(self) -> SourceStatistics:
         """Triples per predicate of every source, for the optimizer (empty when nothing was recorded)."""
