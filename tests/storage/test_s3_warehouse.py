@@ -182,21 +182,3 @@ def test_late_events_revise_windows_and_a_replay_killed_mid_commit_leaves_every_
         max(revision_before) + 1}
     # the earlier revision stays readable: Delta time travel on the bucket
     assert len(delta.open_table(results).history()) >= 3
-
-def test_an_evaluation_over_spark_connect_reads_and_writes_the_s3_warehouse(tmp_path, aws, monkeypatch):
-    from orchestration.spark_connect import evaluate_over_connect, test_server
-
-    warehouse = "s3://lakehouse/connect"
-    rows = events()
-    query = tmp_path / "gates.rq"
-    query.write_text(QUERY)
-    csparql(tmp_path, aws, warehouse, "ingest", "--stream", STREAM, str(write_events(tmp_path / "a.tnq", rows)))
-    monkeypatch.setenv("CSPARQL_WAREHOUSE", warehouse)  # the server reaches S3: hadoop-aws and the s3a settings
-    server = test_server(tmp_path / "server")
-    server.start()
-    try:
-        records = evaluate_over_connect(server.url, [(query, "GatePassages")], ENDS[-1], warehouse, tmp_path)
-    finally:
-        server.stop()
-    assert records["GatePassages"]["rows_written"] == 5
-    assert not compare(stored_windows(warehouse)[ENDS[-1]], oracle(rows, ENDS[-1]))
