@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.parquet as pq  # noqa: F401 - read_parquet reads local files through it
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
@@ -256,18 +256,13 @@ def file_uri(root: Path | ObjectPath | str, relative: str) -> str:
     return os.path.join(root, unquote(relative))
 
 
-def _read_parquet(file: str) -> pa.Table:
-    """The rows of one data file: local ones through ``pq.read_table``, S3 ones through its file system."""
-    return read_parquet(file) if "://" in file else pq.read_table(file)
-
-
 def read_files(root, relatives: Iterable[str]) -> pa.Table | None:
     """The rows of some data files of the table at ``root`` (None when there are none), their schemas unified
     (files written before a column was added lack it)."""
     root = location(root)
     relatives = list(relatives)
     try:
-        tables = [_read_parquet(file_uri(root, relative)) for relative in relatives]
+        tables = [read_parquet(file_uri(root, relative)) for relative in relatives]
     except FileNotFoundError:
         lost = [relative for relative in relatives if not file_exists(file_uri(root, relative))]
         if not lost:
@@ -385,7 +380,7 @@ class TableSnapshots:
             for relative in live:
                 if relative not in known:
                     try:
-                        known[relative] = _conformed(_read_parquet(file_uri(key, relative)), arrow_schema)
+                        known[relative] = _conformed(read_parquet(file_uri(key, relative)), arrow_schema)
                     except FileNotFoundError:
                         lost.append(relative)
             if lost:
@@ -466,7 +461,7 @@ def _compact_exclusively(table: DeltaTable, root: Path | ObjectPath, files: list
                          timestamp_column: str | None) -> bool:
     """Replace ``files`` (of one partition) by one file of their rows, in a commit right after ``table``'s
     version; False, and no file left behind, when another writer committed that version first."""
-    rows = pa.concat_tables([_read_parquet(f.uri) for f in files], promote_options="permissive")
+    rows = pa.concat_tables([read_parquet(f.uri) for f in files], promote_options="permissive")
     partition = dict(files[0].partition)
     folder = "/".join(f"{key}={value}" for key, value in partition.items())
     name = f"{folder}/" * bool(folder) + f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"

@@ -35,9 +35,13 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 _s3_named = False  # whether this process has named an S3 location (``s3_in_use``)
 
 
+OBJECT_STORAGE_VARIABLE = "CSPARQL_OBJECT_STORAGE"
+"""Set to ``s3`` once this process names an S3 location: the Spark sessions it starts afterwards, and the Spark
+processes it launches, then reach S3 too (``csparql.runtime.object_storage``)."""
+
+
 def s3_in_use() -> bool:
-    """Whether this process works with S3: it has named an S3 location, or its ``CSPARQL_WAREHOUSE`` is one.
-    A Spark session it starts then reaches S3 too (``csparql.runtime.object_storage``)."""
+    """Whether this process works with S3: it has named an S3 location, or its ``CSPARQL_WAREHOUSE`` is one."""
     return _s3_named or is_remote(os.environ.get("CSPARQL_WAREHOUSE", ""))
 
 
@@ -72,6 +76,7 @@ def location(text: str | os.PathLike) -> Path | ObjectPath:
     key = PurePosixPath("/" + parsed.path.lstrip("/"))
     global _s3_named
     _s3_named = True
+    os.environ[OBJECT_STORAGE_VARIABLE] = "s3"
     ensure_delta_rs_environment()
     return ObjectPath(parsed.netloc, "/".join(part for part in key.parts[1:] if part not in ("", ".")))
 
