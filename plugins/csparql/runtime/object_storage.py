@@ -14,12 +14,10 @@ on: ``csparql.runtime.packages``). The ``s3://`` scheme the tables' files are na
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Mapping
 
-from dataclasses import dataclass
-
+from csparql.aws_variables import S3Settings, s3_settings
 from csparql.runtime.packages import HADOOP_AWS
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
@@ -27,46 +25,6 @@ SIMPLE_CREDENTIALS = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 TEMPORARY_CREDENTIALS = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
 PACKAGES_VARIABLE = "CSPARQL_SPARK_PACKAGES"
 """Extra Maven coordinates (comma-separated) for the sessions csparql starts, beside the ones it adds itself."""
-
-OBJECT_STORAGE_VARIABLE = "CSPARQL_OBJECT_STORAGE"
-"""Set to ``s3`` by csparql once a process names an S3 location (``csparql.storage.location``): the sessions
-it starts afterwards, and the Spark processes it launches, reach S3."""
-
-
-def s3_in_use(environment: Mapping[str, str] | None = None) -> bool:
-    """Whether the process works with S3: its ``CSPARQL_WAREHOUSE`` is an S3 URI, or it named one."""
-    env = os.environ if environment is None else environment
-    return env.get(OBJECT_STORAGE_VARIABLE) == "s3" or bool(
-        re.match(r"s3a?://", env.get("CSPARQL_WAREHOUSE", ""), re.IGNORECASE))
-
-
-@dataclass(frozen=True)
-class S3Settings:
-    """S3's endpoint, credentials and region as the standard AWS variables give them."""
-
-    endpoint: str | None
-    access_key: str | None
-    secret_key: str | None
-    session_token: str | None
-    region: str | None
-
-    @property
-    def insecure(self) -> bool:
-        """Whether the endpoint is plain HTTP (a server on loopback, typically)."""
-        return bool(self.endpoint) and self.endpoint.lower().startswith("http://")
-
-
-def s3_settings(environment: Mapping[str, str] | None = None) -> S3Settings:
-    """The S3 settings of ``environment`` (default: this process's), read as delta-rs and pyarrow read them."""
-    env = os.environ if environment is None else environment
-    return S3Settings(
-        endpoint=env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
-        access_key=env.get("AWS_ACCESS_KEY_ID") or None,
-        secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
-        session_token=env.get("AWS_SESSION_TOKEN") or None,
-        region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-    )
-
 
 _configured: set[str] = set()
 _lock = threading.Lock()

@@ -41,7 +41,8 @@ from typing import TypeVar
 from pyspark.sql import SparkSession
 
 from csparql.runtime.jvm_output import incubator_warning_dropped
-from csparql.runtime.object_storage import configure_session, s3_in_use, spark_s3_settings
+from csparql.aws_variables import s3_in_use
+from csparql.runtime.object_storage import configure_session, spark_s3_settings
 
 T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"

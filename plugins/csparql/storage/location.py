@@ -25,24 +25,14 @@ import fnmatch
 import functools
 import os
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
+from csparql.aws_variables import S3Settings, mark_s3_in_use, s3_in_use, s3_settings  # noqa: F401 (re-exported)
+
 SCHEMES = ("s3", "s3a")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
-_s3_named = False  # whether this process has named an S3 location (``s3_in_use``)
-
-
-OBJECT_STORAGE_VARIABLE = "CSPARQL_OBJECT_STORAGE"
-"""Set to ``s3`` once this process names an S3 location: the Spark sessions it starts afterwards, and the Spark
-processes it launches, then reach S3 too (``csparql.runtime.object_storage``)."""
-
-
-def s3_in_use() -> bool:
-    """Whether this process works with S3: it has named an S3 location, or its ``CSPARQL_WAREHOUSE`` is one."""
-    return _s3_named or is_remote(os.environ.get("CSPARQL_WAREHOUSE", ""))
 
 
 class UnsupportedLocation(ValueError):
@@ -74,9 +64,7 @@ def location(text: str | os.PathLike) -> Path | ObjectPath:
     if not text.lower().startswith(f"{name}://") or not parsed.netloc:
         raise UnsupportedLocation(f"'{text}' names no bucket: write s3://bucket/prefix")
     key = PurePosixPath("/" + parsed.path.lstrip("/"))
-    global _s3_named
-    _s3_named = True
-    os.environ[OBJECT_STORAGE_VARIABLE] = "s3"
+    mark_s3_in_use()
     ensure_delta_rs_environment()
     return ObjectPath(parsed.netloc, "/".join(part for part in key.parts[1:] if part not in ("", ".")))
 
@@ -90,34 +78,6 @@ def is_remote(path) -> bool:
 def uri(path) -> str:
     """The location as delta-rs, pyarrow and Spark take it: ``s3://bucket/key`` or an absolute local path."""
     return str(location(path))
-
-
-@dataclass(frozen=True)
-class S3Settings:
-    """S3's endpoint, credentials and region as the standard AWS variables give them."""
-
-    endpoint: str | None
-    access_key: str | None
-    secret_key: str | None
-    session_token: str | None
-    region: str | None
-
-    @property
-    def insecure(self) -> bool:
-        """Whether the endpoint is plain HTTP (a server on loopback, typically)."""
-        return bool(self.endpoint) and self.endpoint.lower().startswith("http://")
-
-
-def s3_settings(environment: Mapping[str, str] | None = None) -> S3Settings:
-    """The S3 settings of ``environment`` (default: this process's)."""
-    env = os.environ if environment is None else environment
-    return S3Settings(
-        endpoint=env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
-        access_key=env.get("AWS_ACCESS_KEY_ID") or None,
-        secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
-        session_token=env.get("AWS_SESSION_TOKEN") or None,
-        region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-    )
 
 
 def ensure_delta_rs_environment() -> None:
