@@ -26,7 +26,7 @@ from csparql.storage import delta
 from csparql.storage.tables import SOURCE, SOURCE_POSITIONS
 from csparql.storage.warehouse import Warehouse
 
-from ingest.test_sources import EX, STREAM, cars_landed, event_line
+from ingest.test_sources import EX, STREAM, cars_landed, event_line, killed_again_and_again
 from ingest.test_timestamped_graphs import as_trig, events
 from services.kafka_broker import kafka_broker_or_skip
 
@@ -129,23 +129,8 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
     warehouse = Warehouse(tmp_path / "warehouse")
     source = parse_source(f"kafka://kafka_default/{topic}?batch=1000")
     chosen = random.Random(31)
-    killed_at = []  # the batches committed when each kill struck
-    for attempt in range(60):
-        consumer = subprocess.Popen([sys.executable, "-c", CONSUMER, kafka_broker.bootstrap, topic,
-                                     str(warehouse.root), STREAM],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:  # a kill at a random moment: starting, reading, parsing, writing, committing, acknowledging
-            out, err = consumer.communicate(timeout=chosen.uniform(1.0, 3.0) if len(killed_at) < 8 else 600)
-        except subprocess.TimeoutExpired:
-            consumer.send_signal(signal.SIGKILL)
-            consumer.communicate()
-            killed_at.append(committed_positions(warehouse.stream(STREAM), source)[0] + 1)
-            continue
-        assert consumer.returncode == 0, err
-        if out.startswith("done"):
-            break
-    else:
-        pytest.fail("the consumer never finished")
+    killed_at = killed_again_and_again([sys.executable, "-c", CONSUMER, kafka_broker.bootstrap, topic,
+                                        str(warehouse.root), STREAM], warehouse, source, chosen, 1.0, 3.0)
     assert len(killed_at) == 8 and len(set(killed_at)) >= 4, killed_at  # killed at several points of the work
     landed = cars_landed(warehouse)
     assert len(landed) == 100_000 and set(landed.values()) == {1}

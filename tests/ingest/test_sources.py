@@ -103,17 +103,16 @@ print("done", report.batches, report.landed, flush=True)
 """
 
 
-def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_again(client, redis_server, tmp_path):
-    add_events(client, 100_000)
-    warehouse = Warehouse(tmp_path / "warehouse")
-    source = parse_source("redis://redis_default/sensor-events?batch=1000")
-    chosen = random.Random(29)
-    killed_at = []  # the batches committed when each kill struck
+def killed_again_and_again(command: list[str], warehouse: Warehouse, source, chosen: random.Random,
+                           low: float, high: float, kills: int = 8) -> list[int]:
+    """Run the consumer ``command`` until it prints ``done``, SIGKILLing its first ``kills`` runs after a random
+    ``low``–``high`` seconds (starting, reading, parsing, writing, committing, acknowledging); the batch being
+    worked on at each kill."""
+    killed_at = []
     for attempt in range(60):
-        consumer = subprocess.Popen([sys.executable, "-c", CONSUMER, str(redis_server), str(warehouse.root), STREAM],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:  # a kill at a random moment: starting, reading, parsing, writing, committing, acknowledging
-            out, err = consumer.communicate(timeout=chosen.uniform(0.8, 2.5) if len(killed_at) < 8 else 600)
+        consumer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = consumer.communicate(timeout=chosen.uniform(low, high) if len(killed_at) < kills else 600)
         except subprocess.TimeoutExpired:
             consumer.send_signal(signal.SIGKILL)
             consumer.communicate()
@@ -121,9 +120,17 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
             continue
         assert consumer.returncode == 0, err
         if out.startswith("done"):
-            break
-    else:
-        pytest.fail("the consumer never finished")
+            return killed_at
+    pytest.fail("the consumer never finished")
+
+
+def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_again(client, redis_server, tmp_path):
+    add_events(client, 100_000)
+    warehouse = Warehouse(tmp_path / "warehouse")
+    source = parse_source("redis://redis_default/sensor-events?batch=1000")
+    chosen = random.Random(29)
+    command = [sys.executable, "-c", CONSUMER, str(redis_server), str(warehouse.root), STREAM]
+    killed_at = killed_again_and_again(command, warehouse, source, chosen, 0.8, 2.5)
     assert len(killed_at) == 8 and len(set(killed_at)) >= 4, killed_at  # killed at several points of the work
     landed = cars_landed(warehouse)
     assert len(landed) == 100_000 and set(landed.values()) == {1}
