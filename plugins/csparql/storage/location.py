@@ -346,7 +346,6 @@ def check_reachable(root: Path | ObjectPath) -> None:
     settings = s3_settings()
     where = f"the warehouse {root} ({'endpoint ' + settings.endpoint if settings.endpoint else 'AWS S3'})"
     try:
-        ObjectPath(root.bucket).is_dir()
         info = _filesystem(settings).get_file_info(root.bucket)
     except OSError as error:
         raise StorageUnreachable(f"{where} cannot be reached: {s3_reason(error)}") from None
