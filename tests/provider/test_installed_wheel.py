@@ -196,7 +196,7 @@ def test_airflow_lists_the_provider_its_configuration_section_and_the_plugin(wor
     assert f"warehouse = {world['warehouse'].root}" in section
     home = stack.home.resolve()
     assert "revision_horizon = 1d" in section and f"registry = {home}/csparql/queries" in section, section
-    assert "# The warehouse folder" in section  # each option with its description
+    assert "# The warehouse: every stream" in section  # each option with its description
     assert "csparql" in stack.run_airflow("plugins")
 
 

@@ -321,5 +321,8 @@ def test_a_stream_with_deletion_vectors_or_column_mapping_is_refused_in_one_line
     assert run.returncode == 1
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
-    assert lines[0].startswith(f"csparql: the Delta table at {path} uses {feature}"), lines[0]
-    assert not delta.exists(warehouse.runs) and not (warehouse.root / "results").exists()
+    assert f"failed: the Delta table at {path} uses {feature}" in lines[0], lines[0]
+    # refused before Spark started: the failed run is recorded, and nothing was written
+    runs = delta.open_table(warehouse.runs).to_pyarrow_table().to_pylist()
+    assert [(r["status"], feature in r["error"]) for r in runs] == [("failed", True)]
+    assert not (warehouse.root / "results").exists()

@@ -143,6 +143,7 @@ OPTION_EXAMPLES = {
     "landing": "/data/csparql/landing",
     "spark": "connect",
     "spark_conn_id": "csparql_spark",
+    "aws_conn_id": "aws_default",
     "api_conn_id": "csparql_airflow_api",
     "sources": '{"http://example.org/traffic": "redis://redis_default/traffic"}',
     "timestamp_predicates": '{"http://example.org/traffic": ["http://www.w3.org/ns/sosa/resultTime"]}',
@@ -345,7 +346,8 @@ class Settings:
         """One line per option: its key, its value and what gave it; first, where the defaults live."""
         origins = dict(self.origins)
         values = {
-            "warehouse": str(self.warehouse.root), "registry": str(self.registry), "landing": str(self.landing),
+            "warehouse": str(self.warehouse.root), "aws_conn_id": self.aws_conn_id or "",
+            "registry": str(self.registry), "landing": str(self.landing),
             "spark": self.spark, "spark_conn_id": self.spark_conn_id or "", "pool": self.pool,
             "ingest_pool": self.ingest_pool,
             "allowed_lateness": format_duration(self.allowed_lateness),

@@ -262,7 +262,6 @@ class Engine:
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
         check_query_name(name)
-        self.catalog.check_tables(plan)
         window = evaluation_at(plan, at)
         clock = time.perf_counter()
         phases = Phases()
@@ -270,6 +269,7 @@ class Engine:
         scans: dict[URIRef, Scan] = {}
         use = None
         try:
+            self.catalog.check_tables(plan)  # a table csparql cannot read: refused before Spark starts
             if write:
                 with phases("lost runs"):
                     self.record_lost_runs(plan, name)
@@ -439,10 +439,10 @@ def _elapsed_ms(clock: float) -> int:
 
 
 def _describe(error: Exception) -> str:
-    """The error of a failed run, in one line: a storage failure's own message (it names the table), a full
-    disk as such, a data file found missing as its table, the files and ``csparql repair``, anything else as
-    ``csparql.storage.failures.describe`` says (a Spark Connect failure by its gRPC status and details)."""
-    if isinstance(error, delta.StorageError):
+    """The error of a failed run, in one line: a storage failure's or a refused table's own message (it names
+    the table), a full disk as such, a data file found missing as its table, the files and ``csparql repair``,
+    anything else as ``csparql.storage.failures.describe`` says (a Spark Connect failure by its gRPC status and details)."""
+    if isinstance(error, (delta.StorageError, delta.TableFeatureError)):  # both name the table
         return first_line(error)[:1000]
     if no_space_left(error):
         return NO_SPACE_LEFT
