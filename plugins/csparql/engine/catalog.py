@@ -99,9 +99,13 @@ class Catalog:
             except Exception:  # noqa: BLE001 - a table that cannot be read fails the evaluation, which records it
                 continue
 
-    def statistics(self) -> SourceStatistics:
-        """Triples per predicate of every source, for the optimizer (empty when nothing was recorded)."""
-        return read_statistics(self.warehouse)
+    def statistics(self, plan: alg.QueryPlan | None = None) -> SourceStatistics:
+        """Triples per predicate of the plan's sources (of every recorded source without a plan), for the
+        optimizer: those that account for their tables' rows (``csparql.storage.statistics.read_statistics``)."""
+        if plan is None:
+            return read_statistics(self.warehouse)
+        return read_statistics(self.warehouse, {
+            source.iri for source in (*plan.dataset.streams, *plan.dataset.default, *plan.dataset.named)})
 
     def record_statistics(self, source: str | None, kind: str, counts: dict[str, int], replaces: bool) -> None:
         """Append the triples per predicate one load or ingest added (one commit)."""

@@ -187,7 +187,7 @@ class Engine:
         DSTREAM, of the previous evaluation's windows too: its scans count in the returned reader's)."""
         phases = phases or Phases()
         with phases("statistics"):
-            statistics = self.catalog.statistics()
+            statistics = self.catalog.statistics(plan)
         with phases("sources"):
             reader = DeltaSourceReader(self.spark, self.catalog, window.windows)
             reader.prepare(plan)
@@ -230,7 +230,7 @@ class Engine:
         if pane_mode(mode) == OFF or plan.stream_operator != alg.RSTREAM or not plan.streams:
             return None
         with phases("statistics"):
-            statistics = self.catalog.statistics()
+            statistics = self.catalog.statistics(plan)
         with phases("plan"):
             optimized = self.optimized(plan, statistics)
             decision = pane_plan(optimized)

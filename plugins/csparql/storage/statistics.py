@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Collection
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -52,13 +53,42 @@ class _StatisticsCache:
 _CACHE = _StatisticsCache()
 
 
-def read_statistics(warehouse: Warehouse) -> SourceStatistics:
-    """The statistics recorded in a warehouse (empty when none were); each version of the table is read once
-    per process, and only the files it added."""
+def read_statistics(warehouse: Warehouse, sources: Collection[URIRef | None] | None = None) -> SourceStatistics:
+    """The statistics recorded in a warehouse for ``sources`` (every recorded source when None); each version
+    of the table is read once per process, and only the files it added.
+
+    A source's counts are given only while they account for every row its tables hold: a table another
+    writer also writes to (a delta-spark job appending to a stream) holds triples the counts do not know of,
+    and the source is then left unknown, so that the optimizer prunes no pattern for it. Counts may exceed
+    the rows (an output stream's revised window replaces its rows, and its counts are added again)."""
     path = warehouse.statistics
     if not delta.exists(path):
         return SourceStatistics({})
-    return _CACHE.read(path)
+    recorded = _CACHE.read(path).predicate_counts
+    return SourceStatistics({source: counts for source, counts in recorded.items()
+                             if (sources is None or source in sources)
+                             and sum(counts.values()) >= _table_rows(warehouse, source)})
+
+
+UNKNOWN_ROWS = 2**63
+"""The rows of a table whose log does not say how many it holds: more than any counts."""
+
+
+def _table_rows(warehouse: Warehouse, source: URIRef | None) -> int:
+    """How many rows a source's tables (its stream's, its static graph's) hold, from their Delta logs
+    (``UNKNOWN_ROWS`` when a file does not say)."""
+    paths = [warehouse.static(None if source is None else str(source))]
+    if source is not None:
+        paths.append(warehouse.stream(str(source)))
+    total = 0
+    for path in paths:
+        if not delta.exists(path):
+            continue
+        _, files = delta.SNAPSHOTS.snapshot(path)
+        if any(f.records is None for f in files):
+            return UNKNOWN_ROWS
+        total += sum(f.records for f in files)
+    return total
 
 
 def _aggregate(rows: list[dict]) -> SourceStatistics:
