@@ -13,6 +13,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from rdflib import Literal, URIRef
@@ -27,6 +29,7 @@ from csparql.frontend import compile_query
 from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.storage import delta
 from csparql.storage import revisions as rv
+from csparql.storage.tables import OPERATION
 from csparql.storage.terms import term_dict
 from csparql.storage.warehouse import Warehouse, output_stream_iri
 from csparql.windows import format_instant
@@ -291,6 +294,32 @@ def test_a_stream_landed_by_a_structured_streaming_job_with_its_checkpoint_is_ev
     evaluation = Engine(warehouse, spark).evaluate(compile_query(_queries(stream)[0][0]), INSTANTS[1], "Counts")
     assert evaluation.rows_written > 0
     assert_reads_the_same(connector, warehouse.results("Counts", "bindings"), [])
+
+
+def test_a_stream_delta_spark_appends_in_small_files_and_csparql_then_compacts_and_extends_is_evaluated_as_pyoxigraph_does(
+        connector, spark, tmp_path):
+    warehouse = Warehouse(tmp_path / "warehouse")
+    stream = EX + "mixed-gates"
+    path = warehouse.stream(stream)
+    triples = _events(4, START, 40)
+    connector.sql(stream_table_ddl(str(path), stream))
+    events = _as_events(triples)
+    for minute in range(3):  # two small files a minute, as a job landing every few seconds leaves them
+        of_minute = [e for e in events if (e["ts_micros"] - START) // MINUTE == minute]
+        connector.append_stream(path, of_minute[::2])
+        connector.append_stream(path, of_minute[1::2])
+    later = [(URIRef(f"{EX}gate1"), URIRef(EX + "registers"), URIRef(f"{EX}late_car{i}"),
+              START + 3 * MINUTE + i * 7_000_000) for i in range(5)]
+    ingest_stream(spark, warehouse, stream, [_nquads(tmp_path / "later.nq", [
+        (s.split("/")[-1], o.split("/")[-1], at) for s, _, o, at in later])])  # csparql's ingest compacts them
+
+    operations = [c.get(OPERATION) for c in delta.open_table(path).history()]
+    assert operations.count("compact") == 3, operations  # the closed minutes' delta-spark files were merged
+    files = delta.live_files(delta.open_table(path), path)
+    assert all(pq.read_schema(f.uri).field("ts").type == pa.timestamp("us", "UTC") for f in files)
+    assert_windows_equal_pyoxigraph(spark, warehouse, stream, triples + later,
+                                    INSTANTS + [START + 3 * MINUTE + 40 * 1_000_000])
+    assert_reads_the_same(connector, path, ["bucket"])
 
 
 # --- 3. deletion vectors and column mapping are refused ----------------------------------------------------------

@@ -193,8 +193,7 @@ def check_protocol(table: DeltaTable, path) -> None:
         raise TableFeatureError(
             f"the Delta table at {path} uses {', '.join(refused.values())}; csparql reads standard "
             "Delta tables without deletion vectors or column mapping. Rewrite the table without them "
-            "(for example with delta-spark: REORG TABLE … APPLY (PURGE), then disable the features)."
-        )
+            "(for example with delta-spark: REORG TABLE … APPLY (PURGE), then disable the features).")
 
 
 def create(
@@ -459,10 +458,12 @@ def compact_files(path, choose: Callable[[list[FileInfo]], list[FileInfo]],
 
 def _compact_exclusively(table: DeltaTable, root: Path | ObjectPath, files: list[FileInfo],
                          timestamp_column: str | None) -> bool:
-    """Replace ``files`` (of one partition) by one file of their rows, in a commit right after ``table``'s
-    version; False, and no file left behind, when another writer committed that version first."""
-    rows = pa.concat_tables([read_parquet(f.uri) for f in files], promote_options="permissive")
+    """Replace ``files`` (of one partition) by one file of their rows in the table's types (delta-spark's files
+    hold nanosecond timestamps), in a commit right after ``table``'s version; False, and no file left behind,
+    when another writer committed that version first."""
     partition = dict(files[0].partition)
+    data_columns = pa.schema([f for f in pa.schema(table.schema().to_arrow()) if f.name not in partition])
+    rows = pa.concat_tables([_conformed(read_parquet(f.uri), data_columns) for f in files])
     folder = "/".join(f"{key}={value}" for key, value in partition.items())
     name = f"{folder}/" * bool(folder) + f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     target = root / name
