@@ -51,6 +51,7 @@ LONG_FILES = (
     "tests/ui/",
     "tests/engine/test_compact_windows.py",
     "tests/orchestration/test_spark_cluster.py",
+    "tests/storage/test_s3_cluster.py",
     "tests/spark/test_paths.py",
     "tests/spark/test_entailment.py",
     "tests/engine/test_engine.py",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -120,12 +122,18 @@ def _group_alive(process: subprocess.Popen) -> bool:
     return True
 
 
-def _start(name: str, arguments: Sequence[str], env: dict[str, str], logs: Path) -> _Daemon:
+def _start(name: str, arguments: Sequence[str], env: dict[str, str], logs: Path,
+           hidden: Sequence[Path] = ()) -> _Daemon:
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / f"{name}.log"
+    command = [str(VENV_BIN / "spark-class"), *arguments]
+    if hidden:
+        mounts = " && ".join(f"mount -t tmpfs csparql-hidden {shlex.quote(str(folder))}" for folder in hidden)
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                   f'{mounts} && exec "$@"', "worker", *command]
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [str(VENV_BIN / "spark-class"), *arguments],
+            command,
             env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group, so stopping it stops its executors too
         )
@@ -141,40 +149,58 @@ def _master_state(ui_port: int) -> dict | None:
 
 
 @contextmanager
-def standalone_cluster(work: Path, timeout: float = 90.0, worker_memory: str = "1g") -> Iterator[str]:
-    """A master and one worker (1 core) on 127.0.0.1; yields the master URL ``spark://127.0.0.1:PORT``."""
+def standalone_cluster(work: Path, timeout: float = 90.0, worker_memory: str = "1g", workers: int = 1,
+                       hidden: Sequence[Path] = ()) -> Iterator[str]:
+    """A master and ``workers`` workers (1 core each) on 127.0.0.1, each worker with a working folder of its
+    own (``work/worker-N`` from the second on); yields the master URL ``spark://127.0.0.1:PORT``. The workers,
+    and so their executors, run where the ``hidden`` folders are empty (an empty file system mounted over
+    each, in a mount namespace of their own: ``hides_folders``), as on machines that share no disk with
+    the driver."""
     work = Path(work)
     env = spark_environment(work)
     logs = Path(env["SPARK_LOG_DIR"])
-    Path(env["SPARK_WORKER_DIR"]).mkdir(parents=True, exist_ok=True)
-    port, ui_port, worker_ui_port = free_port(), free_port(), free_port()
+    port, ui_port = free_port(), free_port()
     url = f"spark://{HOST}:{port}"
     with ExitStack() as stack:
         master = _start("master", ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(port),
                                    "--webui-port", str(ui_port)], env, logs)
         stack.callback(master.stop)
-        worker = _start("worker", ["org.apache.spark.deploy.worker.Worker", url, "--host", HOST, "--cores", "1",
-                                   "--memory", worker_memory, "--webui-port", str(worker_ui_port),
-                                   "--work-dir", env["SPARK_WORKER_DIR"]], env, logs)
-        stack.callback(worker.stop)  # runs first: the worker goes before its master
+        daemons = [master]
+        for number in range(workers):
+            folder = Path(env["SPARK_WORKER_DIR"]) if number == 0 else work / f"worker-{number + 1}"
+            folder.mkdir(parents=True, exist_ok=True)
+            worker = _start(f"worker-{number + 1}" if number else "worker",
+                            ["org.apache.spark.deploy.worker.Worker", url, "--host", HOST, "--cores", "1",
+                             "--memory", worker_memory, "--webui-port", str(free_port()), "--work-dir", str(folder)],
+                            {**env, "SPARK_WORKER_DIR": str(folder)}, logs, hidden)
+            stack.callback(worker.stop)  # runs first: the workers go before their master
+            daemons.append(worker)
         deadline = time.monotonic() + timeout
         while True:
             state = _master_state(ui_port)
-            if state is not None and _alive_workers(state) >= 1:
+            if state is not None and _alive_workers(state) >= workers:
                 break
-            dead = [d for d in (master, worker) if d.process.poll() is not None]
+            dead = [d for d in daemons if d.process.poll() is not None]
             if dead or time.monotonic() > deadline:
                 if dead:
                     why = f"the {dead[0].name} exited with status {dead[0].process.returncode}"
                 else:
-                    why = f"no worker ALIVE after {timeout:.0f} s"
+                    why = f"fewer than {workers} worker(s) ALIVE after {timeout:.0f} s"
                 raise ClusterError(
-                    f"the standalone cluster at {url} did not start: {why}\n"
-                    f"--- master log ({master.log}):\n{_tail(master.log)}\n"
-                    f"--- worker log ({worker.log}):\n{_tail(worker.log)}"
-                )
+                    f"the standalone cluster at {url} did not start: {why}\n" + "\n".join(
+                        f"--- {d.name} log ({d.log}):\n{_tail(d.log)}" for d in daemons))
             time.sleep(0.5)
         yield url
+
+
+def hides_folders() -> bool:
+    """Whether this machine lets a process run in a mount namespace of its own with folders hidden (``unshare``
+    as root), as ``standalone_cluster``'s ``hidden`` needs."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            "mount -t tmpfs csparql-hidden /mnt"], capture_output=True, timeout=30)
+    return probe.returncode == 0
 
 
 def _alive_workers(state: dict) -> int:

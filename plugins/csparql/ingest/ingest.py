@@ -14,9 +14,10 @@ Parallel parsing (line formats)
     Files are split into byte ranges. A first Spark pass (``mapInArrow`` over one row per range) counts the
     newlines of each range; prefix sums give each range's first line number. The second pass parses the lines
     that START in each range (reading past its end to finish the last one), so line numbers are exact, with
-    no line loop in the driver and only the DataFrame API (it works over Spark Connect). The executors open
-    the input files by path, so they must see them (local mode, or a filesystem shared with the cluster), as
-    they see the table folder they write to. Other formats are parsed whole in the driver: a stream's timestamped
+    no line loop in the driver and only the DataFrame API (it works over Spark Connect). With a local master
+    the executors open the input files by path; on a cluster (``spark://``, YARN, Kubernetes), whose
+    executors cannot see this machine's files, the driver reads each range and counts its newlines, and the
+    second pass gets the range's bytes with its id (``csparql.ingest.spark_job.sends_inputs``). Other formats are parsed whole in the driver: a stream's timestamped
     named graphs (TriG, JSON-LD, standard N-Quads) by pyoxigraph, TriX and the rest by rdflib; a file the
     parser cannot read is rejected whole, with the parser's message and position.
 

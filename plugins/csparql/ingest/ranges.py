@@ -2,8 +2,8 @@
 pass counts each range's newlines (so that line numbers are exact), a second parses each range's lines into
 Arrow batches (``csparql.ingest.lines``) and writes its rejects (``csparql.ingest.rejects``).
 
-This module runs inside the executors' Python workers (``mapInArrow`` over ``spark.range(n)``: one row per
-byte range), so it imports neither Spark nor Delta.
+This module runs inside the executors' Python workers (``mapInArrow`` over one row per byte range: its id, and,
+where executors cannot read the driver's files, its bytes), so it imports neither Spark nor Delta.
 """
 
 from __future__ import annotations
@@ -47,9 +47,15 @@ def count_newlines(path: str, start: int, end: int) -> int:
     return count
 
 
-def read_lines(byte_range: ByteRange) -> tuple[int, list[bytes | str]]:
-    """The line number of the range's first line and its lines (without newlines), decoded when the whole
-    slice is UTF-8 (else bytes, decoded line by line by the caller)."""
+def range_bytes(byte_range: ByteRange) -> bytes:
+    """What the range's lines are read from, to be sent where its file cannot be read (``read_lines``): one
+    byte saying whether the range starts inside a line (``1``) or not (``0``), then its bytes, then the rest of
+    its last line."""
+    skip_partial, data = _read_range(byte_range)
+    return (b"1" if skip_partial else b"0") + data
+
+
+def _read_range(byte_range: ByteRange) -> tuple[bool, bytes]:
     start, end = byte_range.start, byte_range.end
     with open(byte_range.path, "rb") as handle:
         skip_partial = False
@@ -69,6 +75,15 @@ def read_lines(byte_range: ByteRange) -> tuple[int, list[bytes | str]]:
                     break
                 tail.append(chunk)
             data += b"".join(tail)
+    return skip_partial, data
+
+
+def read_lines(byte_range: ByteRange, sent: bytes | None = None) -> tuple[int, list[bytes | str]]:
+    """The line number of the range's first line and its lines (without newlines), decoded when the whole
+    slice is UTF-8 (else bytes, decoded line by line by the caller); read from its file, or from ``sent``
+    (its ``range_bytes``)."""
+    start, end = byte_range.start, byte_range.end
+    skip_partial, data = _read_range(byte_range) if sent is None else (sent[:1] == b"1", sent[1:])
     first_line = byte_range.newlines_before + 1
     if skip_partial:  # the line holding `start` began in the previous range, which reads it
         cut = data.find(b"\n")
@@ -102,10 +117,12 @@ def parse_range(
     default_micros: int | None,
     rejects_folder: str | None,
     future: FutureLimit | None = None,
+    sent: bytes | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Parse the lines of one byte range into record batches; write its rejects (file index, line, reason,
-    text) to ``<rejects_folder>/<range index>.tsv``. A line timestamped after ``future`` is rejected."""
-    first_line, lines = read_lines(byte_range)
+    """Parse the lines of one byte range (from its file, or from ``sent``, its ``range_bytes``) into record
+    batches; write its rejects (file index, line, reason, text) to ``<rejects_folder>/<range index>.tsv``. A
+    line timestamped after ``future`` is rejected."""
+    first_line, lines = read_lines(byte_range, sent)
     parser = LineParser(scope, timestamps, default_micros, future)
     rejects: list[tuple[int, str, str]] = []  # lines that are not even UTF-8
     if lines and first_line == 1:
@@ -140,7 +157,7 @@ def parse_range(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The functions Spark runs (``mapInArrow`` over ``spark.range(n)``: one row per byte range)
+# The functions Spark runs (``mapInArrow`` over one row per byte range)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -175,9 +192,11 @@ def range_parser(jobs: list[RangeJob], rejects_folder: str):
 
     def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for i in batch.column(0).to_pylist():
+            ids = batch.column(0).to_pylist()
+            sent = batch.column(1).to_pylist() if batch.num_columns > 1 else [None] * len(ids)
+            for i, data in zip(ids, sent):
                 job = jobs[i]
                 yield from parse_range(job.byte_range, job.scope, job.arrival_base, job.timestamps,
-                                       job.default_micros, rejects_folder, job.future)
+                                       job.default_micros, rejects_folder, job.future, data)
 
     return parse

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -14,7 +15,7 @@ from pyspark.sql import functions as F
 from csparql.ingest.event_times import event_times_metadata, recorded_until
 from csparql.ingest.inputs import IngestReport, Input
 from csparql.ingest.job import IngestJob, Staged, parsed_schema
-from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_parser
+from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_bytes, range_parser
 from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, spark_schema
 from csparql.storage import delta
 from csparql.storage.location import parquet_metadata
@@ -33,6 +34,17 @@ def _parallelism(spark: SparkSession) -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def sends_inputs(spark: SparkSession) -> bool:
+    """Whether the input files are read here and their bytes sent to the executors: the session's master is a
+    cluster (``spark://``, YARN, Kubernetes), whose executors run on machines that cannot read this process's
+    files. A local master (``local[*]``, the embedded stack's Connect server) reads them where they are."""
+    try:
+        master = spark.conf.get("spark.master", None) or "local"
+    except Exception:  # noqa: BLE001 - a Connect server may refuse to say: it is taken for a local one
+        master = "local"
+    return not master.startswith("local")
+
+
 class SparkIngestJob(IngestJob):
     """An ingest run by ``spark`` (a stream's or a static graph's)."""
 
@@ -40,6 +52,7 @@ class SparkIngestJob(IngestJob):
                  stream: bool, **options):
         super().__init__(path, inputs, targets, stream, **options)
         self.spark = spark
+        self._sent: dict[int, bytes] = {}  # each byte range's bytes, when executors cannot read the files
 
     def parse_and_stage(self) -> Staged:
         frame = self.parse()
@@ -65,7 +78,7 @@ class SparkIngestJob(IngestJob):
             jobs = [RangeJob(r, self.scope(r.file_index), bases[r.file_index], self.stream, self.default_micros,
                              self.future) for r in ranges]
             parser = range_parser(jobs, str(self.rejects_folder))
-            frames.append(self._ids(len(ranges)).mapInArrow(parser, parsed))
+            frames.append(self._ranges(ranges).mapInArrow(parser, parsed))
         for index, arrow in whole.items():
             if arrow.num_rows:
                 if self.stream:
@@ -84,6 +97,15 @@ class SparkIngestJob(IngestJob):
         partitions = min(count, 4 * _parallelism(self.spark))
         return self.spark.range(0, count, 1, partitions)
 
+    def _ranges(self, ranges: list[ByteRange]) -> DataFrame:
+        """One row per byte range: its id, and, on a cluster whose executors cannot read this process's
+        files, its bytes (``sends_inputs``)."""
+        if not self._sent:
+            return self._ids(len(ranges))
+        rows = pa.table({"id": pa.array([r.index for r in ranges], pa.int64()),
+                         "data": pa.array([self._sent[r.index] for r in ranges], pa.large_binary())})
+        return self.spark.createDataFrame(rows).repartition(min(len(ranges), 4 * _parallelism(self.spark)))
+
     def split(self, inputs: list[Input]) -> list[ByteRange]:
         sizes = {i.index: i.path.stat().st_size for i in inputs}
         total = sum(sizes.values())
@@ -100,9 +122,14 @@ class SparkIngestJob(IngestJob):
         return ranges
 
     def count_lines(self, ranges: list[ByteRange], spans: dict[int, int]) -> list[ByteRange]:
-        """The first pass: newline counts per range, in Spark; returns the ranges with ``newlines_before``."""
-        rows = self._ids(len(ranges)).mapInArrow(newline_counter(ranges), "id long, newlines long").collect()
-        counts = {row["id"]: row["newlines"] for row in rows}
+        """The first pass: newline counts per range, in Spark, or here, from the bytes read to be sent to
+        executors that cannot read them (``sends_inputs``); returns the ranges with ``newlines_before``."""
+        if sends_inputs(self.spark):
+            self._sent = {r.index: range_bytes(r) for r in ranges}
+            counts = {r.index: self._sent[r.index][1:1 + r.end - r.start].count(b"\n") for r in ranges}
+        else:
+            rows = self._ids(len(ranges)).mapInArrow(newline_counter(ranges), "id long, newlines long").collect()
+            counts = {row["id"]: row["newlines"] for row in rows}
         before: dict[int, int] = {}
         numbered = []
         for r in ranges:
