@@ -182,3 +182,20 @@ def test_late_events_revise_windows_and_a_replay_killed_mid_commit_leaves_every_
         max(revision_before) + 1}
     # the earlier revision stays readable: Delta time travel on the bucket
     assert len(delta.open_table(results).history()) >= 3
+
+
+def test_the_stack_given_an_s3_warehouse_keeps_it_and_its_sample_files_land_from_local_folders(tmp_path, aws,
+                                                                                                 monkeypatch):
+    from csparql.cli.orchestration import _settings
+    from csparql.stack.embedded import EmbeddedStack
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CSPARQL_LANDING", raising=False)
+    settings = _settings("s3://lakehouse/stack")  # what csparql stack --warehouse s3://lakehouse/stack reads
+    assert settings.warehouse.remote and str(settings.warehouse.root) == "s3://lakehouse/stack"
+    assert settings.landing == tmp_path / "landing"
+    stream = "http://streams.org/citytollgates.trdf"
+    files, first = EmbeddedStack(settings).drop_samples({stream})
+    assert first and files.streams[stream].is_relative_to(tmp_path / "samples")
+    assert [p.name for p in settings.landing_folder(stream).iterdir()] == [files.streams[stream].name]
+    assert not any(p.name.startswith("s3") for p in tmp_path.iterdir())

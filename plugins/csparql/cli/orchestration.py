@@ -123,7 +123,8 @@ def register(commands) -> None:
 
 
 def _warehouse_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--warehouse", metavar="DIR", help=f"{what} (default: $CSPARQL_WAREHOUSE, else delta_tables/)")
+    parser.add_argument("--warehouse", metavar="DIR", help=f"{what}: a folder or s3://bucket/prefix (default: "
+                        "$CSPARQL_WAREHOUSE, else delta_tables/)")
 
 
 def _settings(warehouse: str | None = None):
@@ -134,7 +135,7 @@ def _settings(warehouse: str | None = None):
 
     environment = dict(os.environ)
     if warehouse:
-        environment["CSPARQL_WAREHOUSE"] = str(Path(warehouse).resolve())
+        environment["CSPARQL_WAREHOUSE"] = warehouse if "://" in warehouse else str(Path(warehouse).resolve())
     try:
         return Settings.from_environment(environment)
     except ValueError as error:

@@ -330,8 +330,9 @@ class EmbeddedStack:
         must be loaded (on a first start)."""
         from csparql.samples import write_samples
 
-        folder = self.settings.warehouse.root / "samples"
-        files = write_samples(folder)
+        # local files, beside the landing folders when the warehouse is in S3
+        root = self.settings.landing.parent if self.settings.warehouse.remote else self.settings.warehouse.root
+        files = write_samples(root / "samples")
         files.streams = {iri: path for iri, path in files.streams.items() if iri in streams}
         marks = read_watermarks(self.settings.warehouse)
         first = not all(iri in marks for iri in files.streams)
