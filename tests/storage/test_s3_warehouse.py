@@ -23,11 +23,15 @@ from rdflib import URIRef
 from conformance import reference
 from conformance.compare import compare, from_engine
 from services.s3_server import s3_server  # noqa: F401  (the fixture)
+from storage.delta_spark import DeltaSpark, plain
 
+from csparql.aws_variables import s3_settings
 from csparql.engine.stored import StoredResults
+from csparql.runtime.object_storage import spark_s3_settings
+from csparql.runtime.packages import DELTA_SPARK, HADOOP_AWS
 from csparql.storage import delta
 from csparql.storage.location import ObjectPath, location
-from csparql.storage.warehouse import Warehouse
+from csparql.storage.warehouse import Warehouse, slug
 from csparql.windows import format_instant, parse_instant
 
 EX = "http://example.org/"
@@ -146,6 +150,17 @@ def test_ingest_replay_results_and_sql_on_an_s3_warehouse_equal_pyoxigraph(tmp_p
     assert len(answered) == 5 * len(ENDS)
     runs = csparql(tmp_path, aws, warehouse, "sql", "--format", "json", "SELECT status FROM runs").stdout
     assert Counter(json.loads(line)["status"] for line in runs.splitlines() if line.strip()) == {"succeeded": len(ENDS)}
+    # delta-spark, given the same endpoint, reads the result table and the stream with csparql's rows and commits
+    reader = DeltaSpark({**spark_s3_settings(s3_settings()), "spark.jars.packages": f"{DELTA_SPARK},{HADOOP_AWS}"})
+    try:
+        for table in (root / "results" / "GatePassages" / "bindings", root / "streams" / slug(STREAM)):
+            theirs = reader.read(str(table).replace("s3://", "s3a://", 1))
+            ours = delta.open_table(table)
+            assert Counter(json.dumps(row, sort_keys=True) for row in theirs["rows"]) == Counter(
+                json.dumps(plain(row), sort_keys=True) for row in ours.to_pyarrow_table().to_pylist()), table
+            assert [c["version"] for c in theirs["history"]] == list(range(ours.version() + 1)), table
+    finally:
+        reader.close()
 
 
 def test_late_events_revise_windows_and_a_replay_killed_mid_commit_leaves_every_window_once(tmp_path, aws):
@@ -182,6 +197,19 @@ def test_late_events_revise_windows_and_a_replay_killed_mid_commit_leaves_every_
         max(revision_before) + 1}
     # the earlier revision stays readable: Delta time travel on the bucket
     assert len(delta.open_table(results).history()) >= 3
+    # the same windows combined from panes stored in the bucket
+    csparql(tmp_path, aws, warehouse, "replay", str(query), "--name", "GatePanes", "--panes", "always",
+            "--from", format_instant(ENDS[0]), "--to", format_instant(ENDS[-1]))
+    assert [p.name for p in Warehouse(warehouse).panes("GatePanes").iterdir()], "no pane table in the bucket"
+    from_panes = stored_windows(warehouse, "GatePanes")
+    assert sorted(from_panes) == ENDS
+    for end in ENDS:
+        assert not compare(from_panes[end], oracle(on_time + late, end)), format_instant(end)
+    # a forced vacuum of the idle warehouse deletes the files replaced since, and every window reads as before
+    before = {name: stored_windows(warehouse, name) for name in ("GatePassages", "GatePanes")}
+    vacuumed = csparql(tmp_path, aws, warehouse, "vacuum", "--retain", "0h", "--force")
+    assert "deleted 0 file(s)" not in vacuumed.stdout.splitlines()[-1], vacuumed.stdout
+    assert {name: stored_windows(warehouse, name) for name in before} == before
 
 
 def test_the_stack_given_an_s3_warehouse_keeps_it_and_its_sample_files_land_from_local_folders(tmp_path, aws,

@@ -30,6 +30,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from csparql.storage import delta
+from csparql.storage.location import ObjectPath, location, remove_tree
 from csparql.storage.tables import OPERATION
 
 
@@ -65,8 +66,17 @@ class EvaluationsRunning(Exception):
                          f"end, or use --retain {SAFE_RETENTION_HOURS}h or more")
 
 
-def delta_tables(root: str | os.PathLike) -> list[Path]:
-    """Every Delta table under ``root`` (a folder holding ``_delta_log``), not looking inside tables."""
+def delta_tables(root: str | os.PathLike | ObjectPath) -> list[Path | ObjectPath]:
+    """Every Delta table under ``root`` (a folder or S3 prefix holding ``_delta_log``), not looking inside
+    tables."""
+    root = location(root)
+    if isinstance(root, ObjectPath):  # one listing of every object under the prefix
+        tables = set()
+        for path in root.rglob("*"):
+            parts = path.relative_to(root).parts
+            if "_delta_log" in parts[:-1] or parts[-1:] == ("_delta_log",):
+                tables.add(root / "/".join(parts[:parts.index("_delta_log")]))
+        return sorted(t for t in tables if not any(o != t and t.key.startswith(o.key + "/") for o in tables))
     found = []
     for folder, subfolders, _ in os.walk(root):
         if "_delta_log" in subfolders:
@@ -93,7 +103,7 @@ def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False,
     from csparql.storage.warehouse import Warehouse
 
     warehouse = Warehouse(root)
-    skipped = {Path(path) for path in skip}
+    skipped = {location(path) for path in skip}
     tables = [(path, _open_for_vacuum(path)) for path in delta_tables(root) if path not in skipped]
     done: list[Vacuumed] = []
     for path, table in tables:
@@ -124,14 +134,17 @@ def vacuum(root: str | os.PathLike, retain_hours: int, dry_run: bool = False,
     return done
 
 
-def _on_disk(root: Path, names: Iterable[str]) -> list[str]:
-    """Those of the files a vacuum lists (relative to the table, or absolute) that are on disk, relative."""
+def _on_disk(root: Path | ObjectPath, names: Iterable[str]) -> list[str]:
+    """Those of the files a vacuum lists (relative to the table, or absolute) that are stored, relative."""
     root = root.resolve()
     found = []
     for name in names:
-        file = Path(name) if os.path.isabs(name) else root / name
+        file = location(name) if os.path.isabs(name) or "://" in name else root / name
         if file.exists():
-            found.append(file.relative_to(root).as_posix() if file.is_relative_to(root) else str(file))
+            try:
+                found.append(file.relative_to(root).as_posix())
+            except ValueError:  # not in the table's folder
+                found.append(str(file))
     return found
 
 
@@ -154,7 +167,7 @@ def prune_panes(panes_root: str | os.PathLike, before: int, dry_run: bool = Fals
     discarded whole (``discard_table``). Returns, per table, how many files were (or, with ``dry_run``, would be)
     removed."""
     done = []
-    for path in delta_tables(panes_root) if Path(panes_root).is_dir() else []:
+    for path in delta_tables(panes_root) if location(panes_root).is_dir() else []:
         try:
             _, files = delta.SNAPSHOTS.snapshot(path)
         except UNREADABLE_LOG as error:
@@ -178,7 +191,11 @@ def discard_table(path: str | os.PathLike) -> None:
     """Remove a cache table (a pane table) whose log cannot be read: its folder is first renamed aside — so
     that a writer at the same path starts a new table rather than add to the damaged one —, then deleted.
     Readers that listed its files find them gone, and compute what they needed again."""
-    path = Path(path)
+    path = location(path)
+    if isinstance(path, ObjectPath):  # no renaming in S3: its log goes first, then the rest
+        remove_tree(path / "_delta_log")
+        remove_tree(path)
+        return
     aside = path.with_name(f".{path.name}.discarded-{uuid.uuid4().hex[:12]}")
     try:
         path.rename(aside)

@@ -21,7 +21,6 @@ ingested again (which finds the windows they make stale, as any late triples do)
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
 from csparql.storage.failures import first_line
 from csparql.storage.instants import instant_of, micros_of
+from csparql.storage.location import file_exists, location
 from csparql.storage.maintenance import UNREADABLE_LOG, delta_tables
 from csparql.storage.tables import KIND_PROPERTY, OPERATION, QUERY_PROPERTY, RUN_METADATA
 from csparql.storage.warehouse import Warehouse
@@ -117,11 +117,11 @@ def _repair_table(warehouse: Warehouse, path: Path, dry_run: bool) -> TableRepai
 def _log_entries(path: Path) -> Iterator[list[dict]]:
     """The actions of each of the table's commits still in its log, newest first (paths as the log writes
     them: URL-encoded; decoded once, the file's name on disk)."""
-    folder = path / "_delta_log"
-    for name in sorted(os.listdir(folder), reverse=True):
+    folder = location(path) / "_delta_log"
+    for name in sorted((entry.name for entry in folder.iterdir()), reverse=True):
         if name.endswith(".json") and name[:-5].isdigit():
-            with open(folder / name, encoding="utf-8") as file:
-                yield [json.loads(line) for line in file if line.strip()]
+            text = (folder / name).read_text(encoding="utf-8")
+            yield [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _restorable_compactions(path: Path, table: DeltaTable, missing: list[str]) -> dict[str, list[str]]:
@@ -241,7 +241,7 @@ def record_runs_from_results(warehouse: Warehouse, dry_run: bool = False) -> int
     def build(table) -> delta.Write | None:
         root = warehouse.runs.resolve()
         on_disk = [relative for relative in delta.action_column(delta.add_actions(table), "path")
-                   if os.path.exists(delta.file_uri(root, relative))]  # not the process's cache of lost ones
+                   if file_exists(delta.file_uri(root, relative))]  # not the process's cache of lost ones
         rows = delta.read_files(root, on_disk)
         ids = pa.array([], pa.string()) if rows is None else rows.column("run_id")
         present = set(ids.filter(pc.is_in(ids, pa.array(sorted(carried), pa.string()))).to_pylist())
