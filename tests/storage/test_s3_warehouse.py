@@ -227,3 +227,36 @@ def test_the_stack_given_an_s3_warehouse_keeps_it_and_its_sample_files_land_from
     assert first and files.streams[stream].is_relative_to(tmp_path / "samples")
     assert [p.name for p in settings.landing_folder(stream).iterdir()] == [files.streams[stream].name]
     assert not any(p.name.startswith("s3") for p in tmp_path.iterdir())
+
+
+_TRIGGER = """
+import asyncio, json, sys
+from csparql.deploy.plan import StreamInput, WindowWait
+from csparql.orchestration.triggers import WindowCompleteTrigger
+
+warehouse, stream, at = sys.argv[1:]
+wait = WindowWait(None, (StreamInput(stream, 0),)).to_dict()
+trigger = WindowCompleteTrigger(warehouse, wait, at, poll_seconds=0.2)
+
+async def first_event():
+    async for event in trigger.run():
+        return event.payload
+
+print("EVENT " + json.dumps(asyncio.run(asyncio.wait_for(first_event(), 120))), flush=True)
+"""
+
+
+@pytest.mark.airflow
+def test_the_triggerer_reaches_an_s3_warehouse_through_the_aws_connection_it_is_configured_with(tmp_path, aws):
+    warehouse = "s3://lakehouse/trigger"
+    rows = events(count=20)
+    csparql(tmp_path, aws, warehouse, "ingest", "--stream", STREAM, str(write_events(tmp_path / "a.tnq", rows)))
+    connection = {"conn_type": "aws", "login": aws.access_key, "password": aws.secret_key,
+                  "extra": {"endpoint_url": aws.endpoint, "region_name": "us-east-1"}}
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "CSPARQL_"))}
+    env.update({"AIRFLOW_HOME": str(tmp_path / "airflow"), "AIRFLOW__CSPARQL__AWS_CONN_ID": "lakehouse",
+                "AIRFLOW_CONN_LAKEHOUSE": json.dumps(connection)})  # the triggerer's only way to the bucket
+    done = subprocess.run([sys.executable, "-c", _TRIGGER, warehouse, STREAM, format_instant(rows[-1][2])],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    events_seen = [json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("EVENT ")]
+    assert events_seen == [{"status": "complete", "window_end": rows[-1][2]}], done.stderr[-3000:]

@@ -38,10 +38,10 @@ def evaluations_per_triggerer() -> int:
     option of its Airflow configuration (``AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS``, else
     ``CSPARQL_TRIGGERER_EVALUATIONS``; default 2, the evaluation pool's default slots); runs beyond it wait,
     their windows complete, for a free place. A value that cannot be used is logged and the default taken."""
-    from csparql.orchestration.config import deployment_settings
+    from airflow.configuration import conf
 
-    try:
-        return deployment_settings().triggerer_evaluations
+    try:  # the option alone: reading connections on the event loop would block it
+        return Settings.from_airflow(conf).triggerer_evaluations
     except ValueError as error:
         logging.getLogger(__name__).error("%s; evaluating %d windows at a time", error, Settings.triggerer_evaluations)
         return Settings.triggerer_evaluations
@@ -106,6 +106,10 @@ class WindowCompleteTrigger(BaseTrigger):
     async def run(self):
         requirements = self.requirements()
         warehouse = Warehouse(self.warehouse)
+        if warehouse.remote:  # the endpoint and credentials of [csparql] aws_conn_id, read off the loop
+            from csparql.orchestration.config import deployment_settings
+
+            await asyncio.to_thread(deployment_settings)
         reported: list[str] | None = None
         while True:
             # Delta reads must not block the triggerer's loop
