@@ -12,28 +12,21 @@ import pytest
 from conformance.compare import compare
 from orchestration.spark_cluster import hides_folders, standalone_cluster
 from orchestration.spark_connect import test_server
-from services.s3_server import s3_server  # noqa: F401  (the fixture)
-from storage.test_s3_warehouse import ENDS, QUERY, STREAM, csparql, events, oracle, stored_windows, write_events
+from services.s3_server import s3_server  # noqa: F401  (the fixtures: the server, its bucket, the variables)
+from storage.test_s3_warehouse import (  # noqa: F401
+    ENDS, QUERY, STREAM, aws, bucket, csparql, events, oracle, stored_windows, write_events)
 
 from csparql.windows import format_instant
 
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def bucket(s3_server):  # noqa: F811 - the fixture imported above
-    s3_server.create_bucket("shared")
-    return s3_server
-
-
 @pytest.fixture
-def s3_environment(bucket, monkeypatch):
-    """This process's AWS variables pointed at the server, and an S3 location in use, as in a process whose
+def s3_environment(aws, monkeypatch):
+    """``aws`` (the AWS variables pointed at the server), and an S3 location in use, as in a process whose
     warehouse is in S3: what the Spark processes it starts (a Connect server) are given."""
-    for name, value in bucket.environment().items():
-        monkeypatch.setenv(name, value)
     monkeypatch.setenv("CSPARQL_OBJECT_STORAGE", "s3")
-    return bucket
+    return aws
 
 
 def assert_windows_equal_pyoxigraph(warehouse: str, rows, ends) -> None:
@@ -48,7 +41,7 @@ def test_an_ingest_and_a_replay_on_a_cluster_sharing_no_disk_equal_pyoxigraph(tm
         pytest.fail("the workers cannot be run apart from the driver's folders: unshare --mount needs root")
     driver = tmp_path / "driver"  # what only the driver sees: the input files, its working folder
     driver.mkdir()
-    warehouse = "s3://shared/cluster"
+    warehouse = "s3://lakehouse/cluster"
     rows = events()
     inputs = write_events(driver / "passages.tnq", rows)
     query = driver / "gates.rq"
@@ -68,7 +61,7 @@ def test_an_ingest_and_a_replay_on_a_cluster_sharing_no_disk_equal_pyoxigraph(tm
 
 
 def test_an_evaluation_over_spark_connect_on_an_s3_warehouse_equals_pyoxigraph(tmp_path, s3_environment):
-    warehouse = "s3://shared/connect"
+    warehouse = "s3://lakehouse/connect"
     rows = events()
     csparql(tmp_path, s3_environment, warehouse, "ingest", "--stream", STREAM,
             str(write_events(tmp_path / "passages.tnq", rows)))
