@@ -107,6 +107,28 @@ def test_a_bad_query_file_exits_with_one_message_naming_it(tmp_path, capsys):
     assert not (tmp_path / "_csparql").exists()  # nothing was evaluated, nothing recorded
 
 
+@pytest.mark.parametrize("warehouse, problem", [
+    ("{tmp}/no_such_folder", "is not a folder"),
+    ("gs://bucket/tables", "gs://"),
+    ("s3://lakehouse/tables", "cannot be reached"),  # the endpoint below does not answer
+])
+def test_a_warehouse_the_job_cannot_use_exits_with_one_message_before_spark(tmp_path, capsys, monkeypatch,
+                                                                            warehouse, problem):
+    query = tmp_path / "gates.rq"
+    query.write_text("REGISTER QUERY gates COMPUTED EVERY 5m AS\nSELECT ?s\n"
+                     "FROM STREAM <http://example.org/s> [RANGE 5m STEP 5m]\nWHERE { ?s ?p ?o }\n",
+                     encoding="utf-8")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the discard port: nothing answers
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    status = load_job().main(["--query", str(query), "--name", "gates", "--at", "1269248400000000",
+                              "--warehouse", warehouse.format(tmp=tmp_path)])
+    out, err = capsys.readouterr()
+    assert status == 2 and "CSPARQL_RESULT" not in out
+    assert str(query) in err and problem in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_a_failed_evaluation_exits_non_zero_and_is_recorded(spark, tmp_path, capsys):
     settings = registry_with(tmp_path, EXAMPLE, "cars_per_district")
     # A stream table with deletion vectors: the engine refuses to read it, so the evaluation fails.

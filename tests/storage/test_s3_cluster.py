@@ -7,6 +7,12 @@ the windows pyoxigraph gives over the same events, which are also the windows a 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from conformance.compare import compare
@@ -16,7 +22,11 @@ from services.s3_server import s3_server  # noqa: F401  (the fixtures: the serve
 from storage.test_s3_warehouse import (  # noqa: F401
     ENDS, QUERY, STREAM, aws, bucket, csparql, events, oracle, stored_windows, write_events)
 
+from csparql.deploy.registry import write_loader
+from csparql.storage.warehouse import slug
 from csparql.windows import format_instant
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.spark
 
@@ -29,8 +39,8 @@ def s3_environment(aws, monkeypatch):
     return aws
 
 
-def assert_windows_equal_pyoxigraph(warehouse: str, rows, ends) -> None:
-    stored = stored_windows(warehouse)
+def assert_windows_equal_pyoxigraph(warehouse: str, rows, ends, name: str = "GatePassages") -> None:
+    stored = stored_windows(warehouse, name)
     assert sorted(stored) == ends
     for end in ends:
         assert not compare(stored[end], oracle(rows, end)), format_instant(end)
@@ -77,3 +87,71 @@ def test_an_evaluation_over_spark_connect_on_an_s3_warehouse_equals_pyoxigraph(t
     finally:
         server.stop()
     assert_windows_equal_pyoxigraph(warehouse, rows, ENDS[:3])
+
+
+def test_a_dag_run_submits_its_window_to_a_cluster_sharing_no_disk_and_writes_it_in_s3(tmp_path, bucket, monkeypatch):
+    """The query's real DAG run by ``airflow dags test`` with ``CSPARQL_SPARK=standalone``: the operator
+    spark-submits the window to the cluster. The Airflow process knows the bucket only through the ``aws``
+    connection ``[csparql] aws_conn_id`` names, and the cluster's processes not at all (no AWS variables in
+    their environment, the driver's folders hidden): the endpoint and credentials reach the executors through
+    the submitted application's settings alone."""
+    if not hides_folders():
+        pytest.fail("the workers cannot be run apart from the driver's folders: unshare --mount needs root")
+    for name in bucket.environment():
+        monkeypatch.delenv(name, raising=False)
+    driver = tmp_path / "driver"
+    (driver / "dags" / "queries").mkdir(parents=True)
+    warehouse = "s3://lakehouse/dag-run"
+    rows = events()
+    landed = csparql(driver, bucket, warehouse, "ingest", "--stream", STREAM,
+                     str(write_events(driver / "passages.tnq", rows)))
+    assert "600 triples landed" in landed.stdout + landed.stderr
+    query = driver / "dags" / "queries" / "gates_on_cluster.rq"
+    query.write_text(QUERY)
+    write_loader(query)
+    at = ENDS[1]
+    connection = {"conn_type": "aws", "login": bucket.access_key, "password": bucket.secret_key,
+                  "extra": {"endpoint_url": bucket.endpoint, "region_name": "us-east-1"}}
+    with standalone_cluster(tmp_path / "cluster", workers=2, hidden=[driver]) as master:
+        host, port = master.removeprefix("spark://").split(":")
+        env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "CSPARQL_"))}
+        env.update({
+            "AIRFLOW_HOME": str(driver / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(driver / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPOSITORY / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW_CONN_SPARK_DEFAULT": f"spark://{host}:{port}?deploy-mode=client",
+            "AIRFLOW_CONN_LAKEHOUSE": json.dumps(connection),
+            "AIRFLOW__CSPARQL__AWS_CONN_ID": "lakehouse",
+            "AIRFLOW__CSPARQL__SPARK": "standalone",
+            "AIRFLOW__CSPARQL__REGISTRY": str(driver / "dags" / "queries"),
+            "AIRFLOW__CSPARQL__WAREHOUSE": warehouse,
+            "AIRFLOW__CSPARQL__ALLOWED_LATENESS": "0s",
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                {"type": "file", "log_file_path": str(tmp_path / "lineage.jsonl"), "append": True}),
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-s3",
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
+        })
+        airflow = str(Path(sys.executable).with_name("airflow"))
+        migrated = subprocess.run([airflow, "db", "migrate"], env=env, cwd=driver, capture_output=True, text=True,
+                                  timeout=300)
+        assert migrated.returncode == 0, migrated.stderr[-2000:]
+        run = subprocess.run([airflow, "dags", "test", "gates_on_cluster", format_instant(at)], env=env, cwd=driver,
+                             capture_output=True, text=True, timeout=600)
+        log = run.stdout + run.stderr
+        assert run.returncode == 0, log[-4000:]
+        assert f"--master spark://{host}:{port}" in log  # the hook's spark-submit command line, as logged
+        assert bucket.secret_key not in log  # the hook masks the credentials it passes
+        applications = [app for folder in (tmp_path / "cluster" / "worker", tmp_path / "cluster" / "worker-2")
+                        for app in folder.glob("app-*")]
+        assert applications  # the window was evaluated by the cluster's executors
+    # the lineage names the tables as OpenLineage names S3 objects: the bucket, then the table's key
+    sent = [json.loads(line) for line in (tmp_path / "lineage.jsonl").read_text(encoding="utf-8").splitlines()]
+    completed, = [e for e in sent if e["eventType"] == "COMPLETE" and e["job"]["name"].endswith(".evaluate_window")]
+    named = [(d["namespace"], d["name"]) for d in completed["inputs"] + completed["outputs"]]
+    assert named == [("s3://lakehouse", f"dag-run/streams/{slug(STREAM)}"),
+                     ("s3://lakehouse", "dag-run/results/gates_on_cluster/bindings")], named
+    for name, value in bucket.environment().items():
+        monkeypatch.setenv(name, value)
+    assert_windows_equal_pyoxigraph(warehouse, rows, [at], name="gates_on_cluster")

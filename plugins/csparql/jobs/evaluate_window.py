@@ -13,6 +13,8 @@ STREAM`` query, its consumers' windows its output reaches: the registry, ``--reg
 ``CSPARQL_REGISTRY``, says who reads it). It prints one line ``CSPARQL_RESULT {json}`` on standard output,
 the stale windows included (``stale``), for the task that submitted it to announce. The SparkSession is the
 one spark-submit configures, with the project's settings added (``csparql.runtime.session.submitted_session``).
+``--warehouse`` is a folder or an ``s3://`` prefix; the job checks that an object store answers, with the
+``AWS_*`` credentials of its environment, before it starts Spark.
 
 Exit status: 0 on success; 2 when the arguments or the query are unusable (nothing is evaluated, no Spark is
 started); 1 when the evaluation failed (the runs table records the failure). Failures print one plain
@@ -47,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", required=True, metavar="NAME", help="the result tables' name")
     parser.add_argument("--at", required=True, metavar="MICROS",
                         help="evaluation instant: µs since the epoch (or ISO 8601 with a zone)")
-    parser.add_argument("--warehouse", required=True, metavar="DIR", help="the warehouse folder")
+    parser.add_argument("--warehouse", required=True, metavar="DIR",
+                        help="the warehouse: a folder, or an s3:// prefix")
     parser.add_argument("--complete", choices=("true", "false"),
                         help="whether every input of the window had landed (recorded in the runs table)")
     parser.add_argument("--registry", metavar="DIR",
@@ -114,9 +117,7 @@ def run(argv: list[str] | None = None) -> dict:
         raise JobError(f"--name: {error}", USAGE_ERROR) from None
     query = Path(args.query)
     _compile(query)
-    if not Path(args.warehouse).is_dir():
-        message = f"{query}: the warehouse {args.warehouse} is not a folder, so nothing was evaluated"
-        raise JobError(message, USAGE_ERROR)
+    _check_warehouse(args.warehouse, query)
     settings = _settings(args, query)
     deployment = _deployment(query, name, settings)
     warehouse = settings.warehouse
@@ -158,6 +159,26 @@ def run(argv: list[str] | None = None) -> dict:
         "form": evaluation.result.form,
         "results": len(evaluation.result),
     }
+
+
+def _check_warehouse(text: str, query: Path) -> None:
+    """Nothing when ``text`` names a warehouse the job can use: a local folder, or an S3 prefix whose store
+    answers with the credentials the job was given; otherwise ``JobError`` saying which."""
+    from csparql.storage.location import StorageUnreachable, UnsupportedLocation, check_reachable, location
+
+    try:
+        root = location(text)
+    except UnsupportedLocation as error:
+        raise JobError(f"{query}: --warehouse: {error}", USAGE_ERROR) from None
+    if isinstance(root, Path):
+        if not root.is_dir():
+            message = f"{query}: the warehouse {text} is not a folder, so nothing was evaluated"
+            raise JobError(message, USAGE_ERROR)
+        return
+    try:
+        check_reachable(root)
+    except StorageUnreachable as error:
+        raise JobError(f"{query}: {error}, so nothing was evaluated", USAGE_ERROR) from None
 
 
 def _settings(args: argparse.Namespace, query: Path):

@@ -2,7 +2,8 @@
 
 The operators return these from ``get_openlineage_facets_on_complete``, the hook the provider calls when a
 task succeeds; the provider sends them with its configured transport (``[openlineage] transport``). Datasets
-are Delta tables named as OpenLineage names local files: namespace ``file``, name the table's absolute path.
+are Delta tables named as OpenLineage names files: on local disk namespace ``file``, name the table's absolute
+path; in S3 namespace ``s3://bucket``, name the table's key.
 Each carries the Delta version the task read or wrote (``version``, the standard dataset-version facet); a
 stream read by an evaluation also carries its window (``csparqlWindow``). A message-bus source is named as
 OpenLineage names a Kafka topic: namespace ``kafka://bootstrap-server`` (``redis://host:port`` for a Redis
@@ -27,12 +28,13 @@ from openlineage.client.facet_v2 import DatasetFacet, dataset_version_dataset
 from csparql.algebra import operators as alg
 from csparql.engine.catalog import Catalog
 from csparql.engine.runner import Evaluation
+from csparql.storage.location import ObjectPath
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import format_instant
 
 NAMESPACE = "file"
-"""The OpenLineage namespace of csparql's tables: they are folders of the local (or mounted) file system."""
+"""The OpenLineage namespace of csparql's tables on a local (or mounted) file system."""
 
 WINDOW_FACET = "csparqlWindow"
 
@@ -54,10 +56,14 @@ class StreamWindowDatasetFacet(DatasetFacet):
         return "https://csparql.invalid/spec/facets/1-0-0/StreamWindowDatasetFacet.json"
 
 
-def table_dataset(path: Path, version: int | None, kind: type = InputDataset, **facets: DatasetFacet):
-    """The OpenLineage dataset of a Delta table (or a file) at ``path``, with its version when known."""
+def table_dataset(path: Path | ObjectPath, version: int | None, kind: type = InputDataset,
+                  **facets: DatasetFacet):
+    """The OpenLineage dataset of a Delta table (or a file) at ``path``, local or in S3, with its version when
+    known."""
     if version is not None and version >= 0:
         facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=str(version))
+    if isinstance(path, ObjectPath):
+        return kind(namespace=f"s3://{path.bucket}", name=path.key, facets=facets)
     return kind(namespace=NAMESPACE, name=str(Path(path).resolve()), facets=facets)
 
 
