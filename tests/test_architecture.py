@@ -59,7 +59,8 @@ LAYERS = {
     "engine": (("core", "storage", "runtime", "spark"), ("airflow",)),
     "deploy": (("core", "storage"), ("pyspark", "airflow")),
     "samples": (("core", "storage"), ("pyspark", "airflow", "deltalake")),
-    "web": (("core", "storage", "deploy", "ingest"), ("pyspark",)),  # ingest: in process, for pushes
+    # ingest: in process, for pushes; orchestration: the settings of an Airflow component (its config module)
+    "web": (("core", "storage", "deploy", "ingest", "orchestration"), ("pyspark",)),
     "stack": (("core", "storage", "runtime", "ingest", "deploy", "samples"), ("airflow",)),
     "jobs": (("core", "storage", "runtime", "spark", "engine", "deploy"), ("airflow",)),
     "srbench": (("core", "storage", "runtime", "ingest", "samples"), ("airflow",)),

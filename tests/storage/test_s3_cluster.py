@@ -3,30 +3,31 @@ driver (a master and two workers from pyspark's own ``spark-class``, each worker
 own, run where the driver's folders — the input files, its working folder — are hidden from them), and a Spark
 Connect server. Ingests and evaluations submitted there, by ``csparql`` processes as a user runs them, give
 the windows pyoxigraph gives over the same events, which are also the windows a local session gives
-(``test_s3_warehouse``). The S3 server is SeaweedFS on loopback (``services.s3_server``)."""
+(``test_s3_warehouse``); so does a query's DAG run by Airflow, whose operator spark-submits the window to the
+cluster, and the pages of an api-server show it. The S3 server is SeaweedFS on loopback
+(``services.s3_server``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
+import time
 
+import httpx
 import pytest
 
 from conformance.compare import compare
-from orchestration.spark_cluster import hides_folders, standalone_cluster
+from orchestration.spark_cluster import free_port, hides_folders, standalone_cluster
 from orchestration.spark_connect import test_server
 from services.s3_server import s3_server  # noqa: F401  (the fixtures: the server, its bucket, the variables)
 from storage.test_s3_warehouse import (  # noqa: F401
     ENDS, QUERY, STREAM, aws, bucket, csparql, events, oracle, stored_windows, write_events)
 
 from csparql.deploy.registry import write_loader
+from csparql.stack.airflow_stack import AirflowStack
 from csparql.storage.warehouse import slug
 from csparql.windows import format_instant
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.spark
 
@@ -89,12 +90,13 @@ def test_an_evaluation_over_spark_connect_on_an_s3_warehouse_equals_pyoxigraph(t
     assert_windows_equal_pyoxigraph(warehouse, rows, ENDS[:3])
 
 
-def test_a_dag_run_submits_its_window_to_a_cluster_sharing_no_disk_and_writes_it_in_s3(tmp_path, bucket, monkeypatch):
+def test_a_dag_run_submits_its_window_to_a_cluster_sharing_no_disk_and_its_pages_show_it_from_s3(
+        tmp_path, bucket, monkeypatch):
     """The query's real DAG run by ``airflow dags test`` with ``CSPARQL_SPARK=standalone``: the operator
-    spark-submits the window to the cluster. The Airflow process knows the bucket only through the ``aws``
+    spark-submits the window to the cluster. The Airflow processes know the bucket only through the ``aws``
     connection ``[csparql] aws_conn_id`` names, and the cluster's processes not at all (no AWS variables in
     their environment, the driver's folders hidden): the endpoint and credentials reach the executors through
-    the submitted application's settings alone."""
+    the submitted application's settings alone. Then the api-server's pages show the window from the bucket."""
     if not hides_folders():
         pytest.fail("the workers cannot be run apart from the driver's folders: unshare --mount needs root")
     for name in bucket.environment():
@@ -114,31 +116,27 @@ def test_a_dag_run_submits_its_window_to_a_cluster_sharing_no_disk_and_writes_it
                   "extra": {"endpoint_url": bucket.endpoint, "region_name": "us-east-1"}}
     with standalone_cluster(tmp_path / "cluster", workers=2, hidden=[driver]) as master:
         host, port = master.removeprefix("spark://").split(":")
-        env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "CSPARQL_"))}
-        env.update({
-            "AIRFLOW_HOME": str(driver / "airflow"),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(driver / "dags"),
-            "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPOSITORY / "plugins"),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW_CONN_SPARK_DEFAULT": f"spark://{host}:{port}?deploy-mode=client",
-            "AIRFLOW_CONN_LAKEHOUSE": json.dumps(connection),
-            "AIRFLOW__CSPARQL__AWS_CONN_ID": "lakehouse",
-            "AIRFLOW__CSPARQL__SPARK": "standalone",
-            "AIRFLOW__CSPARQL__REGISTRY": str(driver / "dags" / "queries"),
-            "AIRFLOW__CSPARQL__WAREHOUSE": warehouse,
-            "AIRFLOW__CSPARQL__ALLOWED_LATENESS": "0s",
-            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
-                {"type": "file", "log_file_path": str(tmp_path / "lineage.jsonl"), "append": True}),
-            "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-s3",
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
-        })
-        airflow = str(Path(sys.executable).with_name("airflow"))
-        migrated = subprocess.run([airflow, "db", "migrate"], env=env, cwd=driver, capture_output=True, text=True,
-                                  timeout=300)
-        assert migrated.returncode == 0, migrated.stderr[-2000:]
-        run = subprocess.run([airflow, "dags", "test", "gates_on_cluster", format_instant(at)], env=env, cwd=driver,
-                             capture_output=True, text=True, timeout=600)
+        stack = AirflowStack(
+            home=driver / "airflow", dags=driver / "dags", port=free_port(), isolated=True,
+            settings_environment={
+                "AIRFLOW__CSPARQL__AWS_CONN_ID": "lakehouse",
+                "AIRFLOW__CSPARQL__SPARK": "standalone",
+                "AIRFLOW__CSPARQL__REGISTRY": str(driver / "dags" / "queries"),
+                "AIRFLOW__CSPARQL__WAREHOUSE": warehouse,
+                "AIRFLOW__CSPARQL__ALLOWED_LATENESS": "0s",
+            },
+            extra_environment={
+                "AIRFLOW_CONN_SPARK_DEFAULT": f"spark://{host}:{port}?deploy-mode=client",
+                "AIRFLOW_CONN_LAKEHOUSE": json.dumps(connection),
+                "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+                    {"type": "file", "log_file_path": str(tmp_path / "lineage.jsonl"), "append": True}),
+                "AIRFLOW__OPENLINEAGE__NAMESPACE": "csparql-s3",
+                "SPARK_LOCAL_IP": "127.0.0.1",
+            })
+        stack.set_up()
+        assert not [name for name in stack.environment() if name.startswith("AWS_")]
+        run = subprocess.run([stack.airflow, "dags", "test", "gates_on_cluster", format_instant(at)],
+                             env=stack.environment(), cwd=stack.home, capture_output=True, text=True, timeout=600)
         log = run.stdout + run.stderr
         assert run.returncode == 0, log[-4000:]
         assert f"--master spark://{host}:{port}" in log  # the hook's spark-submit command line, as logged
@@ -152,6 +150,24 @@ def test_a_dag_run_submits_its_window_to_a_cluster_sharing_no_disk_and_writes_it
     named = [(d["namespace"], d["name"]) for d in completed["inputs"] + completed["outputs"]]
     assert named == [("s3://lakehouse", f"dag-run/streams/{slug(STREAM)}"),
                      ("s3://lakehouse", "dag-run/results/gates_on_cluster/bindings")], named
+
+    # the pages, served by the api-server with only the connection, read the window and the stream from S3
+    stack.start(["api-server"])
+    try:
+        deadline = time.monotonic() + 180
+        while not stack.answers() and time.monotonic() < deadline:
+            time.sleep(1)
+        headers = {"Authorization": f"Bearer {stack.token()}", "Accept": "application/json"}
+        with httpx.Client(base_url=f"{stack.url}/csparql", headers=headers, timeout=120) as pages:
+            shown = pages.get("/api/queries/gates_on_cluster")
+            assert shown.status_code == 200, shown.text
+            window, = [w for w in shown.json()["windows"] if w["window_end"] == format_instant(at)]
+            assert (window["state"], window["rows_written"]) == ("complete", 5), window
+            assert shown.json()["latest_results"]["total"] == 5
+            streams = pages.get("/streams")
+            assert streams.status_code == 200 and warehouse in streams.text and STREAM in streams.text, streams.text
+    finally:
+        stack.stop()
     for name, value in bucket.environment().items():
         monkeypatch.setenv(name, value)
     assert_windows_equal_pyoxigraph(warehouse, rows, [at], name="gates_on_cluster")

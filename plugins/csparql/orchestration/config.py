@@ -8,6 +8,7 @@ import json
 import os
 
 from csparql.deploy.settings import Settings
+from csparql.storage.location import ensure_delta_rs_environment
 
 CONNECTION_VARIABLES = {"login": "AWS_ACCESS_KEY_ID", "password": "AWS_SECRET_ACCESS_KEY"}
 EXTRA_VARIABLES = {"endpoint_url": "AWS_ENDPOINT_URL", "region_name": "AWS_REGION",
@@ -53,3 +54,5 @@ def apply_aws_connection(conn_id: str) -> None:
         raise ValueError(f"[csparql] aws_conn_id: the Airflow connection {conn_id!r} cannot be read: "
                          f"{' '.join(str(error).split())[:200]}") from None
     os.environ.update(aws_variables(connection))
+    # settings read before the connection (the warehouse's location) could not yet see a plain-HTTP endpoint
+    ensure_delta_rs_environment()

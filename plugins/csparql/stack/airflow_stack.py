@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,9 +261,12 @@ class AirflowStack:
 
     # processes
 
-    def start(self) -> None:
-        """Start every component in its own process group, logging to ``home/logs/<component>.log``."""
-        for name in COMPONENTS:
+    def start(self, components: Iterable[str] = tuple(COMPONENTS)) -> None:
+        """Start each of ``components`` (every one by default) in its own process group, logging to
+        ``home/logs/<component>.log``."""
+        for name in components:
+            if name not in COMPONENTS:
+                raise ValueError(f"{name!r} is not a component of the stack: {', '.join(COMPONENTS)}")
             self._start_component(name)
 
     def _start_component(self, name: str) -> None:

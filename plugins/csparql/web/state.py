@@ -10,14 +10,15 @@ from csparql.deploy.settings import Settings
 
 
 def current_settings(request: Request) -> Settings:
-    """The settings the app was created with, else the ``[csparql]`` section of Airflow's configuration
-    (``Settings.from_airflow``, read on first use)."""
+    """The settings the app was created with, else the api-server's as every Airflow component reads them
+    (``csparql.orchestration.config.deployment_settings``, read on first use: the ``[csparql]`` section, and
+    the endpoint and credentials of its ``aws_conn_id`` for a warehouse in S3)."""
     state = request.app.state
     if state.csparql_settings is None:
         if state.csparql_given_settings is None:
-            from airflow.configuration import conf
+            from csparql.orchestration.config import deployment_settings
 
-            state.csparql_settings = Settings.from_airflow(conf)
+            state.csparql_settings = deployment_settings()
         else:
             state.csparql_settings = state.csparql_given_settings
     return state.csparql_settings
