@@ -29,6 +29,7 @@ import pyspark
 
 from csparql.runtime.session import LOG4J_CONFIGURATION
 from csparql.jobs import job_path
+from csparql.jobs.evaluate_window import job_arguments
 
 VENV_BIN = Path(sys.executable).parent
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -247,13 +248,6 @@ def spark_submit(master: str, application: Path, arguments: Sequence[str], work:
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
-def evaluation_arguments(query: Path, name: str, at: int, warehouse: Path, complete: bool | None = None) -> list[str]:
-    arguments = ["--query", str(query), "--name", name, "--at", str(at), "--warehouse", str(warehouse)]
-    if complete is not None:
-        arguments += ["--complete", "true" if complete else "false"]
-    return arguments
-
-
 def result_record(output: str) -> dict | None:
     """The CSPARQL_RESULT record in the job's output, None without one."""
     for line in output.splitlines():
@@ -265,7 +259,7 @@ def result_record(output: str) -> dict | None:
 def submit_evaluation(master: str, query: Path, name: str, at: int, warehouse: Path, work: Path,
                       complete: bool | None = None) -> dict:
     """Evaluate one window on ``master`` through spark-submit of evaluate_window.py; its CSPARQL_RESULT."""
-    finished = spark_submit(master, EVALUATE_WINDOW, evaluation_arguments(query, name, at, warehouse, complete), work,
+    finished = spark_submit(master, EVALUATE_WINDOW, job_arguments(query, name, at, warehouse, complete=complete), work,
                             name=f"csparql-{name}")
     record = result_record(finished.stdout)
     if finished.returncode != 0 or record is None:

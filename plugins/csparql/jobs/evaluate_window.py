@@ -61,6 +61,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def job_arguments(query: str, name: str, at: int, warehouse: str, registry: str | None = None,
+                  revision_horizon: int | None = None, complete: bool | None = None) -> list[str]:
+    """The arguments after the job's path that make it evaluate ``name``'s window at ``at`` (µs), exactly the
+    options ``run`` parses; ``complete`` None leaves the runs table's ``complete`` unknown."""
+    arguments = ["--query", str(query), "--name", name, "--at", str(at), "--warehouse", str(warehouse)]
+    if registry is not None:
+        arguments += ["--registry", str(registry)]
+    if revision_horizon is not None:
+        arguments += ["--revision-horizon", str(revision_horizon)]
+    if complete is not None:
+        arguments += ["--complete", "true" if complete else "false"]
+    return arguments
+
+
 def _instant(text: str) -> int:
     from csparql.windows import parse_instant
 

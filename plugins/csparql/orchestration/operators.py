@@ -25,7 +25,7 @@ from airflow.triggers.base import StartTriggerArgs
 
 from csparql.deploy.plan import Deployment, deployment_of_query
 from csparql.deploy.revisions import detect_after_commits
-from csparql.jobs import LOG4J_CONFIGURATION, job_path
+from csparql.jobs import job_path
 from csparql.jobs.evaluation import describe, evaluate_deployment_window, stale_windows_of, task_value
 from csparql.deploy.settings import Settings
 from csparql.orchestration.config import deployment_settings
@@ -41,7 +41,6 @@ from csparql.windows import format_instant, parse_instant
 __all__ = ["CsparqlEvaluateWindowOperator", "CsparqlIngestOperator", "connect_url"]
 
 EVALUATE_WINDOW_JOB = job_path()
-LOG4J = LOG4J_CONFIGURATION
 
 
 EVALUATION_INSTANT = ("{{ ((dag_run.logical_date if dag_run.run_type == 'manual' else None)"
@@ -243,31 +242,13 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         return evaluated.record()
 
     def _submit(self, settings: Settings, at: int, complete: bool | None) -> dict:
-        from csparql.orchestration.submit import EvaluationSubmitHook
+        from csparql.orchestration.submit import EvaluationSubmitHook, evaluation_submission
         from csparql.runtime.object_storage import spark_s3_settings
 
-        arguments = ["--query", str(self.deployment.path), "--name", self.deployment.name, "--at", str(at),
-                     "--warehouse", str(self.settings.warehouse.root), "--registry", str(self.settings.registry),
-                     "--revision-horizon", str(self.settings.revision_horizon)]
-        if complete is not None:
-            arguments += ["--complete", "true" if complete else "false"]
-        python = sys.executable
-        binary = Path(python).with_name("spark-submit")
-        hook = EvaluationSubmitHook(
-            conn_id=settings.connection_id,
-            application_args=arguments,
-            name=f"csparql-{self.deployment.name}",
-            spark_binary=str(binary) if binary.exists() else "spark-submit",
-            env_vars={"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python, "TZ": "UTC"},
-            # spark-submit starts the driver JVM before the job runs: its options must come from here.
-            conf={
-                "spark.ui.enabled": "false",
-                "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{LOG4J}",
-                "spark.executorEnv.PYSPARK_PYTHON": python,
-                "spark.executorEnv.TZ": "UTC",
-                **(spark_s3_settings() if self.settings.warehouse.remote else {}),
-            },
-        )
+        submission = evaluation_submission(
+            self.deployment.path, self.deployment.name, at, complete, self.settings, sys.executable,
+            spark_s3_settings() if self.settings.warehouse.remote else None)
+        hook = EvaluationSubmitHook(conn_id=settings.connection_id, **submission.hook_arguments())
         try:
             hook.submit(str(EVALUATE_WINDOW_JOB))
         except AirflowException as error:

@@ -1,12 +1,55 @@
-"""spark-submit of the window-evaluation job (``csparql.jobs.evaluate_window``), keeping what it reports."""
+"""spark-submit of the window-evaluation job (``csparql.jobs.evaluate_window``): what one submission is made
+of (``evaluation_submission``, a pure function), and the hook that runs it, keeping what the job reports."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from csparql.jobs.evaluate_window import RESULT_PREFIX
+from csparql.deploy.settings import Settings
+from csparql.jobs import LOG4J_CONFIGURATION
+from csparql.jobs.evaluate_window import RESULT_PREFIX, job_arguments
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The parts of one spark-submit of the job, as ``SparkSubmitHook`` takes them."""
+
+    name: str
+    application_args: list[str]
+    spark_binary: str
+    env_vars: dict[str, str] = field(default_factory=dict)
+    conf: dict[str, str] = field(default_factory=dict)
+
+    def hook_arguments(self) -> dict:
+        return {"name": self.name, "application_args": self.application_args, "spark_binary": self.spark_binary,
+                "env_vars": self.env_vars, "conf": self.conf}
+
+
+def evaluation_submission(query: str | Path, name: str, at: int, complete: bool | None, settings: Settings,
+                          python: str, s3_conf: dict[str, str] | None = None) -> Submission:
+    """The spark-submit that evaluates ``name``'s window at ``at`` with ``settings``: the job's arguments
+    (``job_arguments``), the interpreter ``python`` for the driver and the executors (its ``spark-submit``
+    when it has one beside it), UTC everywhere, no Spark UI, and ``s3_conf`` (the ``s3a`` settings and jars)
+    when the warehouse is in S3. The driver JVM starts before the job runs, so its options are given here."""
+    binary = Path(python).with_name("spark-submit")
+    return Submission(
+        name=f"csparql-{name}",
+        application_args=job_arguments(query, name, at, str(settings.warehouse.root), str(settings.registry),
+                                       settings.revision_horizon, complete),
+        spark_binary=str(binary) if binary.exists() else "spark-submit",
+        env_vars={"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python, "TZ": "UTC"},
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{LOG4J_CONFIGURATION}",
+            "spark.executorEnv.PYSPARK_PYTHON": python,
+            "spark.executorEnv.TZ": "UTC",
+            **(s3_conf if settings.warehouse.remote and s3_conf else {}),
+        },
+    )
 
 
 class EvaluationSubmitHook(SparkSubmitHook):
