@@ -84,6 +84,29 @@ def test_the_evaluate_operator_takes_a_query_file_or_a_registered_name(tmp_path)
     assert "csparql_revisions" in [o.name for o in by_name.outlets if not hasattr(o, "uri")]
 
 
+def test_a_trigger_evaluates_with_the_settings_of_the_task_that_deferred_it(tmp_path):
+    import dataclasses
+
+    from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
+    from csparql.orchestration.triggers import WindowCompleteTrigger
+
+    settings = dataclasses.replace(settings_of(tmp_path), spark="connect", aws_conn_id="lakehouse",
+                                   allowed_lateness=90_000_000, revision_horizon=7_200_000_000)
+    with a_dag("user_dag"):
+        task = CsparqlEvaluateWindowOperator(task_id="t", query=str(EXAMPLES / "02-cars-per-tollgate.rq"),
+                                             name="per_tollgate", settings=settings)
+    arguments = json.loads(json.dumps(task.start_trigger_args.trigger_kwargs))  # as the database stores them
+    trigger = WindowCompleteTrigger(**{**arguments, "window_instant": "2010-03-22T08:10:00Z"})
+    assert trigger.settings().option_values() == settings.option_values()
+    # a trigger deferred by an earlier version carries the options an evaluation reads under their own keys
+    earlier = {"query": arguments["evaluation"]["query"], "name": "per_tollgate", "conn_id": None,
+               "registry": str(settings.registry), "landing": str(settings.landing), "spark": "connect",
+               "spark_conn_id": None, "revision_horizon": 7_200_000_000, "api_conn_id": None}
+    old = WindowCompleteTrigger(**{**arguments, "evaluation": earlier, "window_instant": "2010-03-22T08:10:00Z"})
+    assert (old.settings().registry, old.settings().spark, old.settings().revision_horizon) == (
+        settings.registry, "connect", 7_200_000_000)
+
+
 def test_an_unknown_query_is_one_line_naming_it(tmp_path):
     from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
 

@@ -342,10 +342,20 @@ class Settings:
             return None
         return self.spark_conn_id or ("spark_default" if self.spark == "standalone" else "spark_connect_default")
 
-    def describe(self) -> list[str]:
-        """One line per option: its key, its value and what gave it; first, where the defaults live."""
-        origins = dict(self.origins)
-        values = {
+    @classmethod
+    def from_option_values(cls, values: Mapping[str, str], origin: str = "given") -> Settings:
+        """The settings whose options hold ``values`` (option key → its text, as ``option_values`` gives them),
+        each option ``values`` lacks at its command-line default; ``ValueError`` naming the option for a value
+        that cannot be used. ``origin`` says what gave the values."""
+        given = {option.key: (values[option.key], origin) if values.get(option.key) else (option.cli_default,
+                                                                                             "default")
+                 for option in OPTIONS}
+        return cls._from_values(given, Path.cwd(), WORKING_DIRECTORY_DEFAULTS)
+
+    def option_values(self) -> dict[str, str]:
+        """Each option's value as text, as the ``[csparql]`` section would hold it (empty: unset);
+        ``from_option_values`` reads them back into equal settings."""
+        return {
             "warehouse": str(self.warehouse.root), "aws_conn_id": self.aws_conn_id or "",
             "registry": str(self.registry), "landing": str(self.landing),
             "spark": self.spark, "spark_conn_id": self.spark_conn_id or "", "pool": self.pool,
@@ -364,6 +374,11 @@ class Settings:
             "timestamp_predicates": json.dumps({k: list(v) for k, v in self.timestamp_predicates})
                                     if self.timestamp_predicates else "",
         }
+
+    def describe(self) -> list[str]:
+        """One line per option: its key, its value and what gave it; first, where the defaults live."""
+        origins = dict(self.origins)
+        values = self.option_values()
         lines = [f"defaults under {self.defaults}"]
         width = max(len(key) for key in values)
         for key, value in values.items():

@@ -60,11 +60,10 @@ def _evaluation_places() -> asyncio.Semaphore:
 
 def evaluation_arguments(deployment, settings: Settings, conn_id: str | None) -> dict:
     """What a trigger needs to evaluate a deployment's window itself (``WindowCompleteTrigger(evaluation=…)``):
-    the query file and name, the settings an evaluation reads, and the Airflow connection of Spark."""
-    return {"query": str(deployment.path), "name": deployment.name, "registry": str(settings.registry),
-            "landing": str(settings.landing), "revision_horizon": settings.revision_horizon,
-            "spark": settings.spark, "spark_conn_id": settings.spark_conn_id, "conn_id": conn_id,
-            "api_conn_id": settings.api_conn_id}
+    the query file and name, the task's settings (``Settings.option_values``), and the Airflow connection of
+    Spark."""
+    return {"query": str(deployment.path), "name": deployment.name, "conn_id": conn_id,
+            "settings": settings.option_values()}
 
 
 class WindowCompleteTrigger(BaseTrigger):
@@ -131,8 +130,11 @@ class WindowCompleteTrigger(BaseTrigger):
             yield await asyncio.to_thread(self.evaluate, complete)
 
     def settings(self) -> Settings:
-        """The settings of the evaluation (``evaluation_arguments``)."""
+        """The settings of the evaluation: the task's (``evaluation_arguments``). A trigger deferred by an
+        earlier version of csparql carries only the options an evaluation reads, each under its own key."""
         given = self.evaluation
+        if "settings" in given:
+            return Settings.from_option_values(given["settings"], origin="the deferred task")
         return Settings(registry=Path(given["registry"]), warehouse=Warehouse(self.warehouse),
                         landing=Path(given["landing"]), spark=given["spark"], spark_conn_id=given["spark_conn_id"],
                         revision_horizon=given["revision_horizon"], api_conn_id=given.get("api_conn_id"))
