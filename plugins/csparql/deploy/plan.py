@@ -36,7 +36,10 @@ from csparql.deploy.registry import (
 from csparql.deploy.settings import Settings
 from csparql.language.errors import QueryError
 from csparql.schedule import Schedule
-from csparql.storage.warehouse import collision_message, name_collision, reserved_name_problem, slug
+from csparql.storage.warehouse import (
+    Warehouse, collision_message, name_collision, reserved_name_problem, slug,
+)
+from csparql.storage.watermarks import missing_for_window
 from csparql.windows import format_duration, parse_duration
 
 if TYPE_CHECKING:  # the algebra: compiling a query loads it, building its DAG from the kept facts does not
@@ -111,6 +114,12 @@ class WindowWait:
                 ends = ends[-1:]  # a count-based window needs the producer's latest window
             producers.setdefault(stream.producer, []).extend(ends)
         return WindowRequirements(at, evaluation.end if evaluation else at, streams, producers)
+
+    def missing(self, warehouse: Warehouse, at: int) -> list[str]:
+        """What the evaluation at instant ``at`` still waits for in ``warehouse``, in plain words (empty once
+        its window is complete: ``csparql.storage.watermarks.missing_for_window``)."""
+        requirements = self.requirements(at)
+        return missing_for_window(warehouse, requirements.streams, requirements.producer_windows)
 
     def to_dict(self) -> dict:
         """A JSON-ready form that ``from_dict`` reads back."""

@@ -202,7 +202,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
 
     def evaluate_after_timeout(self, context) -> dict:
         """Evaluate the run's window after the wait timed out: incomplete if something is still missing."""
-        missing = WindowCompleteTrigger(**self._trigger_arguments(self.window_instant)).missing()
+        missing = self.deployment.wait.missing(self.settings.warehouse, parse_instant(self.window_instant))
         if missing:
             self.log.warning("wait timed out; evaluating an incomplete window, still missing: %s", "; ".join(missing))
         return self._evaluate(context, complete=not missing, missing=missing)

@@ -26,7 +26,6 @@ from csparql.jobs.evaluation import evaluate_deployment_window
 from csparql.orchestration.config import deployment_settings
 from csparql.orchestration.connections import evaluation_engine, settings_for_connection
 from csparql.orchestration.defaults import START_DATE, task_defaults
-from csparql.orchestration.triggers import WindowCompleteTrigger
 from csparql.storage import revisions as rv
 from csparql.storage.stale_windows import PENDING, StaleWindow
 from csparql.windows import format_instant
@@ -91,8 +90,7 @@ class ReviseStaleWindowsOperator(BaseOperator):
                               "lateness p50 %.1f s, max %.1f s", format_instant(end), stale.reason, stale.stream,
                               stale.stream_version, format_instant(stale.committed_at), stale.late_triples,
                               (stale.lateness_p50_ms or 0) / 1000, (stale.lateness_max_ms or 0) / 1000)
-            missing = WindowCompleteTrigger(str(self.settings.warehouse.root), deployment.wait.to_dict(),
-                                            format_instant(end), 1.0).missing()
+            missing = deployment.wait.missing(self.settings.warehouse, end)
             try:
                 evaluated = evaluate_deployment_window(engine, deployment, self.settings, end, not missing)
             except EvaluationFailed as error:

@@ -99,8 +99,8 @@ class WindowCompleteTrigger(BaseTrigger):
 
     def missing(self) -> list[str]:
         """What the run's window still waits for, in plain words (empty once it is complete)."""
-        requirements = self.requirements()
-        return missing_for_window(Warehouse(self.warehouse), requirements.streams, requirements.producer_windows)
+        return WindowWait.from_dict(self.wait).missing(Warehouse(self.warehouse),
+                                                       parse_instant(str(self.window_instant)))
 
     async def run(self):
         requirements = self.requirements()
