@@ -87,7 +87,8 @@ def detect_after_commits(settings: Settings, stream: str, after_version: int,
         except RegistrationError:
             continue  # its loader reports it
         for commit in commits:
-            before = [end for end, run in windows.items() if run.started_at < commit.committed_at + 1000]
+            before = [end for end, run in windows.items()
+                      if sw.began_before_commit(run.started_at, commit.committed_at)]
             found += _stale(deployment, settings, stream, commit, before, now)
     registered = {path.stem for path, _ in registry}
     for name, runs in sorted(rv.evaluated_windows(settings.warehouse, None, reading=stream).items()):
@@ -96,7 +97,7 @@ def detect_after_commits(settings: Settings, stream: str, after_version: int,
         windows = {end: run for end, run in runs.items() if end >= earliest}
         for commit in commits:
             before = {end: run.window_start for end, run in windows.items()
-                      if run.started_at < commit.committed_at + 1000}
+                      if sw.began_before_commit(run.started_at, commit.committed_at)}
             found += [_stale_window(name, stream, commit, window, now, settings.revision_horizon)
                       for window in late_in_bounds(commit.event_times, before)]
     return _record_new(settings, found)
@@ -169,7 +170,8 @@ def pending_windows(settings: Settings, query: str) -> list[PendingWindow]:
     evaluated = rv.evaluated_windows(settings.warehouse, {query})[query]
     found = []
     for end in sorted(pending):
-        stale = [w for w in pending[end] if end not in evaluated or evaluated[end].started_at <= w.committed_at + 1000]
+        stale = [w for w in pending[end]
+                 if end not in evaluated or sw.began_before_commit(evaluated[end].started_at, w.committed_at)]
         settled = [w for w in pending[end] if w not in stale]
         if settled:
             mark_revised(settings, settled, evaluated[end].revision)

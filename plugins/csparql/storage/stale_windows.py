@@ -32,6 +32,17 @@ HISTORY_LOOKBACK = 200
 """How many of a stream's latest commits the check after an evaluation looks at."""
 
 
+COMMIT_TIME_PRECISION = 1000
+"""Delta records when a commit was made in whole milliseconds: a commit timestamped ``t`` (µs) was made at
+some instant of ``[t, t + 1000)``."""
+
+
+def began_before_commit(started_at: int, committed_at: int) -> bool:
+    """Whether something that began at ``started_at`` (µs) may have begun before a commit Delta timestamped
+    ``committed_at`` (µs): yes unless it began after the whole millisecond of the commit."""
+    return started_at < committed_at + COMMIT_TIME_PRECISION
+
+
 def encode_event_times(event_times: EventTimes) -> str:
     return json.dumps([list(pair) for pair in event_times])
 
@@ -61,7 +72,7 @@ def stream_commits(path: str | Path, after_version: int | None = None, after_tim
         if EVENT_TIMES not in commit or "version" not in commit:
             continue
         committed_at = int(commit["timestamp"]) * 1000
-        if after_time is not None and committed_at + 1000 <= after_time:
+        if after_time is not None and not began_before_commit(after_time, committed_at):
             continue
         if after_version is not None and commit["version"] <= after_version:
             continue
