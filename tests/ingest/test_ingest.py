@@ -773,3 +773,16 @@ def test_cli_watermark_refuses_a_non_iri_and_an_unknown_stream_and_says_when_it_
     quiet = "http://example.org/quiet"
     code, out, err = run_cli(capsys, *base, quiet, "2010-03-22T09:00:00Z", "--create")
     assert code == 0 and err == "" and read_watermarks(warehouse)[quiet] == parse_instant("2010-03-22T09:00:00Z")
+
+
+def test_the_content_digest_of_files_whose_digests_the_caller_has_equals_the_digest_of_reading_them(tmp_path):
+    from csparql.ingest.ingest import content_digest, sha256_of
+
+    first, second = tmp_path / "a.nq", tmp_path / "b.nq"
+    first.write_bytes(b'<http://e/a> <http://e/p> "1" "2010-03-22T08:00:00Z" .\n')
+    second.write_bytes(b'<http://e/b> <http://e/p> "2" "2010-03-22T08:01:00Z" .\n')
+    read = content_digest("http://e/s", [first, second], None)
+    given = content_digest("<http://e/s>", [first, second], None, file_digests=[sha256_of(first), sha256_of(second)])
+    assert given == read != content_digest("http://e/s", [second, first], None)
+    with pytest.raises(ValueError, match="1 digest"):
+        content_digest("http://e/s", [first, second], None, file_digests=[sha256_of(first)])

@@ -232,15 +232,21 @@ def sha256_of(path: str | os.PathLike) -> str:
 
 
 def content_digest(target: str, files: Sequence[str | os.PathLike], timestamp: int | None = None,
-                   timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES) -> str:
+                   timestamp_predicates: Sequence[str] = graphs.DEFAULT_TIMESTAMP_PREDICATES,
+                   file_digests: Sequence[str] | None = None) -> str:
     """What identifies the content an ingest or a static load lands (``CONTENT_SHA256``): the SHA-256 of the
     stream's or graph's IRI (``<...>`` or not; "" for the default graph), of each input file's bytes in order,
     of the ``--timestamp`` its timestamp-less triples take (µs, None when not given) and of the predicates that
-    timestamp named graphs when they are not the default ones."""
+    timestamp named graphs when they are not the default ones. ``file_digests``: the files' ``sha256_of``,
+    in order, when the caller has them already (the files are not read then)."""
     target = target.strip()
     if target.startswith("<") and target.endswith(">"):
         target = target[1:-1]
-    record = {"target": target, "files": [sha256_of(f) for f in files], "timestamp": timestamp}
+    if file_digests is None:
+        file_digests = [sha256_of(f) for f in files]
+    elif len(file_digests) != len(files):
+        raise ValueError(f"{len(file_digests)} digest(s) for {len(files)} file(s)")
+    record = {"target": target, "files": list(file_digests), "timestamp": timestamp}
     if tuple(timestamp_predicates) != graphs.DEFAULT_TIMESTAMP_PREDICATES:
         record["timestamp_predicates"] = sorted(set(timestamp_predicates))
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode("utf-8")).hexdigest()
@@ -343,6 +349,7 @@ def ingest_stream(
     in_process: bool = False,
     all_or_nothing: bool = False,
     transaction: tuple[str, int] | None = None,
+    file_digests: Sequence[str] | None = None,
 ) -> IngestReport:
     """Land stream files in the stream's table in one commit (see the module docstring); ``commit_metadata``
     is recorded with the commit, beside what the ingest records itself. ``in_process``: parse and stage in
@@ -357,12 +364,13 @@ def ingest_stream(
     (or graph, or file) lands nothing; the report still counts and shows the rejects. ``transaction``: Delta's
     application transaction (id, version) the commit records (``csparql.storage.delta.commit_files``); with one
     the commit happens even when nothing lands, so that its metadata is recorded. A TriG, TriX, JSON-LD or N-Quads
-    file's named graphs are timestamped by a triple about each with one of ``timestamp_predicates``."""
+    file's named graphs are timestamped by a triple about each with one of ``timestamp_predicates``.
+    ``file_digests``: the files' SHA-256s when the caller has them (``content_digest``)."""
     iri, inputs, default_micros, targets, future = check_stream_request(iri, files, timestamp, format, rejects,
                                                                          max_future_skew, timestamp_predicates)
     path = warehouse.stream(iri)
     report = IngestReport(iri, path, files=len(inputs))
-    digest = content_digest(iri, [i.path for i in inputs], default_micros, timestamp_predicates)
+    digest = content_digest(iri, [i.path for i in inputs], default_micros, timestamp_predicates, file_digests)
     landed = None if again else landed_content(path, digest)
     if landed is not None:
         report.already_landed = landed

@@ -177,14 +177,15 @@ def _land_file(session: SparkSession, warehouse: Warehouse, stream: str, folder:
     table = warehouse.stream(stream)
     digest = sha256_of(path)
     version = delta.open_table(table).version() if delta.exists(table) else -1
+    content = content_digest(stream, [path], None, timestamp_predicates, file_digests=[digest])
     write_text_atomically(folder / INTENT, json.dumps({"file": path.name, "sha256": digest, "version": version,
-                                                       "content": content_digest(stream, [path], None,
-                                                                                 timestamp_predicates)}))
+                                                       "content": content}))
     rejects = rejected / f"{path.name}.rejects.tsv"
     try:
         report = ingest_stream(session, warehouse, stream, [path], rejects=rejects,
                                commit_metadata={LANDED_FILE: path.name, LANDED_SHA256: digest},
-                               max_future_skew=max_future_skew, timestamp_predicates=timestamp_predicates)
+                               max_future_skew=max_future_skew, timestamp_predicates=timestamp_predicates,
+                               file_digests=[digest])
     except InputError as error:
         summary.rejected += 1
         (rejected / f"{path.name}.reason").write_text(f"{error}\n", encoding="utf-8")
