@@ -87,28 +87,26 @@ def _instant(text: str) -> int:
         raise JobError(message, USAGE_ERROR) from None
 
 
-def _compile(path: Path):
-    """Check that the registry file is a valid query (one message with the parser's report if not); (plan,
-    version of the text, its pane mode: ``csparql.panes.PANE_MODES``)."""
-    from csparql.deploy.history import text_version
+def _compile(path: Path) -> None:
+    """Check that the query file is a valid query (one message with the parser's report if not). It is
+    compiled once: the deployment built next takes the plan from the registry's compilation of this content."""
     from csparql.deploy.plan import panes_setting_of
-    from csparql.deploy.registry import RegistrationError
-    from csparql.frontend import compile_query
-    from csparql.language.errors import QueryError
+    from csparql.deploy.registry import RegistrationError, compiled_text, read_registry_file
 
+    path = path.resolve()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise JobError(f"the query file {path} cannot be read: {error}", USAGE_ERROR) from None
+        text, digest = read_registry_file(path)
+    except RegistrationError as error:
+        raise JobError(f"the query file {error}", USAGE_ERROR) from None
     try:
-        panes = panes_setting_of(path, text) or "auto"
+        panes_setting_of(path, text)
     except RegistrationError as error:
         raise JobError(str(error), USAGE_ERROR) from None
     try:
-        return compile_query(text, str(path)), text_version(text), panes
-    except QueryError as error:
+        compiled_text(path, text, digest)
+    except RegistrationError as error:
         # The parser's report (position, source line, caret) follows, indented under the one-line summary.
-        detail = "\n".join(f"    {line}" for line in error.render().splitlines())
+        detail = "\n".join(f"    {line}" for line in error.message.strip("\n").splitlines())
         message = f"the query file {path} is not a valid C-SPARQL query, so nothing was evaluated:\n{detail}"
         raise JobError(message, USAGE_ERROR) from None
 
