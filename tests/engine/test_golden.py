@@ -9,7 +9,7 @@ from collections import Counter
 from rdflib import Literal, URIRef
 
 from csparql.cli import main
-from csparql.engine.results import parse_ntriples_term
+from csparql.storage.terms import parse_ntriples_term
 from support import SPEC_QUERIES
 
 GOLDEN = SPEC_QUERIES / "golden"

@@ -20,7 +20,8 @@ from rdflib.term import Identifier
 
 from csparql.engine import results as rt
 from csparql.storage.instants import bucket_of
-from csparql.engine.results import INTEGER_TYPES, NUMERIC_TYPES, column_names
+from csparql.storage.tables import column_names
+from csparql.storage.vocabulary import INTEGER_TYPES, NUMERIC_TYPES
 from csparql.storage import schema
 from csparql.storage.terms import from_dict, ntriples, term_dict
 from csparql.terms import XSD_BOOLEAN, XSD_DATETIME

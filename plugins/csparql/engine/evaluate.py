@@ -24,7 +24,7 @@ from csparql.spark.frames import SourceFrames
 from csparql.runtime.session import compact_execution
 from csparql.spark.sources import SourceReader
 from csparql.spark.terms import NULLABLE_TERM_STRUCT
-from csparql.storage.results import QueryResult, Triple, terms_table  # noqa: F401 (their home is storage)
+from csparql.storage.results import QueryResult, terms_table
 
 
 @dataclass

@@ -32,7 +32,7 @@ from csparql.storage.instants import bucket_of
 from csparql.storage.instants import instant_of as _instant
 from csparql.storage.results import STREAM, QueryResult, window_predicate
 from csparql.storage.tables import column_names
-from csparql.storage.terms import BLANK, IRI, LITERAL, TERM_TYPE, parse_ntriples_term  # noqa: F401
+from csparql.storage.terms import BLANK, IRI, LITERAL, TERM_TYPE
 from csparql.storage.vocabulary import INTEGER_TYPES, NUMERIC_TYPES
 from csparql.terms import RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME, XSD_STRING
 
