@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
-import subprocess
 import sys
 import time
 import uuid

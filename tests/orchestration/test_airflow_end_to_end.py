@@ -19,7 +19,7 @@ import sqlite3
 import time
 import urllib.request
 from collections import Counter
-from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import psutil

@@ -16,7 +16,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from rdflib import URIRef
 

@@ -266,12 +266,12 @@ class Entailment:
             pairs = [(term_row(sub), term_row(sup)) for sub, found in supers.items() for sup in found]
             frame = F.broadcast(self.spark.createDataFrame(pairs, "__p struct<kind:tinyint,value:string,datatype:string,language:string>, __q struct<kind:tinyint,value:string,datatype:string,language:string>"))
             parts.append(rows.join(frame, rows["p"] == frame["__p"]).select("s", F.col("__q").alias("p"), "o", "ts", "arrival", "src"))
-        for vocabulary, hierarchy in ((RDF_TYPE, "SC"), (SUB_CLASS_OF, "SC"), (SUB_PROPERTY_OF, "SP")):
-            stored = _restrict(self.spark, rows, "p", [term_row(p) for p in self._properties_below(vocabulary)])
+        for entailed_predicate, hierarchy in ((RDF_TYPE, "SC"), (SUB_CLASS_OF, "SC"), (SUB_PROPERTY_OF, "SP")):
+            stored = _restrict(self.spark, rows, "p", [term_row(p) for p in self._properties_below(entailed_predicate)])
             pairs = F.broadcast(self._closure(hierarchy).withColumnRenamed("a", "__a").withColumnRenamed("b", "__b"))
             parts.append(
                 stored.join(pairs, stored["o"] == pairs["__a"]).select(
-                    "s", constant(vocabulary).alias("p"), F.col("__b").alias("o"), "ts", "arrival", "src"
+                    "s", constant(entailed_predicate).alias("p"), F.col("__b").alias("o"), "ts", "arrival", "src"
                 )
             )
         return reduce(DataFrame.unionByName, parts)
