@@ -502,7 +502,7 @@ class CsparqlCold(System):
         return record
 
     def answer(self, point: Point, raw) -> Answer:
-        from csparql.engine.stored import StoredResults
+        from csparql.storage.stored import StoredResults
 
         for _, end, result in StoredResults(point.dataset.warehouse, f"bench_{point.workload.name}").windows():
             if end == raw["window_end"]:

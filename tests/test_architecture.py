@@ -10,7 +10,7 @@ are read from the source (every import statement, also inside functions), and im
 checked to load none of the packages they must not import; the modules the executors run during an ingest load
 neither Spark nor Delta. Neither the package nor the benchmarks have import cycles, counting the imports inside
 functions too; the package imports neither the benchmarks nor the tests; no module of the package is longer than
-``MAX_MODULE_LINES``.
+``MAX_MODULE_LINES``, no function longer than ``MAX_FUNCTION_LINES``; every module of the engine uses Spark.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 MAX_MODULE_LINES = 800
 """The longest a module of the package may be: past it, a module holds more than one thing to read at once."""
+MAX_FUNCTION_LINES = 80
+"""The longest a function of the package may be, its docstring included."""
+SPARK_PACKAGES = ("pyspark", "csparql.spark", "csparql.runtime")
+"""What a module imports when it uses Spark: pyspark itself, the Spark layer or the Spark runtime."""
 
 ROOMS = {
     "core": ("language", "algebra", "optimizer", "panes", "windows", "terms", "frontend", "schedule", "lateness",
@@ -278,7 +282,7 @@ def test_importing_the_rooms_that_may_not_use_spark_airflow_or_delta_loads_none_
 
 def test_the_optimizer_and_the_pane_decision_are_handed_their_settings_and_never_read_the_environment():
     """``csparql.panes`` (whether and how windows combine from panes) and the optimizer are pure: what the
-    environment sets (``CSPARQL_PANES_MIN_TRIPLES``) is read by the engine (``csparql.engine.settings``)."""
+    environment sets (``CSPARQL_PANES_MIN_TRIPLES``) is read by the engine (``csparql.engine.panes.pane_min_triples``)."""
     pure = {m: path for m, path in MODULES.items() if m.split(".")[1:2] in (["optimizer"], ["panes"])}
     readers = sorted(m for m, path in pure.items()
                      if {"os", "os.environ", "os.getenv"} & imports(path) or "environ" in path.read_text())
@@ -300,6 +304,27 @@ def test_no_module_of_the_package_is_longer_than_the_limit():
     lengths = {str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
                for path in MODULES.values()}
     assert {module: lines for module, lines in lengths.items() if lines > MAX_MODULE_LINES} == {}
+
+
+def test_no_function_of_the_package_is_longer_than_the_limit():
+    lengths = {}
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lengths[f"{module}.{node.name}:{node.lineno}"] = node.end_lineno - node.lineno + 1
+    assert {function: lines for function, lines in lengths.items() if lines > MAX_FUNCTION_LINES} == {}
+
+
+def test_every_module_of_the_engine_uses_spark():
+    """The engine evaluates windows on Spark and holds nothing else: each of its modules imports Spark (pyspark,
+    the Spark layer or the Spark runtime) or another engine module that does. What reads results without Spark
+    lives beside the result tables, in storage."""
+    engine = {m: path for m, path in MODULES.items() if room_of(m) == "engine" and not path.name.startswith("__")}
+    assert engine
+    using = {m for m, path in engine.items() if any(name.startswith(SPARK_PACKAGES) for name in imports(path))}
+    while grown := {m for m, path in engine.items() if m not in using and imports(path) & using}:
+        using |= grown
+    assert sorted(engine.keys() - using) == []
 
 
 def test_the_compile_path_uses_no_private_name_of_another_module():

@@ -24,7 +24,7 @@ ROWS_SHOWN = 8
 
 def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None = None, out=sys.stdout,
              stream_format: str = "tnq") -> int:
-    from csparql.engine.formats import render
+    from csparql.storage.formats import render
     from csparql.ingest.ingest import ingest_stream, load_static
     from csparql.deploy.history import text_owner
     from csparql.engine.runner import Engine, EvaluationFailed

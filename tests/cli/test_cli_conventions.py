@@ -127,7 +127,7 @@ def test_a_table_of_windows_holds_graphs_and_refuses_a_window_with_other_columns
     from rdflib import Literal, URIRef, Variable
 
     from csparql.storage.results import QueryResult
-    from csparql.engine.formats import ColumnsDiffer, WindowedTable
+    from csparql.storage.formats import ColumnsDiffer, WindowedTable
 
     graph = WindowedTable("tsv")
     triple = (URIRef("http://ex/s"), URIRef("http://ex/p"), Literal("a\tb"))

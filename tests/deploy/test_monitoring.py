@@ -17,7 +17,7 @@ from csparql.deploy import monitoring
 from csparql.deploy.monitoring import AirflowRun, WindowRun
 from csparql.deploy.plan import deployment_of_text
 from csparql.deploy.settings import Settings
-from csparql.engine import results as rt
+from csparql.storage import result_rows as rt
 from csparql.storage import delta, schema
 from csparql.storage.instants import bucket_of, micros_of
 from csparql.storage.terms import term_array

@@ -18,7 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 from rdflib import Literal, URIRef
 
 from csparql.engine.runner import Engine
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.frontend import compile_query
 from csparql.storage import delta
 from csparql.storage.statistics import read_table

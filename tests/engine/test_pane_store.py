@@ -13,7 +13,7 @@ from rdflib import Literal, URIRef
 from csparql.cli import main
 from csparql.engine import panes as pn
 from csparql.engine.runner import Engine
-from csparql.engine.settings import PANE_MIN_TRIPLES, pane_min_triples
+from csparql.engine.panes import PANE_MIN_TRIPLES, pane_min_triples
 from csparql.panes import ALWAYS, OFF
 from csparql.frontend import compile_query
 from csparql.storage import delta

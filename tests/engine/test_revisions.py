@@ -18,7 +18,7 @@ from csparql.deploy.revisions import check_evaluation, detect_after_commits, mar
 from csparql.deploy.settings import Settings
 from csparql.ingest.ingest import ingest_stream
 from csparql.engine.runner import Engine
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
 from csparql.storage.statistics import read_table

@@ -13,7 +13,7 @@ from conformance import reference
 from conformance.compare import Results, compare, from_engine
 from csparql.ingest.ingest import ingest_stream
 from csparql.engine.runner import Engine
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.frontend import compile_query
 from csparql.schedule import evaluation_at, previous_evaluation
 from csparql.storage.warehouse import Warehouse

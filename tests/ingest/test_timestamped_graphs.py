@@ -15,7 +15,7 @@ from rdflib import URIRef
 
 from csparql.cli import main
 from csparql.engine.runner import Engine
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.frontend import compile_query
 from csparql.ingest.graphs import PROV_GENERATED_AT_TIME
 from csparql.ingest.ingest import InputError, ingest_stream

@@ -12,7 +12,7 @@ import pytest
 from rdflib import Literal, URIRef
 
 from csparql.algebra.sexpr_reader import SexprError, read_expression
-from csparql.engine.results import TermColumn
+from csparql.storage.result_rows import TermColumn
 from csparql.storage.terms import parse_ntriples_term
 from csparql.ingest.lines import LineParser
 from csparql.language.errors import QueryError

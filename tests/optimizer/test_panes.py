@@ -13,7 +13,7 @@ from csparql.cli import main
 from csparql.deploy.plan import deployment_of_text, panes_setting_of
 from csparql.deploy.registry import RegistrationError
 from csparql.deploy.settings import Settings
-from csparql.engine.settings import PANE_MIN_TRIPLES, pane_min_triples
+from csparql.engine.panes import PANE_MIN_TRIPLES, pane_min_triples
 from csparql.frontend import compile_query
 from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
 from csparql.panes import (

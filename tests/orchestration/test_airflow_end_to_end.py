@@ -33,7 +33,7 @@ from csparql.deploy.registration import register, register_text
 from csparql.deploy.settings import Settings
 from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.stack.airflow_stack import AirflowStack, free_port
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse

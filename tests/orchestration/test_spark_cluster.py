@@ -21,7 +21,7 @@ from csparql.deploy.registry import write_loader
 from csparql.deploy.settings import Settings
 from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
 from csparql.examples import examples_folder

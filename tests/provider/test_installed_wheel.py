@@ -27,7 +27,7 @@ import pytest
 from uv import find_uv_bin
 
 from csparql.deploy.plan import ingest_dag_id
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.stack.airflow_stack import AirflowStack
 from csparql.storage.warehouse import Warehouse, slug
 from csparql.windows import format_instant, parse_instant

@@ -25,7 +25,7 @@ from services.s3_server import s3_server  # noqa: F401  (the fixture)
 from storage.delta_spark import DeltaSpark, plain
 
 from csparql.aws_variables import s3_settings
-from csparql.engine.stored import StoredResults
+from csparql.storage.stored import StoredResults
 from csparql.runtime.object_storage import spark_s3_settings
 from csparql.runtime.packages import DELTA_SPARK, HADOOP_AWS
 from csparql.storage import delta

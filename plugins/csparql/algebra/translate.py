@@ -165,26 +165,56 @@ class Translation:
         if grouped:
             if isinstance(form, sx.SelectForm) and form.items is None:
                 raise _error("SELECT * is not allowed with GROUP BY or aggregates: list the grouped variables", form.span)
-            keys = []
-            for condition in query.group_by:
-                expression = self.expression(condition.expression, allow_aggregates=False)
-                if condition.var is not None:
-                    keys.append(alg.GroupKey(expression, condition.var))
-                    group_vars.add(condition.var)
-                elif isinstance(expression, Variable):
-                    keys.append(alg.GroupKey(expression, expression))
-                    group_vars.add(expression)
-                else:
-                    keys.append(alg.GroupKey(expression))
-            pattern_before = pattern
-            pattern = alg.Group(pattern_before, tuple(keys), ())
+            keys, group_vars = self.group_keys(query.group_by)
+            pattern = alg.Group(pattern, keys, ())
         having = [self.expression(h, allow_aggregates=grouped, collect=aggregates) for h in query.having]
+        extends, projected = self.select_expressions(select_items or (), pattern, grouped, group_vars, aggregates)
+        order = [
+            (self.expression(c.expression, allow_aggregates=grouped, collect=aggregates), c.direction == "DESC")
+            for c in query.order_by
+        ]
+        if grouped:
+            pattern = alg.Group(pattern.input, pattern.keys, tuple(aggregates))
+        if having:
+            pattern = alg.Filter(conjunction(having), pattern)
+        if query.values is not None:
+            pattern = join(pattern, self.values(query.values))
+        for var, expression, _ in extends:
+            pattern = alg.Extend(pattern, var, expression)
+        if order:
+            pattern = alg.OrderBy(pattern, tuple(order))
+        result, pattern = self.result_form(query, pattern, projected)
+        if query.offset is not None or query.limit is not None:
+            pattern = alg.Slice(pattern, query.offset or 0, query.limit)
+        return result, pattern
 
-        # SELECT expressions, in order (§18.2.4.4); projection of non-grouped variables is refused.
+    def group_keys(self, conditions) -> tuple[tuple[alg.GroupKey, ...], set[Variable]]:
+        """§18.2.4.1: the keys of a GROUP BY, and the variables they bind (a grouped variable, or the ``AS``
+        variable of a grouped expression)."""
+        keys = []
+        group_vars: set[Variable] = set()
+        for condition in conditions:
+            expression = self.expression(condition.expression, allow_aggregates=False)
+            if condition.var is not None:
+                keys.append(alg.GroupKey(expression, condition.var))
+                group_vars.add(condition.var)
+            elif isinstance(expression, Variable):
+                keys.append(alg.GroupKey(expression, expression))
+                group_vars.add(expression)
+            else:
+                keys.append(alg.GroupKey(expression))
+        return tuple(keys), group_vars
+
+    def select_expressions(self, select_items, pattern: alg.Operator, grouped: bool, group_vars: set[Variable],
+                           aggregates: list[tuple[Variable, ex.AggregateCall]],
+                           ) -> tuple[list[tuple[Variable, ex.Expr, Span | None]], list[Variable]]:
+        """§18.2.4.4: the SELECT expressions, in order, as ``(variable, expression, span)`` to extend the pattern
+        with, and the projected variables; a projected variable that is neither grouped nor aggregated, and an
+        ``AS`` variable bound before it, are refused. The aggregates found are added to ``aggregates``."""
         extends: list[tuple[Variable, ex.Expr, Span | None]] = []
         projected: list[Variable] = []
         bound_so_far = set(in_scope(pattern)) if not grouped else set(group_vars)
-        for item in select_items or ():
+        for item in select_items:
             if item.expression is None:
                 if grouped and item.var not in group_vars and item.var not in {v for v, _, _ in extends}:
                     raise _error(
@@ -210,21 +240,12 @@ class Translation:
             extends.append((item.var, expression, item.span))
             bound_so_far.add(item.var)
             projected.append(item.var)
-        order = [
-            (self.expression(c.expression, allow_aggregates=grouped, collect=aggregates), c.direction == "DESC")
-            for c in query.order_by
-        ]
-        if grouped:
-            pattern = alg.Group(pattern.input, pattern.keys, tuple(aggregates))
-        if having:
-            pattern = alg.Filter(conjunction(having), pattern)
-        if query.values is not None:
-            pattern = join(pattern, self.values(query.values))
-        for var, expression, _ in extends:
-            pattern = alg.Extend(pattern, var, expression)
-        if order:
-            pattern = alg.OrderBy(pattern, tuple(order))
+        return extends, projected
 
+    def result_form(self, query: sx.Query, pattern: alg.Operator, projected: list[Variable],
+                    ) -> tuple[alg.ResultForm, alg.Operator]:
+        """§18.2.5: the query's result form, and its pattern projected (with DISTINCT or REDUCED) for a SELECT."""
+        form = query.form
         if isinstance(form, sx.SelectForm):
             vars_ = tuple(projected) if form.items is not None else visible(pattern)
             pattern = alg.Project(pattern, vars_)
@@ -232,18 +253,14 @@ class Translation:
                 pattern = alg.Distinct(pattern)
             elif form.modifier == "REDUCED":
                 pattern = alg.Reduced(pattern)
-            result: alg.ResultForm = alg.SelectResult(vars_)
-        elif isinstance(form, sx.ConstructForm):
+            return alg.SelectResult(vars_), pattern
+        if isinstance(form, sx.ConstructForm):
             template = form.template if form.template is not None else _template_of(query.where)
-            result = alg.ConstructResult(self.template(template))
-        elif isinstance(form, sx.DescribeForm):
+            return alg.ConstructResult(self.template(template)), pattern
+        if isinstance(form, sx.DescribeForm):
             terms = form.terms if form.terms is not None else visible(pattern)
-            result = alg.DescribeResult(tuple(terms))
-        else:
-            result = alg.AskResult()
-        if query.offset is not None or query.limit is not None:
-            pattern = alg.Slice(pattern, query.offset or 0, query.limit)
-        return result, pattern
+            return alg.DescribeResult(tuple(terms)), pattern
+        return alg.AskResult(), pattern
 
     def aggregate_spec(self, clause: sx.AggregateClause) -> alg.AggregateSpec:
         argument = clause.argument if isinstance(clause.argument, Variable) else None

@@ -25,6 +25,14 @@ def _common(parser: argparse.ArgumentParser, spark: bool = True) -> None:
 
 
 def register(commands) -> None:
+    _add_run_command(commands)
+    _add_replay_command(commands)
+    _add_results_command(commands)
+    _add_sql_command(commands)
+    _add_demo_command(commands)
+
+
+def _add_run_command(commands) -> None:
     run = commands.add_parser(
         "run",
         help="evaluate one window of a query, write and print its results",
@@ -42,6 +50,8 @@ def register(commands) -> None:
     add_dialect_option(run)
     run.set_defaults(run=run_run)
 
+
+def _add_replay_command(commands) -> None:
     replay = commands.add_parser(
         "replay",
         help="evaluate every scheduled window in a range",
@@ -62,6 +72,8 @@ def register(commands) -> None:
     add_dialect_option(replay)
     replay.set_defaults(run=run_replay)
 
+
+def _add_results_command(commands) -> None:
     results = commands.add_parser(
         "results",
         help="print the stored results of a query",
@@ -80,6 +92,8 @@ def register(commands) -> None:
     _common(results, spark=False)
     results.set_defaults(run=run_results)
 
+
+def _add_sql_command(commands) -> None:
     sql = commands.add_parser(
         "sql",
         help="run SQL over the result, stream and run tables (no Spark)",
@@ -97,6 +111,8 @@ def register(commands) -> None:
     _common(sql, spark=False)
     sql.set_defaults(run=run_sql)
 
+
+def _add_demo_command(commands) -> None:
     demo = commands.add_parser(
         "demo",
         help="ingest sample data and replay the example queries",
@@ -217,7 +233,7 @@ def _engine(args):
 
 
 def _window_json(evaluation) -> str:
-    from csparql.engine.formats import to_json_object, to_ntriples
+    from csparql.storage.formats import to_json_object, to_ntriples
     from csparql.windows import format_instant
 
     window = evaluation.window
@@ -255,7 +271,7 @@ def run_run(args: argparse.Namespace) -> int:
     if named is None:
         return 1
     name, owner = named
-    from csparql.engine.formats import render
+    from csparql.storage.formats import render
 
     try:
         evaluation = _engine(args).evaluate(plan, at, name, write=not args.no_write, version=version,
@@ -288,7 +304,7 @@ def run_replay(args: argparse.Namespace) -> int:
     name, owner = named
     from tqdm import tqdm
 
-    from csparql.engine.formats import ColumnsDiffer, WindowedTable
+    from csparql.storage.formats import ColumnsDiffer, WindowedTable
     from csparql.schedule import scheduled_evaluations
     from csparql.windows import format_instant
 
@@ -321,8 +337,8 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_results(args: argparse.Namespace) -> int:
-    from csparql.engine.formats import ColumnsDiffer, NotAGraph, TimestampedGraphs, WindowedTable
-    from csparql.engine.stored import StoredResults
+    from csparql.storage.formats import ColumnsDiffer, NotAGraph, TimestampedGraphs, WindowedTable
+    from csparql.storage.stored import StoredResults
     from csparql.storage.warehouse import InvalidName, Warehouse
     from csparql.windows import format_instant
 
@@ -350,7 +366,7 @@ def run_results(args: argparse.Namespace) -> int:
                 print(f"csparql: {args.name}: {error}", file=sys.stderr)
                 return 1
         elif args.format == "json":
-            from csparql.engine.formats import to_json_object, to_ntriples
+            from csparql.storage.formats import to_json_object, to_ntriples
 
             body = to_json_object(result) if result.form in ("select", "ask") else {"graph": to_ntriples(result)}
             print(json.dumps({"window_start": format_instant(window_start) if window_start is not None else None,
@@ -368,7 +384,7 @@ def run_results(args: argparse.Namespace) -> int:
 
 
 def run_sql(args: argparse.Namespace) -> int:
-    from csparql.engine.stored import SqlError, read_only_sql, sql_tables
+    from csparql.storage.stored import SqlError, read_only_sql, sql_tables
     from csparql.storage.warehouse import Warehouse
 
     warehouse = Warehouse.locate(args.warehouse)

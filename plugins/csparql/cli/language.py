@@ -165,7 +165,7 @@ def _explain_panes(plan, setting: str | None) -> None:
     """Print the ``# panes`` section of ``csparql explain``: the query's pane plan (and the plans each pane and
     each window evaluate) or why it recomputes, and what its file's pane mode (``# csparql panes``) does."""
     from csparql.algebra.sexpr import format_operator
-    from csparql.engine.settings import pane_min_triples
+    from csparql.engine.panes import pane_min_triples
     from csparql.panes import (ALWAYS, AUTO, OFF, PanePlan, automatic_refusal, pane_combination_plan, pane_partial_plan,
                                pane_plan)
 

@@ -22,6 +22,15 @@ EXIT_OK, EXIT_REFUSED = 0, 1
 
 
 def register(commands) -> None:
+    _add_register_command(commands)
+    _add_unregister_command(commands)
+    _add_watermark_command(commands)
+    _add_settings_command(commands)
+    _add_stack_command(commands)
+    _add_connect_server_command(commands)
+
+
+def _add_register_command(commands) -> None:
     reg = commands.add_parser(
         "register",
         help="register a query: it becomes an Airflow DAG evaluated on its schedule",
@@ -40,11 +49,15 @@ def register(commands) -> None:
     add_dialect_option(reg)
     reg.set_defaults(run=run_register)
 
+
+def _add_unregister_command(commands) -> None:
     unreg = commands.add_parser("unregister", help="remove a query from the registry (its results stay)")
     unreg.add_argument("name", metavar="NAME")
     _warehouse_option(unreg, "the warehouse whose version history records the removal")
     unreg.set_defaults(run=run_unregister)
 
+
+def _add_watermark_command(commands) -> None:
     mark = commands.add_parser(
         "watermark",
         help="show stream watermarks, or advance one",
@@ -66,6 +79,8 @@ def register(commands) -> None:
                       help="give STREAM its first watermark even though nothing was ingested into it yet")
     mark.set_defaults(run=run_watermark)
 
+
+def _add_settings_command(commands) -> None:
     shown = commands.add_parser(
         "settings",
         help="show the deployment settings this command line uses, and where each comes from",
@@ -76,6 +91,8 @@ def register(commands) -> None:
     )
     shown.set_defaults(run=run_settings)
 
+
+def _add_stack_command(commands) -> None:
     stack = commands.add_parser(
         "stack",
         help="run the embedded Airflow and Spark with the example queries (Ctrl-C stops it)",
@@ -101,6 +118,8 @@ def register(commands) -> None:
     _warehouse_option(stack, "the warehouse the stack's tasks read and write")
     stack.set_defaults(run=run_stack)
 
+
+def _add_connect_server_command(commands) -> None:
     server = commands.add_parser(
         "connect-server",
         help="run a Spark Connect server on 127.0.0.1 for an Airflow of your own (Ctrl-C stops it)",

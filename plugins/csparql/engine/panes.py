@@ -1,4 +1,4 @@
-"""Windows computed from panes (issue 18): each pane's partial result computed once, stored, and combined.
+"""Windows computed from panes: each pane's partial result computed once, stored, and combined.
 
 ``csparql.panes`` decides which queries may (``pane_plan``) and rewrites them into a partial plan and
 a combination plan. Here they meet storage and Spark:
@@ -32,7 +32,8 @@ a combination plan. Here they meet storage and Spark:
   (``csparql.storage.maintenance.prune_panes``) — and deletes them once the retention has passed again.
 - **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.panes.AUTO``,
   ``ALWAYS``, ``OFF``) and, in ``AUTO``, whether the partials are keyed and the window's size
-  (``pane_min_triples``).
+  (``pane_min_triples``: ``CSPARQL_PANES_MIN_TRIPLES``, read here so that the pure ``csparql.panes`` is handed
+  the value and never reads the environment).
 
 Every answer equals the recompute's (``tests/engine/test_panes.py`` checks pane, recompute and an independent
 evaluator window by window); ``# csparql panes off`` recomputes.
@@ -43,7 +44,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +74,31 @@ from csparql.storage.tables import OPERATION
 from csparql.windows import WindowBounds
 
 log = logging.getLogger(__name__)
+
+PANES_MIN_TRIPLES_VARIABLE = "CSPARQL_PANES_MIN_TRIPLES"
+
+PANE_MIN_TRIPLES = 1_000_000
+"""In the ``AUTO`` pane mode (``csparql.panes.AUTO``), windows whose stream files hold fewer triples than this
+are recomputed (``CSPARQL_PANES_MIN_TRIPLES`` overrides it). A window from panes costs two Spark jobs — its new
+pane, then the combination — where a recompute costs one; on two cores a job costs 0.1–0.3 s whatever its
+size, so panes pay off only where reading and joining the window is what costs (``docs/performance/panes.md``)."""
+
+
+def pane_min_triples(environment: Mapping[str, str] | None = None) -> int:
+    """The least number of triples in a window's stream files from which ``AUTO`` combines it from panes:
+    ``CSPARQL_PANES_MIN_TRIPLES`` of ``environment`` (the process's by default), else ``PANE_MIN_TRIPLES``;
+    ``ValueError`` for a value that is not a whole number of triples."""
+    text = (os.environ if environment is None else environment).get(PANES_MIN_TRIPLES_VARIABLE)
+    if text is None or not text.strip():
+        return PANE_MIN_TRIPLES
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{PANES_MIN_TRIPLES_VARIABLE}={text!r} is not a whole number of triples") from None
+    if value < 0:
+        raise ValueError(f"{PANES_MIN_TRIPLES_VARIABLE}={text!r} is negative")
+    return value
+
 
 PANE_FORMAT = "2"
 """What a pane table holds; a change of it is a change of every pane key (2: the rows of the static solutions

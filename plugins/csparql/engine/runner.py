@@ -24,12 +24,12 @@ import pyarrow.compute as pc
 from rdflib import URIRef
 
 from csparql.algebra import operators as alg
-from csparql.engine import results as rt
+from csparql.storage import result_rows as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, compile_plan
 from csparql.engine.panes import PaneComputer, PanesUnavailable, PaneUse, pane_ends
+from csparql.engine.panes import pane_min_triples as pane_min_triples_setting
 from csparql.optimizer import optimize
-from csparql.engine.settings import pane_min_triples as pane_min_triples_setting
 from csparql.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
 from csparql.runtime.session import retry_on_lost_session
 from csparql.spark.compiler import COMPACT_TRIPLES
@@ -161,7 +161,7 @@ class Engine:
         """``compact_triples``: evaluations whose windows' files hold at most this many triples run in one
         partition (``csparql.engine.evaluate.is_compact``); 0 never does. ``pane_min_triples``: windows whose
         files hold fewer triples are recomputed in the ``AUTO`` pane mode (None:
-        ``csparql.engine.settings.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``)."""
+        ``csparql.engine.panes.pane_min_triples()``, ``CSPARQL_PANES_MIN_TRIPLES``)."""
         self.warehouse = warehouse
         self.catalog = Catalog(warehouse)
         self._spark = spark

@@ -2,7 +2,7 @@
 
 Every reader of csparql decodes with it: the query parser (``csparql.language.builder``), the N-Triples and
 timestamped N-Quads lines of an ingest (``csparql.ingest.lines``), the N-Triples terms of result tables
-(``csparql.engine.results``) and plans read back from S-expressions (``csparql.algebra.sexpr_reader``). The
+(``csparql.storage.result_rows``) and plans read back from S-expressions (``csparql.algebra.sexpr_reader``). The
 escapes are those of the W3C grammars (N-Triples [9]-[10], N-Quads [12]-[13], Turtle [26] and [159], SPARQL
 1.1 [160] and §19.2):
 

@@ -12,7 +12,7 @@ panes at once, each row tagged with its pane (``PANE_VAR``), and the plan that c
 window's panes (``alg.PaneRows``) into the window's result. Both are ordinary algebra, compiled by the one Spark
 compiler, so a window combined from panes gets every SPARQL semantic (term order, numeric promotion, errors)
 from the same code as a recompute. Settings come in as values: the pane mode of a query or a run
-(``pane_mode``), and the engine's minimum window size for ``AUTO`` (``csparql.engine.settings``).
+(``pane_mode``), and the engine's minimum window size for ``AUTO`` (``csparql.engine.panes.pane_min_triples``).
 
 Why a query may use panes — the argument, written once:
 

@@ -8,7 +8,7 @@ AUTO, ALWAYS, OFF = "auto", "always", "off"
 """How a query's windows are computed (``# csparql panes auto|always|off``): ``AUTO`` (the default) from panes
 where that is expected to cost less than recomputing — the query allows it, its partials are not keyed (a
 keyed pane keeps a row per stream solution, so combining a window reads as many rows as recomputing it), and
-the window's stream files hold at least the engine's minimum (``csparql.engine.settings.pane_min_triples``,
+the window's stream files hold at least the engine's minimum (``csparql.engine.panes.pane_min_triples``,
 ``CSPARQL_PANES_MIN_TRIPLES``); ``ALWAYS``
 whenever the query allows it; ``OFF`` never (every window recomputed, the reference)."""
 PANE_MODES = (AUTO, ALWAYS, OFF)

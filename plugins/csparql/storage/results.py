@@ -7,7 +7,7 @@ stream (``kind`` ``stream``). It knows its schema, its properties and its variab
 rows in one commit that replaces the window's earlier rows and returns the version it committed
 (``write_window``); and it reads windows back through only the files whose ``window_end`` statistics can hold
 them (``csparql.storage.pruning``). How each result form's rows are built from an evaluation's terms is the
-engine's (``csparql.engine.results``).
+engine's (``csparql.storage.result_rows``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class QueryResult:
     ``terms`` is the Arrow table of the results' terms as structs (``csparql.storage.terms.TERM_TYPE``, null
     when unbound): for SELECT one column per variable of ``vars``, in order, for CONSTRUCT and DESCRIBE the
     columns ``s``, ``p`` and ``o``. An evaluation collects it from Spark and the result tables are written from
-    it (``csparql.engine.results``). ``rows`` (SELECT) and ``triples`` (CONSTRUCT/DESCRIBE) are the same
+    it (``csparql.storage.result_rows``). ``rows`` (SELECT) and ``triples`` (CONSTRUCT/DESCRIBE) are the same
     results as rdflib terms, built from ``terms`` on first use (for printing, W3C formats, comparisons); a
     result read back from a result table is given as ``rows`` or ``triples`` instead."""
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from csparql.cli import main
-from csparql.engine.stored import sql_tables
+from csparql.storage.stored import sql_tables
 from csparql.storage import delta, schema
 from csparql.storage.warehouse import Warehouse
 from csparql.windows import from_micros, parse_instant

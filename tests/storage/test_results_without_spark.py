@@ -11,7 +11,7 @@ import sys
 import pyarrow as pa
 from rdflib import Literal, URIRef, Variable
 
-from csparql.engine import results as rt
+from csparql.storage import result_rows as rt
 from csparql.storage.results import QueryResult, ResultTable
 from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse

@@ -11,7 +11,7 @@ from deltalake import DeltaTable, write_deltalake
 from storage.helpers import iri, write_static
 
 from csparql.cli import main
-from csparql.engine.stored import SqlError, SqlRefused, read_only_sql
+from csparql.storage.stored import SqlError, SqlRefused, read_only_sql
 from csparql.storage.warehouse import Warehouse
 
 SECRET = "a line nobody should read through SQL"

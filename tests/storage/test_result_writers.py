@@ -1,4 +1,4 @@
-"""Each result form's writer (``csparql.engine.results``) builds the table it stores column-wise from the Arrow
+"""Each result form's writer (``csparql.storage.result_rows``) builds the table it stores column-wise from the Arrow
 terms an evaluation collects; these tests compare its tables with those of the conversion it replaced, kept
 here as the reference: every collected term turned into an rdflib term (``from_dict``), then each row's
 values and N-Triples strings computed from it in Python. Equal Arrow tables are stored as equal bytes.
@@ -18,7 +18,7 @@ import pytest
 from rdflib import BNode, Literal, Variable
 from rdflib.term import Identifier
 
-from csparql.engine import results as rt
+from csparql.storage import result_rows as rt
 from csparql.storage.instants import bucket_of
 from csparql.storage.tables import column_names
 from csparql.storage.vocabulary import INTEGER_TYPES, NUMERIC_TYPES

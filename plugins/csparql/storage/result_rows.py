@@ -42,7 +42,7 @@ from csparql.terms import RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME, XSD_STRING
 # ``(kind, value, datatype, language)``, null when unbound) with pyarrow.compute, a column at a time. What each
 # writes is what the terms' rdflib forms (``csparql.storage.terms.from_dict``) give: N-Triples by
 # ``csparql.terms.format_ntriples_term``, stored structs by ``term_row``, typed values by Python's ``int``,
-# ``float`` and ``datetime.fromisoformat`` (tests/engine/test_result_writers.py compares the two).
+# ``float`` and ``datetime.fromisoformat`` (tests/storage/test_result_writers.py compares the two).
 
 _IRI_ESCAPED = ["\\", *'<>"{}|^`', *map(chr, range(0x21))]
 """What an IRI in N-Triples writes as ``\\uXXXX`` (the backslash first: the escapes add backslashes)."""
