@@ -11,7 +11,9 @@ is 100 forks and parses a minute, about a sixth of two cores (docs/performance/k
 the manager drops such success callbacks when it fetches them (``fetch_callbacks``, which Airflow's manager
 offers to override), instead of forking a process to drop them. Every other callback — a task's failure or
 retry, a DAG's callbacks, e-mails — is handled by Airflow as before. The embedded stack runs its DAG processor
-this way; in an Airflow of one's own, ``airflow dag-processor`` keeps working, with those parses."""
+this way; in an Airflow of one's own, ``airflow dag-processor`` keeps working, with those parses. The class the
+command builds and the child's test are Airflow internals: ``tests/orchestration/test_provider_internals.py``
+pins them to the Airflow series this was written for."""
 
 from __future__ import annotations
 

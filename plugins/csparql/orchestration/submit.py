@@ -54,7 +54,9 @@ def evaluation_submission(query: str | Path, name: str, at: int, complete: bool 
 
 class EvaluationSubmitHook(SparkSubmitHook):
     """``SparkSubmitHook`` that also keeps the job's ``CSPARQL_RESULT`` line (``record``: its evaluation, the
-    stale windows it found included) from the driver's output it logs (client deploy mode)."""
+    stale windows it found included) from the driver's output it logs (client deploy mode). It overrides the
+    provider's private ``_process_spark_submit_log``, the only method the hook hands that output to:
+    ``tests/orchestration/test_provider_internals.py`` pins it to the provider series it was written for."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
