@@ -262,6 +262,21 @@ def test_importing_the_core_loads_no_spark_airflow_or_delta():
     assert loaded_by_importing(core, code) == set()
 
 
+def test_the_front_door_names_the_public_api_and_loads_each_part_only_when_it_is_used():
+    """``import csparql`` and its language loads neither Spark, Airflow nor Delta; each public name is the
+    object of the module that defines it, and loading an Airflow name loads Airflow."""
+    code = ("import csparql\ncsparql.compile_query('SELECT * WHERE { ?s ?p ?o }')\ncsparql.parse_instant('2010-03-22T10:10:00Z')\n"
+            "assert set(csparql.PUBLIC_NAMES) <= set(dir(csparql))\n")
+    language, operators = loaded_by_importing_each([([], code), ([], "import csparql\ncsparql.CsparqlEvaluateWindowOperator\n")])
+    assert language == set()
+    assert "airflow" in operators
+    import importlib
+
+    assert all(getattr(csparql, name) is getattr(importlib.import_module(module), name)
+               for name, module in csparql.PUBLIC_NAMES.items())
+    assert csparql.__version__ == csparql.__version__.strip() != ""
+
+
 EXECUTOR_MODULES = ("csparql.ingest.lines", "csparql.ingest.ranges", "csparql.ingest.rejects")
 """What Spark's executors import during an ingest (the functions ``mapInArrow`` runs)."""
 

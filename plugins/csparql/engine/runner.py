@@ -29,10 +29,12 @@ from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, compile_plan
 from csparql.engine.panes import PaneComputer, PanesUnavailable, PaneUse, pane_ends
 from csparql.engine.panes import pane_min_triples as pane_min_triples_setting
+from csparql.frontend import compile_query
 from csparql.optimizer import optimize
 from csparql.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
 from csparql.runtime.session import retry_on_lost_session
 from csparql.spark.compiler import COMPACT_TRIPLES
+from csparql.windows import parse_evaluation_instant
 from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
@@ -416,6 +418,42 @@ class Engine:
             # The producer wrote this window: readers of the stream may evaluate windows up to its end.
             advance_watermark(self.warehouse, table.stream, window.end, f"evaluation of {name}")
         return committed.rows
+
+
+def evaluate(query: str | alg.QueryPlan, at: int | str, warehouse: Warehouse | str | None = None, *,
+             name: str | None = None, write: bool = False, spark=None) -> Evaluation:
+    """Evaluates one window of a query, as ``csparql run`` does: the window that closes at or before ``at``.
+
+    Args:
+        query: the query's text (C-SPARQL or RSP-QL) or its plan (``csparql.compile_query``).
+        at: the evaluation instant: microseconds since the epoch, or an ISO 8601 instant with a zone.
+        warehouse: the warehouse (a ``Warehouse``, a folder or an ``s3://`` URI); by default
+            ``$CSPARQL_WAREHOUSE``, else ``delta_tables/`` in the working directory.
+        name: the name its results are written under; by default the query's REGISTER name, else ``query``.
+        write: whether the results replace the window's results in the query's result table and the run is
+            recorded; by default nothing is written.
+        spark: the SparkSession to evaluate on; by default the process's (``CSPARQL_SPARK_MASTER``,
+            ``SPARK_REMOTE``, else a local one).
+
+    Returns:
+        The ``Evaluation``: its window, its ``result`` (``QueryResult.rows`` or ``triples``) and its timings.
+
+    Raises:
+        csparql.language.errors.QueryError: the text is not a valid query (its message says what and where).
+        ValueError: ``at`` is not an instant csparql evaluates, or ``name`` is not a valid name.
+
+    Example:
+        >>> import csparql
+        >>> evaluation = csparql.evaluate(open("tollgates.rq").read(), "2010-03-22T10:10:00Z")  # doctest: +SKIP
+        >>> evaluation.result.rows[:3]  # doctest: +SKIP
+    """
+    plan = compile_query(query) if isinstance(query, str) else query
+    instant = parse_evaluation_instant(at) if isinstance(at, str) else at
+    where = warehouse if isinstance(warehouse, Warehouse) else Warehouse.locate(warehouse)
+    name = check_query_name(name or (plan.registration.name if plan.registration else "query"))
+    if write:
+        where.check_new_results(name)
+    return Engine(where, spark=spark).evaluate(plan, instant, name, write=write)
 
 
 def result_table(warehouse: Warehouse, plan: alg.QueryPlan, name: str) -> Path:
