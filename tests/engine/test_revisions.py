@@ -99,8 +99,10 @@ def test_a_commit_makes_the_evaluated_windows_its_triples_fall_in_stale_inside_o
     old = cars(settings.warehouse, "passages")
     pending = pending_windows(settings, "passages")
     assert [p.window_end for p in pending] == [T0 + 3 * MINUTE]
-    engine.evaluate(deployment.plan, T0 + 3 * MINUTE, "passages", version=deployment.version)
+    evaluation = engine.evaluate(deployment.plan, T0 + 3 * MINUTE, "passages", version=deployment.version)
     revision = rv.evaluated_windows(settings.warehouse, {"passages"})["passages"][T0 + 3 * MINUTE].revision
+    assert evaluation.revision == revision  # the evaluation says which revision it wrote, as its run records
+    assert evaluation.output_version == rv.table_version(settings.warehouse.results("passages", "bindings"))
     mark_revised(settings, pending[0].stale, revision)
     assert revision == 1 and pending_windows(settings, "passages") == []
     assert [w.status for w in sw.stale_windows(settings.warehouse, "passages")] == [sw.BEYOND_HORIZON, sw.REVISED]

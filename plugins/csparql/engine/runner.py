@@ -14,6 +14,7 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class Evaluation:
     panes: PaneUse | None = None  # how the window was combined from panes (None: recomputed)
     output_table: Path | None = None  # the Delta table the results went to (the output stream of REGISTER STREAM)
     output_version: int | None = None  # the version of the commit that wrote them
+    revision: int | None = None  # which evaluation of its window this is, from 0 (None: nothing written)
 
 
 class Phases:
@@ -84,6 +86,50 @@ class Phases:
             yield
         finally:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - clock) * 1000
+
+
+class OptimizedPlans:
+    """The plans an engine optimized, the latest of each query plan: an evaluation whose sources' statistics
+    equal the previous evaluation's of the same plan reuses its optimized plan (for a small window optimizing
+    costs as much as Spark's part). The ``capacity`` most recently used plans are kept."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._latest: OrderedDict[int, tuple[alg.QueryPlan, object, alg.QueryPlan]] = OrderedDict()
+
+    def optimized(self, plan: alg.QueryPlan, statistics) -> alg.QueryPlan:
+        """``optimize(plan, statistics)``, or the plan optimized last time for this plan object when it was
+        optimized with equal statistics."""
+        kept = self._latest.get(id(plan))
+        if kept is not None and kept[0] is plan and kept[1] == statistics:
+            self._latest.move_to_end(id(plan))
+            return kept[2]
+        optimized = optimize(plan, statistics)
+        self._latest[id(plan)] = (plan, statistics, optimized)
+        self._latest.move_to_end(id(plan))
+        while len(self._latest) > self.capacity:
+            self._latest.popitem(last=False)
+        return optimized
+
+
+class PreparedPlan:
+    """What one evaluation plans with, each made at most once and only when asked: the statistics of the
+    plan's sources (``statistics``) and the plan optimized with them (``optimized``, from the engine's
+    ``OptimizedPlans``), which the pane decision and the Spark plan both take."""
+
+    def __init__(self, catalog: Catalog, plans: OptimizedPlans, plan: alg.QueryPlan, phases: Phases) -> None:
+        self.catalog, self.plans, self.plan, self.phases = catalog, plans, plan, phases
+
+    @functools.cached_property
+    def statistics(self):
+        with self.phases("statistics"):
+            return self.catalog.statistics(self.plan)
+
+    @functools.cached_property
+    def optimized(self) -> alg.QueryPlan:
+        statistics = self.statistics
+        with self.phases("plan"):
+            return self.plans.optimized(self.plan, statistics)
 
 
 class EvaluationFailed(Exception):
@@ -170,7 +216,7 @@ class Engine:
         self.master = master
         self.compact_triples = compact_triples
         self.pane_min_triples = pane_min_triples_setting() if pane_min_triples is None else pane_min_triples
-        self._last_optimized: tuple | None = None  # (plan, statistics, the optimized plan)
+        self.plans = OptimizedPlans()
 
     @property
     def spark(self):
@@ -183,13 +229,14 @@ class Engine:
 
     # evaluating
 
-    def compile(self, plan: alg.QueryPlan, window: EvaluationWindow,
-                phases: Phases | None = None) -> tuple[CompiledEvaluation, DeltaSourceReader]:
+    def compile(self, plan: alg.QueryPlan, window: EvaluationWindow, phases: Phases | None = None,
+                prepared: PreparedPlan | None = None) -> tuple[CompiledEvaluation, DeltaSourceReader]:
         """The Spark plan of one evaluation, over exactly the files of its windows (and, for ISTREAM and
-        DSTREAM, of the previous evaluation's windows too: its scans count in the returned reader's)."""
+        DSTREAM, of the previous evaluation's windows too: its scans count in the returned reader's).
+        ``prepared``: the evaluation's statistics and optimized plan, when it has them already."""
         phases = phases or Phases()
-        with phases("statistics"):
-            statistics = self.catalog.statistics(plan)
+        prepared = prepared or PreparedPlan(self.catalog, self.plans, plan, phases)
+        statistics = prepared.statistics
         with phases("sources"):
             reader = DeltaSourceReader(self.spark, self.catalog, window.windows)
             reader.prepare(plan)
@@ -198,10 +245,10 @@ class Engine:
                 before = previous_evaluation(plan, window)
                 previous = (DeltaSourceReader(self.spark, self.catalog, before.windows), before.end)
                 previous[0].prepare(plan)
+        # under entailment compile_plan optimizes it, with the entailed graph's statistics
+        optimized = plan if plan.entailment else prepared.optimized
         with phases("plan"):
-            # under entailment compile_plan optimizes it, with the entailed graph's statistics
-            prepared = plan if plan.entailment else self.optimized(plan, statistics)
-            compiled = compile_plan(self.spark, prepared, reader, at=window.end, statistics=statistics,
+            compiled = compile_plan(self.spark, optimized, reader, at=window.end, statistics=statistics,
                                     optimized=not plan.entailment, previous=previous,
                                     compact_triples=self.compact_triples)
         if previous is not None:
@@ -212,18 +259,9 @@ class Engine:
                 total.file_uris.extend(scan.file_uris)
         return compiled, reader
 
-    def optimized(self, plan: alg.QueryPlan, statistics) -> alg.QueryPlan:
-        """``optimize(plan, statistics)``; the last answer is given again for the same plan object and equal
-        statistics (an evaluation asks twice: for its panes, then for its Spark plan)."""
-        last = self._last_optimized
-        if last is not None and last[0] is plan and last[1] == statistics:
-            return last[2]
-        optimized = optimize(plan, statistics)
-        self._last_optimized = (plan, statistics, optimized)
-        return optimized
-
     def pane_computer(self, plan: alg.QueryPlan, name: str, phases: Phases | None = None,
-                      window: EvaluationWindow | None = None, mode: str = AUTO) -> PaneComputer | None:
+                      window: EvaluationWindow | None = None, mode: str = AUTO,
+                      prepared: PreparedPlan | None = None) -> PaneComputer | None:
         """What computes the query's windows from panes (``csparql.engine.panes``), or None when they are
         recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.panes.pane_plan`` says
         why), or, in ``AUTO``, its partials are keyed (``automatic_refusal``) or ``window``'s stream files hold
@@ -231,10 +269,9 @@ class Engine:
         phases = phases or Phases()
         if pane_mode(mode) == OFF or plan.stream_operator != alg.RSTREAM or not plan.streams:
             return None
-        with phases("statistics"):
-            statistics = self.catalog.statistics(plan)
+        prepared = prepared or PreparedPlan(self.catalog, self.plans, plan, phases)
+        statistics, optimized = prepared.statistics, prepared.optimized
         with phases("plan"):
-            optimized = self.optimized(plan, statistics)
             decision = pane_plan(optimized)
         if not isinstance(decision, PanePlan):
             return None
@@ -278,9 +315,11 @@ class Engine:
                     # a failed run's; the run that commits results takes its number on the commit's version
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
 
+            prepared = PreparedPlan(self.catalog, self.plans, plan, phases)
+
             def compute():  # Spark's part: run again on a new session when the Connect server lost it
                 use = None
-                computer = self.pane_computer(plan, name, phases, window, panes)
+                computer = self.pane_computer(plan, name, phases, window, panes, prepared)
                 if computer is not None:
                     try:
                         result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end,
@@ -290,7 +329,7 @@ class Engine:
                     except PanesUnavailable as error:
                         log.warning("%s: the window ending %s is recomputed from its streams: %s", name,
                                     _iso(window.end), error)
-                compiled, reader = self.compile(plan, window, phases)
+                compiled, reader = self.compile(plan, window, phases, prepared)
                 run.read(reader.scans)
                 with phases("spark"):
                     return compiled.result(), use, reader.scans
@@ -314,7 +353,7 @@ class Engine:
                 self._append_runs([run])
         output = self._result_table(plan, name) if write else None
         return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use,
-                          output, run.result_version)
+                          output, run.result_version, run.revision if write else None)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
                version: str | None = None, panes: str = AUTO,

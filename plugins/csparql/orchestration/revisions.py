@@ -26,7 +26,6 @@ from csparql.jobs.evaluation import evaluate_deployment_window
 from csparql.orchestration.config import deployment_settings
 from csparql.orchestration.connections import evaluation_engine, settings_for_connection
 from csparql.orchestration.defaults import START_DATE, task_defaults
-from csparql.storage import revisions as rv
 from csparql.storage.stale_windows import PENDING, StaleWindow
 from csparql.windows import format_instant
 
@@ -95,9 +94,9 @@ class ReviseStaleWindowsOperator(BaseOperator):
                 evaluated = evaluate_deployment_window(engine, deployment, self.settings, end, not missing)
             except EvaluationFailed as error:
                 raise AirflowException(str(error)) from None
-            revision = rv.evaluated_windows(self.settings.warehouse, {deployment.name})[deployment.name][end].revision
-            mark_revised(self.settings, window.stale, revision)
             evaluation = evaluated.evaluation
+            revision = evaluation.revision
+            mark_revised(self.settings, window.stale, revision)
             self.log.info("window (%s, %s] revised: revision %d, %d row(s) written in %d ms",
                           format_instant(evaluation.window.start) if evaluation.window.start is not None else "-",
                           format_instant(end), revision, evaluation.rows_written, evaluation.duration_ms)
