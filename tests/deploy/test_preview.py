@@ -106,3 +106,23 @@ def test_a_report_on_many_problems_lists_the_first_and_counts_the_rest(settings)
     clauses = " ".join(f"AGGREGATE {{ (?n{i}, SUM, {{?gate}}) }}" for i in range(25))
     outcome = preview(QUERY.replace("GROUP BY ?gate", clauses), settings)
     assert len(outcome.problems) == 21 and outcome.problems[-1].message == "… and 5 more problems"
+
+
+def test_a_register_request_compiles_its_text_once_for_the_preview_the_checks_and_the_registration(
+        settings, monkeypatch):
+    """The register page previews the text, then registers it: one compilation serves both (and every
+    deployment built from it), and a browser's line endings are the same text."""
+    import csparql.frontend
+
+    compiled = []
+    compile_query = csparql.frontend.compile_query
+    monkeypatch.setattr(csparql.frontend, "compile_query", lambda *args: compiled.append(args) or compile_query(*args))
+    text = QUERY.replace("Tollgates", "CompiledOnce").replace("\n", "\r\n")
+    outcome = preview(text, settings)
+    assert outcome.ok and outcome.name == "CompiledOnce"
+    register_text(text, settings, name=outcome.name)
+    assert len(compiled) == 1
+    # a text that does not compile is compiled again each time, its errors naming where it came from
+    with pytest.raises(Exception, match="broken.rq"):
+        register_text(text.replace("SELECT", "SELEKT"), settings, name="Broken", source_name="broken.rq")
+    assert len(compiled) == 2

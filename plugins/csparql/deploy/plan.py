@@ -22,12 +22,14 @@ from csparql.deploy.history import text_version
 from csparql.panes.modes import AUTO, pane_mode
 from csparql.deploy.registry import (
     DAG_ID,
+    CompiledQuery,
     QueryFacts,
     RegistrationError,
     RegistrySnapshot,
     check_registry_name,
     compiled_file,
     compiled_text,
+    compile_text,
     read_registry_file,
     registry_files,
     registry_name,
@@ -274,7 +276,7 @@ def deployment_of_query(query: str | os.PathLike, settings: Settings, name: str 
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise RegistrationError(path, f"cannot be read: {error}") from None
-        return replace(deployment_of_text(source, name, settings, path.name), path=path)
+        return replace(deployment_of_text(source, name, settings, source_name=path.name), path=path)
     check_registry_name(text, settings)
     path = settings.registry / f"{text}.rq"
     if not path.is_file():
@@ -282,21 +284,23 @@ def deployment_of_query(query: str | os.PathLike, settings: Settings, name: str 
     return deployment_of(path, settings)
 
 
-def deployment_of_text(text: str, name: str, settings: Settings, source_name: str = "<query>",
-                       registry: RegistrySnapshot | None = None) -> Deployment:
-    """The deployment ``text`` would have if it were registered as ``name`` (nothing is written); the same
-    ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query or
-    with the stored results of another query is refused too (``check_name_is_free``). ``registry``: the
+def deployment_of_text(query: str | CompiledQuery, name: str, settings: Settings,
+                       registry: RegistrySnapshot | None = None, source_name: str = "<query>") -> Deployment:
+    """The deployment ``query`` (a text, named ``source_name`` in the parser's messages, or a text already
+    compiled by ``compile_text``) would have if it were registered as ``name`` (nothing is written); the
+    same ``RegistrationError``s as ``deployment_of``, and a name that collides with any other registered query
+    or with the stored results of another query is refused too (``check_name_is_free``). ``registry``: the
     registry of ``settings`` already looked at (``registry_snapshot``)."""
-    from csparql.frontend import compile_query
-
     check_name_is_free(name, settings)
-    try:
-        plan = compile_query(text, source_name)
-    except QueryError as error:
-        raise RegistrationError(source_name, "\n" + error.render()) from None
-    return _deployment(settings.registry / f"{name}.rq", name, text, QueryFacts.of(plan), settings, registry,
-                       compiled=plan)
+    if isinstance(query, CompiledQuery):
+        compiled = query
+    else:
+        try:
+            compiled = compile_text(query, source_name)
+        except QueryError as error:
+            raise RegistrationError(source_name, "\n" + error.render()) from None
+    return _deployment(settings.registry / f"{name}.rq", name, compiled.text, compiled.facts, settings, registry,
+                       compiled.digest, compiled.plan)
 
 
 def check_name_is_free(name: str, settings: Settings) -> str:

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from csparql.algebra.sexpr import format_plan
 from csparql.deploy.plan import Deployment, deployment_of_text
-from csparql.deploy.registry import RegistrationError, check_registry_name
+from csparql.deploy.registry import RegistrationError, compile_text, normalized_text
 from csparql.deploy.settings import Settings
-from csparql.frontend import compile_query
 from csparql.language.errors import MAX_REPORTED, QueryError
 from csparql.language.parser import MAX_QUERY_CHARACTERS
 from csparql.optimizer import SourceStatistics, optimize
@@ -102,20 +101,20 @@ def preview(text: str, settings: Settings, name: str | None = None, now: int | N
 
     if len(text) > MAX_TEXT:
         return Preview((Problem(f"the query is {len(text):,} characters long; at most {MAX_TEXT:,} are accepted"),))
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = normalized_text(text)
     if not text.strip():
         return Preview((Problem("the query is empty: paste or type a C-SPARQL query"),))
     try:
-        plan = compile_query(text, "query")
+        compiled = compile_text(text, "query")
     except QueryError as error:
         return Preview(_problems(error, text))
-    name = name or (plan.registration.name if plan.registration else None)
+    plan = compiled.plan
+    name = name or compiled.registered_name
     if not name:
         return Preview((Problem("give the query a name: it has no REGISTER clause to take it from"),),
                        form=result_form(plan))
     try:
-        check_registry_name(name, settings)
-        deployment = deployment_of_text(text, name, settings, "query")
+        deployment = deployment_of_text(compiled, name, settings)
     except RegistrationError as error:
         return Preview((Problem(error.message.strip()),), name=name)
     optimized = optimize(plan, statistics or SourceStatistics({}))

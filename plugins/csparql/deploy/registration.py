@@ -3,7 +3,6 @@ checking it deploys) and unregistering one. Every change holds the registry's lo
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
@@ -11,10 +10,11 @@ from pathlib import Path
 from csparql.deploy.history import log_event, record_version, text_identity, text_owner, versions
 from csparql.deploy.plan import deployment_of_text
 from csparql.deploy.registry import (
-    QueryFacts,
     RegistrationError,
     check_registry_name,
+    compile_text,
     dependent_dag_files,
+    normalized_text,
     registry_lock,
     registry_snapshot,
     store_facts,
@@ -22,7 +22,6 @@ from csparql.deploy.registry import (
     write_loader,
 )
 from csparql.deploy.settings import Settings
-from csparql.frontend import compile_query
 from csparql.language.errors import QueryError
 from csparql.storage.files import write_text_atomically
 
@@ -47,12 +46,13 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
     REGISTER name, else ``default_name``. ``RegistrationError`` (with the parser's line, column and caret for
     a query that does not parse) leaves the registry unchanged. The DAG files whose DAGs the change alters
     besides its own (``dependent_dag_files``) are touched, so that Airflow parses them again at once."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = normalized_text(text)
     try:
-        plan = compile_query(text, source_name)
+        compiled = compile_text(text, source_name)
     except QueryError as error:
         raise RegistrationError(source_name, "\n" + error.render()) from None
-    name = name or (plan.registration.name if plan.registration else default_name)
+    plan = compiled.plan
+    name = name or compiled.registered_name or default_name
     if not name:
         raise RegistrationError(source_name, "give the query a name: it has no REGISTER clause")
     check_registry_name(name, settings)  # before the lock: a name with path tricks touches no folder
@@ -63,14 +63,14 @@ def register_text(text: str, settings: Settings, name: str | None = None, replac
             raise RegistrationError(target, "a different query is already registered under this name: "
                                             "unregister it first, pass --replace, or choose another name with --as")
         before = registry_snapshot(settings)
-        deployment_of_text(text, name, settings, source_name, before)  # e.g. its name collides, or its stream has a producer
+        deployment_of_text(compiled, name, settings, before)  # e.g. its name collides, or its stream has a producer
         check_results_are_its_own(plan, text, name, previous, settings)
         if previous is not None and not versions(name, settings):
             record_version(name, previous, settings, by=None)  # registered before versions were kept
         record_version(name, text, settings, by=by)
         write_text_atomically(target, text)
-        facts = QueryFacts.of(plan)
-        store_facts(hashlib.sha256(text.encode("utf-8")).hexdigest(), facts, settings)
+        facts = compiled.facts
+        store_facts(compiled.digest, facts, settings)
         write_loader(target)
         touch_dag_files(dependent_dag_files(before, target, facts, settings))
     return target

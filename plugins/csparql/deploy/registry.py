@@ -22,6 +22,7 @@ import shutil
 import sys
 import time
 from importlib import resources
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +217,51 @@ class QueryFacts:
                 raise ValueError("not the schedule of a query")
             schedule = Schedule.from_dict(schedule)  # each window checks its own numbers
         return cls(output, schedule, tuple(streams), tuple(registration) if registration else None)
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A query text compiled once for every step that previews, registers and deploys it: the text with its
+    line endings normalised, its SHA-256, its plan and its facts (``compile_text``)."""
+
+    text: str
+    digest: str
+    plan: QueryPlan
+    facts: QueryFacts
+
+    @property
+    def registered_name(self) -> str | None:
+        """The name of its REGISTER clause (None for a one-shot query)."""
+        return self.plan.registration.name if self.plan.registration else None
+
+
+def normalized_text(text: str) -> str:
+    """``text`` with its line endings as the registry stores them (a browser sends ``\\r\\n``)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def compile_text(text: str, source_name: str = "<query>") -> CompiledQuery:
+    """The compiled query of ``text``, compiled once per text in this process (the ``COMPILED_TEXTS`` most
+    recent are kept): a register request previews, checks and deploys one compilation. ``QueryError`` (with
+    line, column and caret, the text named ``source_name``) when it is not a valid query."""
+    text = normalized_text(text)
+    compiled = _COMPILED_TEXTS.get(text)
+    if compiled is None:
+        from csparql.frontend import compile_query  # the parser: loaded only where a query is compiled
+
+        plan = compile_query(text, source_name)
+        compiled = CompiledQuery(text, hashlib.sha256(text.encode("utf-8")).hexdigest(), plan, QueryFacts.of(plan))
+        _COMPILED_TEXTS[text] = compiled
+        while len(_COMPILED_TEXTS) > COMPILED_TEXTS:
+            _COMPILED_TEXTS.popitem(last=False)
+    _COMPILED_TEXTS.move_to_end(text)
+    return compiled
+
+
+COMPILED_TEXTS = 64
+"""How many compiled texts a process keeps (``compile_text``); plans are immutable, so every user shares one."""
+
+_COMPILED_TEXTS: OrderedDict[str, CompiledQuery] = OrderedDict()
 
 
 def _strings(values: object) -> bool:
