@@ -2,7 +2,7 @@
 API, each pinned here to the versions it was written for and to the internal behaviour it relies on, so that an
 upgrade that changes either fails this test instead of breaking silently.
 
-- ``EvaluationSubmitHook`` (``csparql.orchestration.submit``) overrides the Spark provider's private
+- ``EvaluationSubmitHook`` (``csparql.orchestration.hooks``) overrides the Spark provider's private
   ``SparkSubmitHook._process_spark_submit_log``, the one method the hook hands the driver's output to, to keep
   the job's ``CSPARQL_RESULT`` line.
 - The embedded stack's DAG processor (``csparql.orchestration.dag_processor``) replaces the manager class the
@@ -49,7 +49,7 @@ def test_the_evaluation_hook_keeps_the_result_line_of_the_spark_submit_it_runs_a
     submit's error ends with the last lines the driver printed."""
     from airflow.exceptions import AirflowException
 
-    from csparql.orchestration.submit import EvaluationSubmitHook
+    from csparql.orchestration.hooks import EvaluationSubmitHook
 
     record = {"query": "cars", "window_end": 5, "rows": 3, "stale": []}
     spark_submit = tmp_path / "spark-submit"

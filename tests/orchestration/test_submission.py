@@ -13,7 +13,7 @@ import pytest
 from csparql.deploy.settings import Settings
 from csparql.jobs import LOG4J_CONFIGURATION
 from csparql.jobs.evaluate_window import _parser, job_arguments
-from csparql.orchestration.submit import evaluation_submission
+from csparql.orchestration.hooks import evaluation_submission
 from csparql.storage.warehouse import Warehouse
 
 S3_CONF = {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:8333", "spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0"}

@@ -242,7 +242,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         return evaluated.record()
 
     def _submit(self, settings: Settings, at: int, complete: bool | None) -> dict:
-        from csparql.orchestration.submit import EvaluationSubmitHook, evaluation_submission
+        from csparql.orchestration.hooks import EvaluationSubmitHook, evaluation_submission
         from csparql.runtime.object_storage import spark_s3_settings
 
         submission = evaluation_submission(

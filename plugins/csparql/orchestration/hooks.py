@@ -1,5 +1,6 @@
-"""spark-submit of the window-evaluation job (``csparql.jobs.evaluate_window``): what one submission is made
-of (``evaluation_submission``, a pure function), and the hook that runs it, keeping what the job reports."""
+"""The Spark hook of csparql's evaluations on a cluster: spark-submit of the window-evaluation job
+(``csparql.jobs.evaluate_window``), what one submission is made of (``evaluation_submission``, a pure
+function), and the hook that runs it, keeping what the job reports (``EvaluationSubmitHook``)."""
 
 from __future__ import annotations
 
