@@ -43,7 +43,7 @@ from pathlib import Path
 from benchmarks import capacity, data
 from benchmarks.observation import KEEP_UP_SLOPE, observe
 from csparql.runtime.connect_server import ConnectServer
-from csparql.windows import parse_duration
+from csparql.core.windows import parse_duration
 
 log = logging.getLogger("benchmarks.airflow")
 HOST = "127.0.0.1"

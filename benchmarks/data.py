@@ -27,7 +27,7 @@ from pathlib import Path
 
 from csparql.storage.vocabulary import RDF_TYPE, XSD_DATETIME, XSD_INTEGER
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import from_micros, parse_instant
+from csparql.core.windows import from_micros, parse_instant
 
 C = "http://linkedurbandata.org/city#"
 T = "http://linkedurbandata.org/traffic#"

@@ -12,7 +12,7 @@ import time
 from benchmarks.measure import linear_slope
 from csparql.stack.airflow_stack import ServerError
 from csparql.storage.instants import micros_of
-from csparql.windows import parse_duration
+from csparql.core.windows import parse_duration
 
 log = logging.getLogger("benchmarks.airflow")
 KEEP_UP_SLOPE = 0.1
@@ -99,7 +99,7 @@ def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:
     """Let the runs of the windows that closed before ``ended`` (µs) finish, up to ``timeout``; then pause the
     DAG and mark its unfinished runs failed, so that nothing of this trial runs during the next one. (A paused
     DAG's running runs are not scheduled further, so pausing first would strand them.)"""
-    from csparql.windows import parse_instant
+    from csparql.core.windows import parse_instant
 
     deadline = time.monotonic() + timeout
     while True:

@@ -347,11 +347,11 @@ def _restarts(terminal: Path) -> list[str]:
 def check_windows(settings, names: list[str], unpaused: int, feeder: Feeder) -> dict:
     """Each soak query's due windows: evaluated exactly once, none failed for good, equal to pyoxigraph."""
     from csparql.deploy.plan import deployment_of
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.storage import delta
     from csparql.storage.instants import micros_of
     from csparql.storage.statistics import read_table
-    from csparql.windows import parse_duration
+    from csparql.core.windows import parse_duration
 
     runs = read_table(settings.warehouse.runs).to_pylist() if delta.exists(settings.warehouse.runs) else []
     period = parse_duration(PERIOD)

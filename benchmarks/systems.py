@@ -33,8 +33,8 @@ import psutil
 from benchmarks.data import Dataset
 from benchmarks.measure import JvmHeap
 from benchmarks.workloads import Answer, WindowFiles, Workload, answer_of_rows, answer_of_triples, export_dataset
-from csparql.frontend import compile_query
-from csparql.panes import ALWAYS, OFF
+from csparql.core.frontend import compile_query
+from csparql.core.panes import ALWAYS, OFF
 from csparql.jobs import job_path
 
 EVALUATE_WINDOW = job_path()
@@ -190,15 +190,15 @@ class CsparqlPanes(CsparqlWarm):
 
     def decision(self, point: Point):
         """The query's ``pane_plan`` (a ``PanePlan``, or ``Recompute`` with the reason)."""
-        from csparql.optimizer import optimize
-        from csparql.panes import pane_plan
+        from csparql.core.optimizer import optimize
+        from csparql.core.panes import pane_plan
 
         engine = self.engine(point.dataset)
         return pane_plan(optimize(point.plan, engine.catalog.statistics()))
 
     def instants(self, point: Point) -> list[int]:
         """The schedule's instants: ``at`` and the ``windows`` STEPs before it (only ``at`` without panes)."""
-        from csparql.panes import PanePlan
+        from csparql.core.panes import PanePlan
 
         if not isinstance(self.decision(point), PanePlan):
             return [point.at]
@@ -322,7 +322,7 @@ class CsparqlPanesReplay(CsparqlPanes):
 
 
 def _evaluation(plan, at):
-    from csparql.schedule import evaluation_at
+    from csparql.core.schedule import evaluation_at
 
     return evaluation_at(plan, at)
 

@@ -115,7 +115,7 @@ def _pyoxigraph(workload, dataset, at: int, work: Path, repetitions: int, point:
 
 
 def _profile_point(spark, workload, dataset, at: int, warmups: int, repetitions: int) -> dict:
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.engine.runner import Engine
 
     plan = compile_query(workload.cquery)

@@ -32,7 +32,7 @@ from rdflib import Literal, URIRef
 from benchmarks import data
 from csparql.storage.vocabulary import XSD_STRING
 from csparql.examples import examples_folder
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 EXAMPLES = examples_folder("queries")
 REGISTERS = data.T + "registers"
@@ -474,11 +474,11 @@ def window_files(plan, warehouse, at: int) -> WindowFiles:
     system then reads, and
     the files of the static graphs in the query's default graph (its FROM graphs, else the default static
     graph; a graph never loaded has none)."""
-    from csparql.algebra.operators import StaticGraph
+    from csparql.core.algebra.operators import StaticGraph
     from csparql.storage.pruning import select_latest_files, select_window_files
-    from csparql.schedule import evaluation_at
+    from csparql.core.schedule import evaluation_at
     from csparql.storage import delta
-    from csparql.windows import LogicalWindow
+    from csparql.core.windows import LogicalWindow
 
     evaluation = evaluation_at(plan, at)
     windows = {str(s.iri): s.window for s in plan.streams}
@@ -561,7 +561,7 @@ def srbench_sparql(cquery: str) -> str:
 
 def srbench(number: int) -> Workload:
     """SRBench query ``number`` as registered (``examples/srbench``), and its SPARQL 1.1 form."""
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.srbench import query_files
     from csparql.srbench.vocabulary import OBSERVATIONS
 

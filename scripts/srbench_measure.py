@@ -26,7 +26,7 @@ from csparql.engine import catalog  # noqa: E402
 from csparql.engine import evaluate as evaluate_module  # noqa: E402
 from csparql.engine.closures import DeltaClosureStore  # noqa: E402
 from csparql.engine.runner import Engine  # noqa: E402
-from csparql.frontend import compile_query  # noqa: E402
+from csparql.core.frontend import compile_query  # noqa: E402
 from csparql.spark.entailment import Entailment  # noqa: E402
 from csparql.runtime.session import spark_session  # noqa: E402
 from csparql.srbench import Size, generate_workload, query_files  # noqa: E402

@@ -35,8 +35,7 @@ SPARK_PACKAGES = ("pyspark", "csparql.spark", "csparql.runtime")
 """What a module imports when it uses Spark: pyspark itself, the Spark layer or the Spark runtime."""
 
 ROOMS = {
-    "core": ("language", "algebra", "optimizer", "panes", "windows", "terms", "frontend", "schedule", "lateness",
-             "aws_variables"),
+    "core": ("core",),
     "storage": ("storage",),
     "runtime": ("runtime",),
     "spark": ("spark",),
@@ -57,7 +56,7 @@ ROOMS = {
 LAYERS = {
     "core": ((), ("pyspark", "airflow", "deltalake")),
     "storage": (("core",), ("pyspark", "airflow")),
-    "runtime": (("core",), ("airflow", "deltalake")),
+    "runtime": (("core", "storage"), ("airflow", "deltalake")),  # storage: the AWS variables alone
     "spark": (("core", "storage"), ("airflow",)),
     "ingest": (("core", "storage", "spark"), ("airflow",)),
     "engine": (("core", "storage", "runtime", "spark"), ("airflow",)),
@@ -257,7 +256,7 @@ def loaded_by_importing_each(imports_and_code: list[tuple[list[str], str]]) -> l
 
 def test_importing_the_core_loads_no_spark_airflow_or_delta():
     core = [m for m in MODULES if room_of(m) == "core"]
-    code = ("from csparql.frontend import compile_query\nfrom csparql.optimizer import optimize\n"
+    code = ("from csparql.core.frontend import compile_query\nfrom csparql.core.optimizer import optimize\n"
             "optimize(compile_query('SELECT * WHERE { ?s ?p ?o }'))\n")
     assert loaded_by_importing(core, code) == set()
 
@@ -277,12 +276,13 @@ def test_the_front_door_names_the_public_api_and_loads_each_part_only_when_it_is
     assert csparql.__version__ == csparql.__version__.strip() != ""
 
 
-EXECUTOR_MODULES = ("csparql.ingest.lines", "csparql.ingest.ranges", "csparql.ingest.rejects")
-"""What Spark's executors import during an ingest (the functions ``mapInArrow`` runs)."""
+EXECUTOR_MODULES = tuple(module for module in MODULES if module.startswith("csparql.ingest.parsers"))
+"""What Spark's executors import during an ingest (the functions ``mapInArrow`` runs) and the other parsers of a
+format, which must not load Spark or Delta either."""
 
 
 def test_the_modules_the_executors_run_load_neither_spark_nor_delta():
-    assert set(EXECUTOR_MODULES) <= MODULES.keys()
+    assert {"csparql.ingest.parsers.lines", "csparql.ingest.parsers.ranges"} <= set(EXECUTOR_MODULES)
     assert loaded_by_importing(list(EXECUTOR_MODULES)) == set()
 
 
@@ -296,13 +296,13 @@ def test_importing_the_rooms_that_may_not_use_spark_airflow_or_delta_loads_none_
 
 
 def test_the_optimizer_and_the_pane_decision_are_handed_their_settings_and_never_read_the_environment():
-    """``csparql.panes`` (whether and how windows combine from panes) and the optimizer are pure: what the
+    """``csparql.core.panes`` (whether and how windows combine from panes) and the optimizer are pure: what the
     environment sets (``CSPARQL_PANES_MIN_TRIPLES``) is read by the engine (``csparql.engine.panes.pane_min_triples``)."""
-    pure = {m: path for m, path in MODULES.items() if m.split(".")[1:2] in (["optimizer"], ["panes"])}
+    pure = {m: path for m, path in MODULES.items() if m.split(".")[1:3] in (["core", "optimizer"], ["core", "panes"])}
     readers = sorted(m for m, path in pure.items()
                      if {"os", "os.environ", "os.getenv"} & imports(path) or "environ" in path.read_text())
     assert readers == []
-    assert any(m.startswith("csparql.panes.") for m in pure)
+    assert any(m.startswith("csparql.core.panes.") for m in pure)
 
 
 def test_no_import_cycles_in_the_package_or_the_benchmarks_even_through_imports_inside_functions():
@@ -360,27 +360,29 @@ def test_the_compile_path_uses_no_private_name_of_another_module():
 
 
 def test_the_architecture_document_names_every_module_in_its_rooms_row():
-    """docs/architecture.md's table of rooms says what every module is for: a module ``csparql.p.m`` is named in
-    the row of ``csparql.p`` (``m.py``, or the rule ``m`` it holds), a module of a folder within it with the
-    folder (``pages/``), a top-level module ``csparql.m`` has a row that names ``csparql.m``."""
+    """docs/architecture.md's table of rooms says what every module is for. A row names the packages or modules
+    it describes in its second cell (``csparql.engine``, ``csparql.core.windows``); a module is described by the
+    row of the longest of those that holds it: it is that row's own module, or the row names it (``m.py``, or
+    the rule ``m`` it holds), a module of a folder within it with the folder (``pages/``, ``parsers/``)."""
     rows: dict[str, str] = {}
     for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
         cells = line.split(" | ")
         if line.startswith("| ") and len(cells) > 2:
-            for package in re.findall(r"`(csparql\.[a-z_]+)`", cells[1]):
+            for package in re.findall(r"`(csparql(?:\.[a-z_]+)+)`", cells[1]):
                 rows[package] = rows.get(package, "") + line
     unnamed = []
     for module, path in MODULES.items():
-        parts = module.split(".")
         if path.name.startswith("__"):
             continue
-        row = rows.get(".".join(parts[:2]), "")
-        if len(parts) == 2:
-            named = bool(row)
-        elif len(parts) == 3:
-            named = f"`{parts[2]}.py`" in row or f"`{parts[2]}`" in row
-        else:
-            named = f"{parts[2]}/" in row and re.search(rf"`{parts[3]}`", row) is not None
+        parts = module.split(".")
+        holder = next((".".join(parts[:n]) for n in range(len(parts), 1, -1) if ".".join(parts[:n]) in rows), None)
+        if holder is None:
+            unnamed.append(module)
+            continue
+        row, rest = rows[holder], parts[len(holder.split(".")):]
+        leaf = rest[-1] if rest else ""
+        named = (not rest or (f"`{leaf}.py`" in row or f"`{leaf}`" in row)
+                 and all(f"{folder}/" in row for folder in rest[:-1]))
         if not named:
             unnamed.append(module)
     assert unnamed == []

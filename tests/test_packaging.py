@@ -105,7 +105,7 @@ def test_the_import_scan_finds_imports_inside_functions(tmp_path):
 def test_files_read_at_run_time_are_package_data_declared_in_pyproject():
     from csparql.examples import examples_folder
     from csparql.jobs import LOG4J_CONFIGURATION, job_path
-    from csparql.language.parser import GRAMMAR_FILE, RSPQL_GRAMMAR_FILE
+    from csparql.core.language.parser import GRAMMAR_FILE, RSPQL_GRAMMAR_FILE
 
     for needed in (job_path(), LOG4J_CONFIGURATION, GRAMMAR_FILE, RSPQL_GRAMMAR_FILE):
         assert needed.is_file() and needed.is_relative_to(PACKAGE), needed

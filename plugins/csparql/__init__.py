@@ -20,11 +20,11 @@ from importlib import metadata
 
 PUBLIC_NAMES = {
     # the language
-    "compile_query": "csparql.frontend",
-    "parse_query": "csparql.frontend",
-    "QueryError": "csparql.language.errors",
-    "parse_instant": "csparql.windows",
-    "format_instant": "csparql.windows",
+    "compile_query": "csparql.core.frontend",
+    "parse_query": "csparql.core.frontend",
+    "QueryError": "csparql.core.language.errors",
+    "parse_instant": "csparql.core.windows",
+    "format_instant": "csparql.core.windows",
     # evaluating on Spark, reading results
     "evaluate": "csparql.engine.runner",
     "Engine": "csparql.engine.runner",

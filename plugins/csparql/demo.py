@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from csparql.examples import examples_folder
-from csparql.frontend import compile_query
-from csparql.language.errors import QueryError
+from csparql.core.frontend import compile_query
+from csparql.core.language.errors import QueryError
 
 EXAMPLES = examples_folder("queries")
 WINDOWS_PER_QUERY = 3
@@ -30,10 +30,10 @@ def run_demo(warehouse_root: Path, examples: Path = EXAMPLES, master: str | None
     from csparql.engine.runner import Engine, EvaluationFailed
     from csparql.storage.results import QueryTextCollision, ResultTable
     from csparql.samples import write_samples
-    from csparql.schedule import evaluation_period, scheduled_evaluations
+    from csparql.core.schedule import evaluation_period, scheduled_evaluations
     from csparql.runtime.session import spark_session
     from csparql.storage.warehouse import Warehouse, default_query_name
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     if warehouse_root.exists():
         shutil.rmtree(warehouse_root)

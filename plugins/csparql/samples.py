@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csparql.storage.vocabulary import PROV_GENERATED_AT_TIME, RDF_TYPE, XSD_DATETIME, XSD_INTEGER
-from csparql.windows import format_instant, parse_instant
+from csparql.core.windows import format_instant, parse_instant
 
 C = "http://linkedurbandata.org/city#"
 T = "http://linkedurbandata.org/traffic#"

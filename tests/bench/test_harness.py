@@ -21,7 +21,7 @@ from benchmarks.workloads import (
     srbench,
     srbench_sparql,
 )
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 
 # --- statistics -------------------------------------------------------------------------------------------
 
@@ -403,7 +403,7 @@ def test_soak_queries_register_and_their_reference_forms_are_sparql():
     import pyoxigraph as ox
 
     from benchmarks.soak import QUERIES, REFERENCE_SPARQL
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
 
     assert QUERIES.keys() == REFERENCE_SPARQL.keys()
     for name, text in QUERIES.items():

@@ -14,7 +14,7 @@ from csparql.engine.runner import Engine
 from csparql.jobs.evaluation import evaluate_deployment_window
 from csparql.storage import delta
 from csparql.storage.results import ResultTable
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 from support import SPEC_QUERIES
 
 PER_DISTRICT = SPEC_QUERIES / "04-cars-per-district.rq"

@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rdflib import Variable
 
-from csparql.frontend import compile_query, parse_query
-from csparql.language import syntax as sx
+from csparql.core.frontend import compile_query, parse_query
+from csparql.core.language import syntax as sx
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
@@ -52,7 +52,7 @@ def configure(spark) -> None:
 def engine_result(spark, case: Case) -> Results:
     """The engine's result for a case: compile, read the case's data from memory, evaluate at ``case.at``."""
     from csparql.engine.evaluate import evaluate_plan
-    from csparql.schedule import evaluation_at
+    from csparql.core.schedule import evaluation_at
     from csparql.spark.sources import MemorySourceReader
 
     plan = compile_query(case.text)

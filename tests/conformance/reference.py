@@ -1,7 +1,7 @@
 """The independent evaluator: a C-SPARQL query over in-memory streams and graphs, evaluated by pyoxigraph.
 
 Nothing here calls the engine's evaluation, its window arithmetic or its algebra. The query is parsed with the
-engine's front end (``csparql.frontend.parse_query``, the syntax tree only) and printed back as SPARQL 1.1
+engine's front end (``csparql.core.frontend.parse_query``, the syntax tree only) and printed back as SPARQL 1.1
 with the C-SPARQL parts rewritten; the data of each window is selected here with simple code of its own.
 
 Dataset (decision 6). Each window is a named graph named by its stream IRI (or, for an RSP-QL query reading one
@@ -74,11 +74,11 @@ from decimal import Decimal
 import pyoxigraph as ox
 from rdflib import BNode, Literal, URIRef, Variable
 
-from csparql.frontend import parse_query
-from csparql.language import expressions as ex
-from csparql.language import syntax as sx
-from csparql.language.printer import _PRIMARY, _Printer
-from csparql.terms import CSPARQL_TIMESTAMP_FUNCTION
+from csparql.core.frontend import parse_query
+from csparql.core.language import expressions as ex
+from csparql.core.language import syntax as sx
+from csparql.core.language.printer import _PRIMARY, _Printer
+from csparql.core.terms import CSPARQL_TIMESTAMP_FUNCTION
 
 from conformance.compare import Results, literal_parts
 

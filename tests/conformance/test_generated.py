@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 
 from conformance import generator
 from conformance.harness import Prefetcher, differential

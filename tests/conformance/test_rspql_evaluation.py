@@ -15,9 +15,9 @@ from conformance.generator import INSTANTS, make_data
 from conformance.reference import Case
 from conformance.whole_way import QUIET, at_instant, land_data_sets, results_of, stored_windows
 from csparql.cli import main
-from csparql.frontend import compile_query, parse_query
-from csparql.language import syntax as sx
-from csparql.schedule import evaluation_at
+from csparql.core.frontend import compile_query, parse_query
+from csparql.core.language import syntax as sx
+from csparql.core.schedule import evaluation_at
 from support import FIXTURES, read_blocks
 
 BLOCKS = {block.name: block.text for block in read_blocks(FIXTURES / "rspql" / "queries.rq")}
@@ -57,7 +57,7 @@ def output_stream_windows(warehouse, name: str) -> dict[int, Results]:
     from csparql.storage.statistics import read_table
     from csparql.storage.terms import from_dict
     from csparql.storage.warehouse import Warehouse, output_stream_iri
-    from csparql.windows import to_micros
+    from csparql.core.windows import to_micros
 
     windows: dict[int, list] = {}
     for row in read_table(Warehouse(warehouse).stream(str(output_stream_iri(name)))).to_pylist():
@@ -137,7 +137,7 @@ def test_csparql_run_reads_rspql(conformance_spark, warehouses, tmp_path, capsys
     rspql, _, data_set = PAIRS[0]
     path = tmp_path / "counts.rq"
     path.write_text(rspql.text, encoding="utf-8")
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     capsys.readouterr()
     assert main(["run", str(path), "--at", format_instant(rspql.at), "--warehouse", str(warehouses[data_set]),

@@ -12,9 +12,9 @@ from conformance import reference, urban
 from conformance.compare import compare
 from conformance.harness import Prefetcher, differential, ordering
 from conformance.reference import Case
-from csparql.frontend import parse_query
-from csparql.language.dialect import detect_dialect
-from csparql.language.rspql_printer import format_rspql
+from csparql.core.frontend import parse_query
+from csparql.core.language.dialect import detect_dialect
+from csparql.core.language.rspql_printer import format_rspql
 from support import ROOT
 
 RSPQL_EXAMPLES = ROOT / "examples" / "rspql"

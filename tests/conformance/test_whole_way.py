@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from csparql.cli import main
-from csparql.frontend import parse_query
-from csparql.panes import ALWAYS, OFF
-from csparql.language import syntax as sx
+from csparql.core.frontend import parse_query
+from csparql.core.panes import ALWAYS, OFF
+from csparql.core.language import syntax as sx
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
@@ -86,8 +86,8 @@ def test_the_share_taken_the_whole_way():
 
 def _window_end(case, at: int) -> int:
     """The end of the window the evaluation at ``at`` reads (the engine's schedule: decision 4)."""
-    from csparql.frontend import compile_query
-    from csparql.schedule import evaluation_at
+    from csparql.core.frontend import compile_query
+    from csparql.core.schedule import evaluation_at
 
     return evaluation_at(compile_query(case.text), at).end
 
@@ -105,11 +105,11 @@ def test_a_register_stream_output_the_whole_way(conformance_spark, warehouses):
     """A REGISTER STREAM query whose template variables are unbound in some solutions or all: each window's
     output, read back from its stream table, is the independent evaluator's graph."""
     from csparql.engine.runner import Engine
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.storage.statistics import read_table
     from csparql.storage.terms import from_dict
     from csparql.storage.warehouse import Warehouse, output_stream_iri
-    from csparql.windows import to_micros
+    from csparql.core.windows import to_micros
 
     from conformance.generator import make_data
     from conformance.reference import Case
@@ -144,9 +144,9 @@ def test_pane_decomposable_cases_equal_recompute_and_the_oracle(conformance_spar
     from concurrent.futures import ThreadPoolExecutor
 
     from csparql.engine.runner import Engine
-    from csparql.frontend import compile_query
-    from csparql.optimizer import optimize
-    from csparql.panes import PanePlan, pane_plan
+    from csparql.core.frontend import compile_query
+    from csparql.core.optimizer import optimize
+    from csparql.core.panes import PanePlan, pane_plan
     from csparql.storage.warehouse import Warehouse
 
     whole_way = {case.name for case in CASES}

@@ -280,8 +280,8 @@ def expected_result(test: W3CTest, form: str) -> Results:
 
 def case_of(test: W3CTest):
     """The engine's inputs for a test: the query with its base, and the test's (or the query's) graphs."""
-    from csparql.frontend import parse_query
-    from csparql.language import syntax as sx
+    from csparql.core.frontend import parse_query
+    from csparql.core.language import syntax as sx
 
     from conformance.reference import Case
 
@@ -305,8 +305,8 @@ def case_of(test: W3CTest):
 
 
 def form_of(test: W3CTest) -> str:
-    from csparql.frontend import parse_query
-    from csparql.language import syntax as sx
+    from csparql.core.frontend import parse_query
+    from csparql.core.language import syntax as sx
 
     form = parse_query(query_with_base(test)).form
     return {sx.SelectForm: "select", sx.AskForm: "ask", sx.ConstructForm: "construct", sx.DescribeForm: "describe"}[type(form)]
@@ -314,7 +314,7 @@ def form_of(test: W3CTest) -> str:
 
 def check(engine: Results, test: W3CTest) -> list[str]:
     """Compare the engine's result with the test's expected result file."""
-    from csparql.frontend import parse_query
+    from csparql.core.frontend import parse_query
 
     from conformance.compare import compare
     from conformance.harness import ordering

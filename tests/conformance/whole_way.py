@@ -22,7 +22,7 @@ from conformance.generator import DATA_SETS, INSTANTS, MINUTE, T0, generated_cas
 from conformance.reference import Case
 
 from csparql.cli import main
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 PER_CATEGORY = 8
 """Generated seeds per category taken the whole way (13 categories)."""
@@ -133,8 +133,8 @@ def evaluate_windows(spark, case: Case, warehouse: Path, name: str, compact: boo
     combined from panes is (``panes=ALWAYS``), whatever its size and partials, so the oracle checks that path too."""
     from csparql.deploy.history import text_version
     from csparql.engine.runner import Engine
-    from csparql.frontend import compile_query
-    from csparql.panes import ALWAYS
+    from csparql.core.frontend import compile_query
+    from csparql.core.panes import ALWAYS
     from csparql.storage.warehouse import Warehouse
 
     plan = compile_query(case.text)
@@ -177,7 +177,7 @@ def table_name(case: Case) -> str:
 
 def stored_windows(output: str) -> dict[int, dict]:
     """``csparql results --format json`` output: each window's results object by window end."""
-    from csparql.windows import parse_instant
+    from csparql.core.windows import parse_instant
 
     windows = {}
     for line in output.splitlines():

@@ -163,7 +163,7 @@ def test_overlapping_saves_each_get_their_own_version_and_none_is_lost(settings)
 # --- names SQL can tell apart ----------------------------------------------------------------------------
 
 from csparql.storage import delta, schema  # noqa: E402
-from csparql.windows import from_micros  # noqa: E402
+from csparql.core.windows import from_micros  # noqa: E402
 
 
 def store_answers(settings: Settings, name: str) -> None:
@@ -266,10 +266,10 @@ import threading  # noqa: E402
 from collections import Counter  # noqa: E402
 
 from csparql.deploy import registry as registry_module  # noqa: E402
-from csparql import frontend as frontend_module  # noqa: E402
+from csparql.core import frontend as frontend_module  # noqa: E402
 from csparql.deploy.plan import ingested_streams  # noqa: E402
 from csparql.deploy.registry import code_version, producers_of  # noqa: E402
-from csparql.frontend import compile_query  # noqa: E402
+from csparql.core.frontend import compile_query  # noqa: E402
 
 
 def chain_registry(settings: Settings, length: int) -> list:
@@ -289,7 +289,7 @@ def chain_registry(settings: Settings, length: int) -> list:
 @pytest.fixture
 def compiles(monkeypatch):
     """Counts ``compile_query`` calls of the deployment layer, per source name (the registry imports it from
-    ``csparql.frontend`` when it compiles)."""
+    ``csparql.core.frontend`` when it compiles)."""
     calls: Counter = Counter()
     real = frontend_module.compile_query
 
@@ -399,6 +399,35 @@ def test_a_registry_file_that_does_not_parse_is_reported_by_its_own_deployment_e
         assert ingested_streams(settings) == ["http://example.org/other", "urn:csparql:stream:Busy"]
 
 
+def test_a_registry_files_settings_lines_are_kept_with_its_facts_and_a_fresh_process_reads_neither(
+        settings, compiles, monkeypatch):
+    from csparql.deploy import file_settings
+
+    (settings.registry / "busy.rq").write_text("# csparql panes off\n# csparql revision-horizon 2h\n" + PRODUCER)
+    first = deployment_of(settings.registry / "busy.rq", settings)
+    fresh_process(monkeypatch)
+    file_settings._file_settings.cache_clear()
+    read = []
+    real = file_settings._file_settings
+    monkeypatch.setattr(file_settings, "_file_settings", lambda text: read.append(text) or real(text))
+    compiles.clear()
+    again = deployment_of(settings.registry / "busy.rq", settings)
+    assert (first.panes, first.revision_horizon) == (again.panes, again.revision_horizon) == ("off", 2 * 60 * MINUTE)
+    assert read == [] and not compiles  # from the warehouse's facts: neither compiled nor its lines read
+
+
+def test_a_registry_file_with_a_bad_settings_line_is_refused_by_its_own_deployment_every_time(settings, monkeypatch):
+    (settings.registry / "busy.rq").write_text("# csparql panes sometimes\n" + PRODUCER)
+    (settings.registry / "reader.rq").write_text(CONSUMER)
+    assert deployment_of(settings.registry / "reader.rq", settings).inputs[0].producer is None
+    for fresh in (False, True, False):
+        if fresh:
+            fresh_process(monkeypatch)
+        with pytest.raises(RegistrationError, match=r"busy.rq: line 1: '# csparql panes' takes auto, always \(on\) "
+                                                    r"or off, not 'sometimes'"):
+            deployment_of(settings.registry / "busy.rq", settings)
+
+
 @pytest.mark.parametrize("damage", [
     lambda text: text[: len(text) // 2],  # cut short
     lambda text: "",
@@ -409,8 +438,10 @@ def test_a_registry_file_that_does_not_parse_is_reported_by_its_own_deployment_e
     lambda text: text.replace('"period": 300000000', '"period": "300000000"'),
     lambda text: text.replace('"range": 600000000', '"range": -1'),
     lambda text: text.replace('"digest": "', '"digest": "0'),
+    lambda text: text.replace('"panes": null', '"panes": "sometimes"'),
+    lambda text: text.replace('"revision_horizon": null', '"revision_horizon": -1'),
 ], ids=["cut-short", "empty", "garbage", "not-an-object", "compiles", "output-stream", "period", "range",
-        "digest"])
+        "digest", "panes", "revision-horizon"])
 def test_a_damaged_cache_file_is_ignored_recomputed_and_replaced(settings, compiles, monkeypatch, damage):
     (settings.registry / "busy.rq").write_text(PRODUCER)
     (settings.registry / "reader.rq").write_text(CONSUMER)

@@ -22,7 +22,7 @@ from csparql.storage import delta, schema
 from csparql.storage.instants import bucket_of, micros_of
 from csparql.storage.terms import term_array
 from csparql.storage.watermarks import advance_watermark, read_watermarks
-from csparql.windows import from_micros, parse_instant
+from csparql.core.windows import from_micros, parse_instant
 from storage.helpers import write_static, write_stream
 
 MINUTE = 60_000_000

@@ -7,7 +7,7 @@ import pytest
 
 from csparql.deploy.preview import MAX_TEXT, preview
 from csparql.deploy.registration import register_text
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 
 MINUTE = 60_000_000
 T0 = parse_instant("2010-03-22T08:00:00Z")
@@ -112,11 +112,11 @@ def test_a_register_request_compiles_its_text_once_for_the_preview_the_checks_an
         settings, monkeypatch):
     """The register page previews the text, then registers it: one compilation serves both (and every
     deployment built from it), and a browser's line endings are the same text."""
-    import csparql.frontend
+    import csparql.core.frontend
 
     compiled = []
-    compile_query = csparql.frontend.compile_query
-    monkeypatch.setattr(csparql.frontend, "compile_query", lambda *args: compiled.append(args) or compile_query(*args))
+    compile_query = csparql.core.frontend.compile_query
+    monkeypatch.setattr(csparql.core.frontend, "compile_query", lambda *args: compiled.append(args) or compile_query(*args))
     text = QUERY.replace("Tollgates", "CompiledOnce").replace("\n", "\r\n")
     outcome = preview(text, settings)
     assert outcome.ok and outcome.name == "CompiledOnce"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from csparql.deploy.preview import preview
 from csparql.deploy.registration import register_text
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 
 MINUTE = 60_000_000
 T0 = parse_instant("2010-03-22T08:00:00Z")

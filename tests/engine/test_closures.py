@@ -17,7 +17,7 @@ from conformance.compare import compare, from_engine
 from csparql.engine.closures import DeltaClosureStore
 from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.storage.warehouse import Warehouse
 
 EX = "http://example.org/"

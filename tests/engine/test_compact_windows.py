@@ -14,9 +14,9 @@ from rdflib import Literal, URIRef
 from rdflib.namespace import XSD
 
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 from storage.helpers import write_static, write_stream
 
 OM = "http://example.org/om#"

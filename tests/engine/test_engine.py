@@ -19,11 +19,11 @@ from rdflib import Literal, URIRef
 
 from csparql.engine.runner import Engine
 from csparql.storage.stored import StoredResults
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.storage import delta
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse, output_stream_iri
-from csparql.windows import from_micros, parse_instant
+from csparql.core.windows import from_micros, parse_instant
 from storage.helpers import kill_when_signalled, write_static, write_stream
 
 C = "http://linkedurbandata.org/city#"
@@ -114,31 +114,32 @@ def test_evaluating_a_window_twice_leaves_one_copy_with_typed_columns(spark, tmp
     assert [r["status"] for r in runs] == ["succeeded", "succeeded"]
 
 
-def test_an_evaluation_optimizes_its_plan_once_and_the_next_over_the_same_statistics_reuses_it(spark, tmp_path,
-                                                                                                monkeypatch):
+def test_an_evaluation_optimizes_its_plan_and_decides_its_panes_once_and_the_next_over_the_same_statistics_reuses_them(
+        spark, tmp_path, monkeypatch):
     from csparql.engine import evaluate, runner
 
     warehouse = warehouse_with_history(tmp_path / "w", 1)
     engine = Engine(warehouse, spark)
     plan = compile_query(PER_STREET)
-    optimized = []
-    optimize = runner.optimize
+    optimized, decided = [], []
+    optimize, pane_plan = runner.optimize, runner.pane_plan
     for module in (runner, evaluate):  # the engine's, and compile_plan's when it is handed a plan not optimized
         monkeypatch.setattr(module, "optimize", lambda *args: optimized.append(1) or optimize(*args))
+    monkeypatch.setattr(runner, "pane_plan", lambda *args: decided.append(1) or pane_plan(*args))
     first = engine.evaluate(plan, T_END, "PerStreet", write=False)  # asks for panes (refused), then compiles
-    assert len(optimized) == 1
+    assert len(optimized) == 1 and len(decided) == 1
     second = engine.evaluate(plan, T_END, "PerStreet", write=False)
-    assert len(optimized) == 1 and sorted(second.result.rows) == sorted(first.result.rows)
+    assert len(optimized) == 1 and len(decided) == 1 and sorted(second.result.rows) == sorted(first.result.rows)
     write_stream(warehouse, STREAM, [(URIRef("urn:x"), URIRef("urn:p"), Literal(1), T_END)])  # new statistics
     engine.evaluate(plan, T_END, "PerStreet", write=False)
-    assert len(optimized) == 2
+    assert len(optimized) == 2 and len(decided) == 2
 
 
 KILLER = textwrap.dedent(
     """
     import os, sys, time
     from csparql.engine.runner import Engine
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.storage import delta
     from csparql.storage.warehouse import Warehouse
 
@@ -198,7 +199,7 @@ KILLED_AFTER_RESULTS = textwrap.dedent(
     import sys, time
     from csparql.engine import runner
     from csparql.engine.catalog import Catalog
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.storage.warehouse import Warehouse
 
     warehouse, signal_file, query_file, at, name, point = sys.argv[1:]

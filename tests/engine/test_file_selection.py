@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from csparql.storage.pruning import select_latest_files, select_window_files
 from csparql.storage.delta import FileInfo
 from csparql.storage.instants import bucket_of
-from csparql.windows import WindowBounds, parse_instant
+from csparql.core.windows import WindowBounds, parse_instant
 
 HOUR = 3_600_000_000
 MS = 1_000

@@ -22,8 +22,8 @@ from rdflib import Literal, URIRef
 from csparql.cli import main
 from csparql.engine import panes as pn
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
-from csparql.panes import ALWAYS
+from csparql.core.frontend import compile_query
+from csparql.core.panes import ALWAYS
 from csparql.storage import delta
 from csparql.storage.maintenance import delta_tables, prune_panes
 from csparql.storage.running import leases_folder

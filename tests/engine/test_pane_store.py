@@ -14,8 +14,8 @@ from csparql.cli import main
 from csparql.engine import panes as pn
 from csparql.engine.runner import Engine
 from csparql.engine.panes import PANE_MIN_TRIPLES, pane_min_triples
-from csparql.panes import ALWAYS, OFF
-from csparql.frontend import compile_query
+from csparql.core.panes import ALWAYS, OFF
+from csparql.core.frontend import compile_query
 from csparql.storage import delta
 from csparql.storage.maintenance import delta_tables, prune_panes
 from csparql.storage.warehouse import Warehouse

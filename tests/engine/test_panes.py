@@ -24,9 +24,9 @@ import pytest
 from rdflib import Literal, URIRef
 
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query, parse_query
-from csparql.optimizer import optimize
-from csparql.panes import ALWAYS, OFF, PanePlan, pane_plan
+from csparql.core.frontend import compile_query, parse_query
+from csparql.core.optimizer import optimize
+from csparql.core.panes import ALWAYS, OFF, PanePlan, pane_plan
 from csparql.storage.warehouse import Warehouse
 
 from conformance import harness, reference

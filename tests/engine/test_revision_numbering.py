@@ -18,12 +18,12 @@ from deltalake import DeltaTable
 
 import csparql
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.ingest.ingest import ingest_stream
 from csparql.storage.statistics import read_table
 from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 from storage.helpers import kill_when_signalled
 from engine.test_revisions import EX, MINUTE, QUERY, STREAM, T0, cars, nquads
 
@@ -34,7 +34,7 @@ KILLED_BEFORE_ITS_RUNS_COMMIT = textwrap.dedent(
     """
     import sys, time
     from csparql.engine import runner
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.storage.warehouse import Warehouse
 
     warehouse, signal_file, query_file, at = sys.argv[1:]
@@ -54,7 +54,7 @@ REPLAYER = textwrap.dedent(
     import os, sys, time
     from pathlib import Path
     from csparql.engine.runner import Engine
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
     from csparql.runtime.session import spark_session
     from csparql.storage.warehouse import Warehouse
 

@@ -22,7 +22,7 @@ from csparql.storage.stored import StoredResults
 from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
 from csparql.storage.statistics import read_table
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 EX = "http://example.org/"
 STREAM = EX + "gates"

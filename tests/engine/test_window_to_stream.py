@@ -14,8 +14,8 @@ from conformance.compare import Results, compare, from_engine
 from csparql.ingest.ingest import ingest_stream
 from csparql.engine.runner import Engine
 from csparql.storage.stored import StoredResults
-from csparql.frontend import compile_query
-from csparql.schedule import evaluation_at, previous_evaluation
+from csparql.core.frontend import compile_query
+from csparql.core.schedule import evaluation_at, previous_evaluation
 from csparql.storage.warehouse import Warehouse
 
 EX = "http://example.org/"

@@ -1,7 +1,7 @@
 """What the ingest works out over Arrow columns is what its one-value-at-a-time definition gives: the instants of
 many timestamps (``bounded_timestamps_micros`` against ``bounded_timestamp_micros``: the same instants, the same
 reasons) and the event times of a staged file (``staged_event_times_metadata`` against
-``event_times_metadata``, whose coarsening ``csparql.lateness`` defines)."""
+``event_times_metadata``, whose coarsening ``csparql.core.lateness`` defines)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from csparql.ingest.event_times import event_times_metadata, staged_event_times_metadata
-from csparql.ingest.lines import FutureLimit, LineError, bounded_timestamp_micros, bounded_timestamps_micros
+from csparql.ingest.parsers.lines import FutureLimit, LineError, bounded_timestamp_micros, bounded_timestamps_micros
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 EDGES = [

@@ -19,14 +19,14 @@ from csparql.engine.catalog import Catalog
 from csparql.ingest import ingest as ingest_module
 from csparql.ingest import spark_job
 from csparql.ingest.inputs import BATCH_SHIFT
-from csparql.ingest import lines as nt
+from csparql.ingest.parsers import lines as nt
 from csparql.ingest.ingest import InputError, ingest_stream, load_static
 from csparql.runtime.session import spark_session
 from csparql.storage import delta, schema
 from csparql.storage.instants import bucket_of
 from csparql.storage.terms import term_dict
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import parse_instant, to_micros
+from csparql.core.windows import parse_instant, to_micros
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "examples" / "queries" / "golden"
@@ -596,7 +596,7 @@ def test_a_skew_longer_than_100_years_is_refused_and_no_watermark_leaves_the_ins
     from csparql.ingest.ingest import future_limit
     from csparql.ingest.landing import land_waiting_files
     from csparql.storage.watermarks import advance_watermark, watermark
-    from csparql.windows import LATEST_INSTANT, MAX_DURATION
+    from csparql.core.windows import LATEST_INSTANT, MAX_DURATION
 
     warehouse = Warehouse(tmp_path / "wh")
     base = ["ingest", "--warehouse", str(warehouse.root), "--master", "local[2]", "--stream", STREAM]
@@ -741,7 +741,7 @@ def test_load_static_of_content_the_graph_holds_lands_nothing_unless_told_again(
 def test_cli_watermark_refuses_a_non_iri_and_an_unknown_stream_and_says_when_it_changes_nothing(tmp_path, capsys):
     from csparql.storage.tables import IRI_PROPERTY, KIND_PROPERTY
     from csparql.storage.watermarks import read_watermarks
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     warehouse = Warehouse(tmp_path / "wh")
     base = ["watermark", "--warehouse", str(warehouse.root)]

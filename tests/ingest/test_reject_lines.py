@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from csparql.ingest.graphs import first_line_naming
+from csparql.ingest.parsers.graphs import first_line_naming
 from csparql.ingest.ingest import ingest_stream
 from csparql.storage.schema import BLANK, IRI
 from csparql.storage.warehouse import Warehouse

@@ -16,12 +16,12 @@ from rdflib import URIRef
 from csparql.cli import main
 from csparql.engine.runner import Engine
 from csparql.storage.stored import StoredResults
-from csparql.frontend import compile_query
-from csparql.ingest.graphs import PROV_GENERATED_AT_TIME
+from csparql.core.frontend import compile_query
+from csparql.ingest.parsers.graphs import PROV_GENERATED_AT_TIME
 from csparql.ingest.ingest import InputError, ingest_stream
 from csparql.storage.schema import BLANK
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 from conformance import reference
 from ingest.test_ingest import rows_of
@@ -203,7 +203,7 @@ def test_the_timestamp_predicate_can_be_named_and_a_malformed_file_is_rejected_w
 
 
 def test_a_line_format_file_is_told_from_standard_n_quads_by_its_first_fourth_term(tmp_path):
-    from csparql.ingest.graphs import names_graphs
+    from csparql.ingest.parsers.graphs import names_graphs
 
     made = events(count=3)
     cases = {

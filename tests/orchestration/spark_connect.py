@@ -62,7 +62,7 @@ _EVALUATE = """
 import json, sys
 from pathlib import Path
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.runtime.session import spark_session
 from csparql.storage.warehouse import Warehouse
 

@@ -38,7 +38,7 @@ from csparql.stack.airflow_stack import AirflowStack, free_port
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run, read_watermarks
-from csparql.windows import format_instant, parse_instant
+from csparql.core.windows import format_instant, parse_instant
 from orchestration.spark_connect import test_server
 
 pytestmark = pytest.mark.airflow

@@ -14,15 +14,15 @@ import pytest
 from csparql.deploy.history import versions
 from csparql.deploy.plan import deployment_of
 from csparql.deploy.registration import register
-from csparql import frontend as frontend_module
+from csparql.core import frontend as frontend_module
 from csparql.deploy import registry as registry_module
 from csparql.deploy.registry import RegistrationError, sync_loaders, write_loader
 from csparql.deploy.settings import Settings
-from csparql.frontend import compile_query
-from csparql.schedule import evaluation_period
-from csparql.language.errors import QueryError
+from csparql.core.frontend import compile_query
+from csparql.core.schedule import evaluation_period
+from csparql.core.language.errors import QueryError
 from csparql.orchestration.dags import INGEST_PRIORITY, registered_query_dag
-from csparql.windows import to_micros
+from csparql.core.windows import to_micros
 
 pytestmark = pytest.mark.airflow
 
@@ -163,13 +163,13 @@ def test_a_dag_from_the_kept_facts_loads_neither_parser_nor_algebra_and_is_the_c
               "from airflow.serialization.serialized_objects import DagSerialization\n"
               "from airflow.dag_processing.dagbag import DagBag\n"
               f"(dag,) = DagBag({str(loader)!r}).dags.values()\n"
-              "print(json.dumps({'parser': 'lark' in sys.modules, 'compiled': 'csparql.frontend' in sys.modules,"
-              " 'algebra': sorted(m for m in sys.modules if m.startswith(('csparql.algebra', 'csparql.panes.'))),"
+              "print(json.dumps({'parser': 'lark' in sys.modules, 'compiled': 'csparql.core.frontend' in sys.modules,"
+              " 'algebra': sorted(m for m in sys.modules if m.startswith(('csparql.core.algebra', 'csparql.core.panes.'))),"
               " 'dag': DagSerialization.to_dict(dag)}, sort_keys=True, default=str))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     fresh = json.loads(done.stdout.strip().splitlines()[-1])
     assert fresh["parser"] is False and fresh["compiled"] is False
-    assert fresh["algebra"] == ["csparql.panes.modes"]
+    assert fresh["algebra"] == ["csparql.core.panes.modes"]
     here = json.loads(json.dumps(DagSerialization.to_dict(bag.dags["q07_register_stream_construct"]), sort_keys=True,
                                  default=str))
     assert fresh["dag"] == here

@@ -19,7 +19,7 @@ from csparql.engine.runner import Engine
 from csparql.ingest.ingest import ingest_stream
 from csparql.jobs.evaluate_window import RESULT_PREFIX
 from csparql.storage import stale_windows as sw
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 pytestmark = pytest.mark.spark
 

@@ -48,7 +48,7 @@ _CLIENT = """
 import json, sys
 from pathlib import Path
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.runtime.session import spark_session
 from csparql.storage.warehouse import Warehouse
 
@@ -148,7 +148,7 @@ def runs(warehouse: Warehouse) -> list[dict]:
 
 
 def _plan():
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
 
     return compile_query(QUERY.read_text(encoding="utf-8"), str(QUERY))
 
@@ -209,7 +209,7 @@ for line in sys.stdin:
 
 @pytest.mark.airflow
 def test_the_triggerer_evaluates_after_the_server_closed_its_idle_session(city_hour, server, tmp_path):
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     _, warehouse, samples = city_hour
     env = client_environment(tmp_path)
@@ -319,7 +319,7 @@ def test_an_evaluation_after_the_server_restarted_runs_on_a_new_session(city_hou
 
 def csparql_run(url: str, warehouse: Warehouse, at: int, name: str, work: Path,
                 timeout: float = 240) -> subprocess.CompletedProcess:
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     env = client_environment(work)
     env["CSPARQL_WAREHOUSE"] = str(warehouse.root)

@@ -27,7 +27,7 @@ from csparql.storage.statistics import read_table
 from csparql.examples import examples_folder
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import advance_watermark
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 from orchestration.spark_cluster import EVALUATE_WINDOW, standalone_cluster, submit_evaluation
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]

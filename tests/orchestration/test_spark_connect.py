@@ -14,7 +14,7 @@ import pytest
 from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.engine.runner import Engine
 from csparql.storage.stored import StoredResults
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.samples import write_samples
 from csparql.storage.statistics import read_table
 from csparql.examples import examples_folder

@@ -10,9 +10,9 @@ import pendulum
 import pytest
 from airflow.timetables.base import TimeRestriction
 
-from csparql.frontend import compile_query
-from csparql.schedule import Schedule
-from csparql.windows import from_micros
+from csparql.core.frontend import compile_query
+from csparql.core.schedule import Schedule
+from csparql.core.windows import from_micros
 
 pytestmark = pytest.mark.airflow
 

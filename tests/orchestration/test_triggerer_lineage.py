@@ -19,7 +19,7 @@ import pytest
 from csparql.examples import examples_folder
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 from orchestration.spark_cluster import spark_environment
 from orchestration.spark_connect import ingest_city_hour, test_server
 

@@ -30,7 +30,7 @@ from csparql.deploy.plan import ingest_dag_id
 from csparql.storage.stored import StoredResults
 from csparql.stack.airflow_stack import AirflowStack
 from csparql.storage.warehouse import Warehouse, slug
-from csparql.windows import format_instant, parse_instant
+from csparql.core.windows import format_instant, parse_instant
 
 from conformance import reference
 

@@ -14,9 +14,9 @@ from rdflib import Literal, URIRef
 from conformance import entailment, reference
 from conformance.compare import compare, from_engine
 from csparql.engine.evaluate import compile_plan, evaluate_plan
-from csparql.frontend import compile_query
-from csparql.optimizer import SourceStatistics
-from csparql.optimizer.entailment import entailed_statistics
+from csparql.core.frontend import compile_query
+from csparql.core.optimizer import SourceStatistics
+from csparql.core.optimizer.entailment import entailed_statistics
 from csparql.spark.sources import MemorySourceReader
 
 EX = "http://example.org/"
@@ -188,7 +188,7 @@ def test_entailed_statistics_count_the_triples_of_sub_properties():
 
 
 def alg_stream():
-    from csparql.algebra.operators import StreamWindow
-    from csparql.windows import LogicalWindow
+    from csparql.core.algebra.operators import StreamWindow
+    from csparql.core.windows import LogicalWindow
 
     return StreamWindow(STREAM, LogicalWindow(10 * SECOND, 10 * SECOND))

@@ -20,7 +20,7 @@ from rdflib import BNode, Literal, URIRef
 pyoxigraph = pytest.importorskip("pyoxigraph")
 
 from csparql.engine.evaluate import evaluate_plan  # noqa: E402
-from csparql.frontend import compile_query  # noqa: E402
+from csparql.core.frontend import compile_query  # noqa: E402
 from csparql.spark import paths  # noqa: E402
 from csparql.spark.sources import MemorySourceReader  # noqa: E402
 

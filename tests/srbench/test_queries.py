@@ -17,7 +17,7 @@ import pytest
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
-from csparql.frontend import compile_query, parse_query
+from csparql.core.frontend import compile_query, parse_query
 from csparql.srbench import query_files
 from csparql.srbench.vocabulary import OBSERVATIONS
 from conformance import entailment as chaining

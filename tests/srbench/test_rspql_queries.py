@@ -12,9 +12,9 @@ import pytest
 
 from conformance import reference
 from conformance.compare import Results, compare, from_engine
-from csparql.frontend import compile_query, parse_query
-from csparql.language import syntax as sx
-from csparql.language.rspql_printer import format_rspql
+from csparql.core.frontend import compile_query, parse_query
+from csparql.core.language import syntax as sx
+from csparql.core.language.rspql_printer import format_rspql
 from csparql.srbench.vocabulary import OBSERVATIONS
 from srbench.test_queries import QUERIES, instants, size
 from support import ROOT

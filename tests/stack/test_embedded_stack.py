@@ -23,7 +23,7 @@ from csparql.stack import embedded as embedded_module
 from csparql.stack.airflow_stack import AirflowStack, ServerError
 from csparql.stack.embedded import MAX_BACKFILL_ATTEMPTS, EmbeddedStack, Progress
 from csparql.storage import delta, schema
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 
 pytestmark = pytest.mark.airflow
 

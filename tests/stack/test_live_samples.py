@@ -11,7 +11,7 @@ from csparql.ingest.landing import land_waiting_files
 from csparql.samples import STREAMS
 from csparql.stack.embedded import LiveSamples, write_stream_dags
 from csparql.storage.watermarks import read_watermarks
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 
 TOLLGATES = STREAMS["citytollgates"]
 MARKET = STREAMS["market"]

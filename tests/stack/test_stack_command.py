@@ -32,7 +32,7 @@ from csparql.storage import delta
 from csparql.storage.statistics import read_table
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import read_watermarks
-from csparql.windows import to_micros
+from csparql.core.windows import to_micros
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]
 

@@ -17,7 +17,7 @@ from csparql.storage.instants import bucket_of
 from csparql.storage.statistics import record_statistics
 from csparql.storage.terms import term_dict
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import from_micros
+from csparql.core.windows import from_micros
 
 
 def write_stream(warehouse: Warehouse, iri: str, triples, first_arrival: int = 0, statistics: bool = True) -> None:

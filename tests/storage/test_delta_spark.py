@@ -25,14 +25,14 @@ from csparql.deploy.revisions import detect_after_commits, mark_revised, pending
 from csparql.deploy.settings import Settings
 from csparql.engine.catalog import Catalog
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.ingest.ingest import ingest_stream, load_static
 from csparql.storage import delta
 from csparql.storage import revisions as rv
 from csparql.storage.tables import OPERATION
 from csparql.storage.terms import term_dict
 from csparql.storage.warehouse import Warehouse, output_stream_iri
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 from conformance import reference
 from storage.delta_spark import DeltaSpark, plain, stream_table_ddl

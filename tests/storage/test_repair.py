@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 
 from csparql.cli import main
 from csparql.engine.runner import Engine, EvaluationFailed
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.storage import delta, schema
 from csparql.storage import stale_windows as sw
 from csparql.storage.instants import micros_of

@@ -13,7 +13,7 @@ from csparql.cli import main
 from csparql.storage.stored import sql_tables
 from csparql.storage import delta, schema
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import from_micros, parse_instant
+from csparql.core.windows import from_micros, parse_instant
 
 T0 = parse_instant("2010-03-22T10:00:00Z")
 ASK = "ASK FROM STREAM <http://example.org/s> [RANGE 1m STEP 1m] WHERE { ?s ?p ?o }\n"

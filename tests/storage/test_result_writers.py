@@ -24,7 +24,7 @@ from csparql.storage.tables import column_names
 from csparql.storage.vocabulary import INTEGER_TYPES, NUMERIC_TYPES
 from csparql.storage import schema
 from csparql.storage.terms import from_dict, ntriples, term_dict
-from csparql.terms import XSD_BOOLEAN, XSD_DATETIME
+from csparql.core.terms import XSD_BOOLEAN, XSD_DATETIME
 
 # --- the conversion the writers replaced (the reference) ------------------------------------------------------
 
@@ -390,7 +390,7 @@ def graph_reader(spark):
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_results_collected_from_spark_are_written_as_before(spark, graph_reader, name):
     from csparql.engine.evaluate import compile_plan
-    from csparql.frontend import compile_query
+    from csparql.core.frontend import compile_query
 
     result = compile_plan(spark, compile_query(PREFIXES + QUERIES[name]), graph_reader, at=END).result()
     assert len(result) > 0

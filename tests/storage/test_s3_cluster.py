@@ -26,7 +26,7 @@ from storage.test_s3_warehouse import (  # noqa: F401
 from csparql.deploy.registry import write_loader
 from csparql.stack.airflow_stack import AirflowStack
 from csparql.storage.warehouse import slug
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 
 pytestmark = pytest.mark.spark

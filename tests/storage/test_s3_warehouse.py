@@ -24,14 +24,14 @@ from conformance.compare import compare, from_engine
 from services.s3_server import s3_server  # noqa: F401  (the fixture)
 from storage.delta_spark import DeltaSpark, plain
 
-from csparql.aws_variables import s3_settings
+from csparql.storage.aws_variables import s3_settings
 from csparql.storage.stored import StoredResults
 from csparql.runtime.object_storage import spark_s3_settings
 from csparql.runtime.packages import DELTA_SPARK, HADOOP_AWS
 from csparql.storage import delta
 from csparql.storage.location import ObjectPath, location
 from csparql.storage.warehouse import Warehouse, slug
-from csparql.windows import format_instant, parse_instant
+from csparql.core.windows import format_instant, parse_instant
 
 EX = "http://example.org/"
 XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"

@@ -8,16 +8,16 @@ import pyarrow as pa
 from deltalake import write_deltalake
 from rdflib import URIRef
 
-from csparql.frontend import compile_query
-from csparql.algebra.walk import walk
+from csparql.core.frontend import compile_query
+from csparql.core.algebra.walk import walk
 from csparql.ingest.ingest import ingest_stream
-from csparql.optimizer import optimize
+from csparql.core.optimizer import optimize
 from csparql.storage import schema
 from csparql.storage.instants import bucket_of
 from csparql.storage.statistics import read_statistics
 from csparql.storage.terms import term_dict
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import format_instant, parse_instant
+from csparql.core.windows import format_instant, parse_instant
 
 EX = "http://example.org/"
 STREAM = EX + "gates"

@@ -17,7 +17,7 @@ from rdflib import Literal, URIRef
 from csparql.cli import main
 from csparql.storage import delta
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 from storage.helpers import write_stream
 
 STREAM = "http://example.org/full/stream"

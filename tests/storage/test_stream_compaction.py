@@ -11,7 +11,7 @@ import pytest
 from rdflib import Literal, URIRef
 
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.ingest.ingest import ingest_stream
 from csparql.storage import delta
 from csparql.storage.pruning import FileInfo
@@ -19,7 +19,7 @@ from csparql.storage.stale_windows import stream_commits
 from csparql.storage.stream_compaction import COMPACTION_SPAN_MICROS, SMALL_FILE_BYTES, closed_span_groups
 from csparql.storage.tables import OPERATION
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 from conformance import reference
 from ingest.test_ingest import rows_of

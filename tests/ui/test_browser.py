@@ -53,7 +53,7 @@ def browser():
 
 def expected_passages(ui, window_end: str) -> dict[str, int]:
     """Distinct cars per tollgate in the window (end − 10m, end], counted from the sample file itself."""
-    from csparql.windows import parse_instant
+    from csparql.core.windows import parse_instant
 
     end = parse_instant(window_end)
     cars = defaultdict(set)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ElementTree
 
 from csparql.web.charts import nice_ceiling, time_chart
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 
 SVG = "{http://www.w3.org/2000/svg}"
 T0 = parse_instant("2010-03-22T08:00:00Z")

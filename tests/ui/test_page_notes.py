@@ -12,7 +12,7 @@ from csparql.deploy.settings import Settings
 from csparql.web.pages.editor import EXAMPLE, register_editor
 from csparql.web.views import templates
 from csparql.web.waiting import waiting_note
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 from support import SPEC_QUERIES
 
 TOLLGATES = "http://streams.org/citytollgates.trdf"

@@ -19,9 +19,9 @@ from rdflib import URIRef
 
 from csparql.deploy.plan import deployment_of
 from csparql.engine.runner import Engine
-from csparql.frontend import compile_query
+from csparql.core.frontend import compile_query
 from csparql.storage import delta
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 from conformance import reference
 from ingest.test_timestamped_graphs import (

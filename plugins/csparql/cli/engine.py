@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from csparql.cli.language import _read_or_report, add_dialect_option
-from csparql.frontend import compile_query
-from csparql.language.errors import QueryError
-from csparql.panes import AUTO
+from csparql.core.frontend import compile_query
+from csparql.core.language.errors import QueryError
+from csparql.core.panes import AUTO
 
 FORMATS = ("json", "tsv", "csv")
 
@@ -132,7 +132,7 @@ def _add_demo_command(commands) -> None:
 def _instant(text: str, option: str) -> int | None:
     """The instant an option gives, or None after a one-line message naming the option (a malformed instant, or
     one outside the instants csparql evaluates)."""
-    from csparql.windows import parse_evaluation_instant
+    from csparql.core.windows import parse_evaluation_instant
 
     try:
         return parse_evaluation_instant(text)
@@ -143,13 +143,13 @@ def _instant(text: str, option: str) -> int | None:
 
 def _instant_text(instant: int | None) -> str | None:
     """An instant as ISO 8601 (None stays None: a window without a start)."""
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     return None if instant is None else format_instant(instant)
 
 
 def _panes_option(parser: argparse.ArgumentParser) -> None:
-    from csparql.panes import PANE_MODES
+    from csparql.core.panes import PANE_MODES
 
     parser.add_argument("--panes", choices=PANE_MODES, default=None,
                         help="how windows are computed from panes: auto (where that is expected to cost less), "
@@ -171,10 +171,11 @@ def _load(query: str, dialect: str | None = None):
         print(error.render(), file=sys.stderr)
         return None
     from csparql.deploy.history import text_version
-    from csparql.deploy.plan import RegistrationError, panes_setting_of
+    from csparql.deploy.file_settings import FileSettings
+    from csparql.deploy.registry import RegistrationError
 
     try:
-        panes = panes_setting_of(Path(source_name), text)
+        panes = FileSettings.of(Path(source_name), text).panes
     except RegistrationError as error:
         print(f"csparql: {error}", file=sys.stderr)
         return None
@@ -234,7 +235,7 @@ def _engine(args):
 
 def _window_json(evaluation) -> str:
     from csparql.storage.formats import to_json_object, to_ntriples
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     window = evaluation.window
     if evaluation.result.form in ("select", "ask"):
@@ -280,7 +281,7 @@ def run_run(args: argparse.Namespace) -> int:
         print(f"csparql: {error}", file=sys.stderr)
         return 1
     sys.stdout.write(render(evaluation.result, args.format))
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     window = evaluation.window
     span = f"({format_instant(window.start)}, {format_instant(window.end)}]" if window.start is not None else f"ending {format_instant(window.end)}"
@@ -305,8 +306,8 @@ def run_replay(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from csparql.storage.formats import ColumnsDiffer, WindowedTable
-    from csparql.schedule import scheduled_evaluations
-    from csparql.windows import format_instant
+    from csparql.core.schedule import scheduled_evaluations
+    from csparql.core.windows import format_instant
 
     try:
         windows = scheduled_evaluations(plan, start, end)
@@ -340,7 +341,7 @@ def run_results(args: argparse.Namespace) -> int:
     from csparql.storage.formats import ColumnsDiffer, NotAGraph, TimestampedGraphs, WindowedTable
     from csparql.storage.stored import StoredResults
     from csparql.storage.warehouse import InvalidName, Warehouse
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     start = _instant(args.start, "--from") if args.start else None
     end = _instant(args.end, "--to") if args.end else None

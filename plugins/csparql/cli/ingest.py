@@ -166,7 +166,7 @@ def _max_future_skew(text: str | None) -> int:
     from csparql.deploy.settings import max_future_skew_setting
     from csparql.ingest.ingest import InputError
     from csparql.storage.watermarks import check_future_skew
-    from csparql.windows import parse_duration
+    from csparql.core.windows import parse_duration
 
     try:
         if text is None:
@@ -267,7 +267,7 @@ def run_streams(args: argparse.Namespace) -> int:
     from csparql.deploy.plan import ingested_streams
     from csparql.deploy.settings import Settings
     from csparql.storage.warehouse import Warehouse
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     try:
         settings = Settings.from_environment()

@@ -9,15 +9,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from csparql.algebra.sexpr import format_plan
-from csparql.frontend import compile_query, parse_query, query_dialect
-from csparql.language import syntax as sx
-from csparql.language.dialect import DIALECT_NAMES, RSPQL
-from csparql.language.errors import Diagnostic, QueryError
-from csparql.language.parser import DIALECTS
-from csparql.language.printer import format_query
-from csparql.language.rspql_printer import NotExpressibleError, format_rspql, untranslatable_to_csparql
-from csparql.optimizer import optimize
+from csparql.core.algebra.sexpr import format_plan
+from csparql.core.frontend import compile_query, parse_query, query_dialect
+from csparql.core.language import syntax as sx
+from csparql.core.language.dialect import DIALECT_NAMES, RSPQL
+from csparql.core.language.errors import Diagnostic, QueryError
+from csparql.core.language.parser import DIALECTS
+from csparql.core.language.printer import format_query
+from csparql.core.language.rspql_printer import NotExpressibleError, format_rspql, untranslatable_to_csparql
+from csparql.core.optimizer import optimize
 
 
 def register(commands) -> None:
@@ -135,13 +135,13 @@ def run_explain(args: argparse.Namespace) -> int:
     except QueryError as error:
         print(error.render(), file=sys.stderr)
         return 1
-    from csparql.deploy.plan import panes_setting_of
+    from csparql.deploy.file_settings import FileSettings
     from csparql.deploy.registry import RegistrationError
     from csparql.storage.statistics import read_statistics
     from csparql.storage.warehouse import Warehouse
 
     try:
-        panes_setting = panes_setting_of(Path(source_name), text)
+        panes_setting = FileSettings.of(Path(source_name), text).panes
     except RegistrationError as error:
         print(f"{source_name}: error: {error.message}", file=sys.stderr)
         return 1
@@ -164,9 +164,9 @@ def run_explain(args: argparse.Namespace) -> int:
 def _explain_panes(plan, setting: str | None) -> None:
     """Print the ``# panes`` section of ``csparql explain``: the query's pane plan (and the plans each pane and
     each window evaluate) or why it recomputes, and what its file's pane mode (``# csparql panes``) does."""
-    from csparql.algebra.sexpr import format_operator
+    from csparql.core.algebra.sexpr import format_operator
     from csparql.engine.panes import pane_min_triples
-    from csparql.panes import (ALWAYS, AUTO, OFF, PanePlan, automatic_refusal, pane_combination_plan, pane_partial_plan,
+    from csparql.core.panes import (ALWAYS, AUTO, OFF, PanePlan, automatic_refusal, pane_combination_plan, pane_partial_plan,
                                pane_plan)
 
     decision = pane_plan(plan)

@@ -57,7 +57,7 @@ def run_vacuum(args: argparse.Namespace) -> int:
     from csparql.storage.delta import StorageError
     from csparql.storage.maintenance import EvaluationsRunning, vacuum
     from csparql.storage.warehouse import Warehouse
-    from csparql.windows import parse_duration
+    from csparql.core.windows import parse_duration
 
     try:
         retain = parse_duration(args.retain)
@@ -124,7 +124,7 @@ def run_vacuum(args: argparse.Namespace) -> int:
 def run_repair(args: argparse.Namespace) -> int:
     from csparql.storage.repair import repair_warehouse
     from csparql.storage.warehouse import Warehouse
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     warehouse = Warehouse.locate(args.warehouse)
     if not warehouse.root.is_dir():

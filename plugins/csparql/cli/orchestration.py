@@ -207,8 +207,8 @@ def _is_in_dialect(path: str, dialect: str) -> bool:
     """Whether the query file is a valid query of ``dialect`` (reporting why not). The registry reads a query
     in the dialect its text is written in, which is this one whenever the query is valid in it."""
     from csparql.cli.language import _read_or_report
-    from csparql.frontend import compile_query
-    from csparql.language.errors import QueryError
+    from csparql.core.frontend import compile_query
+    from csparql.core.language.errors import QueryError
 
     source = _read_or_report(path)
     if source is None:
@@ -242,7 +242,7 @@ def run_watermark(args: argparse.Namespace) -> int:
     from csparql.deploy.settings import max_future_skew_setting
     from csparql.storage.warehouse import Warehouse
     from csparql.storage.watermarks import future_bound, read_watermarks, set_watermark
-    from csparql.windows import format_duration, format_instant, parse_evaluation_instant
+    from csparql.core.windows import format_duration, format_instant, parse_evaluation_instant
 
     warehouse = Warehouse.locate(args.warehouse)
     if args.stream and args.instant:

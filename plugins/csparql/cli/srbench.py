@@ -40,7 +40,7 @@ def register(commands) -> None:
 def run_generate(args: argparse.Namespace) -> int:
     from csparql.srbench.generator import Size, generate
     from csparql.srbench.workload import write_files
-    from csparql.windows import from_micros, parse_evaluation_instant
+    from csparql.core.windows import from_micros, parse_evaluation_instant
 
     try:
         size = Size(args.stations, args.hours, args.rate, args.towns)

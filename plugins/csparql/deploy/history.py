@@ -27,10 +27,10 @@ def text_version(text: str) -> str:
 @functools.lru_cache(maxsize=512)
 def text_identity(text: str) -> str:
     """The identity of a query text: the first 12 hex digits of the SHA-256 of the query as the parser reads
-    it (printed again by ``csparql.language.printer.format_query``), so that two texts differing only in
+    it (printed again by ``csparql.core.language.printer.format_query``), so that two texts differing only in
     layout or comments are one query; of the text itself when it cannot be printed so."""
-    from csparql.frontend import parse_query
-    from csparql.language.printer import format_query
+    from csparql.core.frontend import parse_query
+    from csparql.core.language.printer import format_query
 
     try:
         normal = format_query(parse_query(text))

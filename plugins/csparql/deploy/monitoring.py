@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from csparql.deploy.plan import Deployment
-from csparql.schedule import Schedule
+from csparql.core.schedule import Schedule
 from csparql.storage import delta
 from csparql.storage.instants import bucket_start, micros_of
 from csparql.storage.pruning import may_hold_from, may_hold_string
@@ -205,7 +205,7 @@ def late_triples_by_stream(warehouse: Warehouse) -> dict[str, LateTriples]:
     that fall in a window the commit made stale, each counted once, and how late they were. For a commit older
     than the log's history read (``csparql.storage.stale_windows.HISTORY_LOOKBACK``), what its stale windows
     recorded: the most late triples of one of them, and their medians weighted by their triples."""
-    from csparql.lateness import lateness
+    from csparql.core.lateness import lateness
     from csparql.storage.stale_windows import stale_windows, stream_commits
 
     per_commit: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from rdflib import URIRef
 
+from csparql.deploy.file_settings import FileSettings
 from csparql.deploy.history import text_version
-from csparql.panes.modes import AUTO, pane_mode
+from csparql.core.panes.modes import AUTO
 from csparql.deploy.registry import (
     DAG_ID,
     CompiledQuery,
@@ -36,16 +37,16 @@ from csparql.deploy.registry import (
     registry_snapshot,
 )
 from csparql.deploy.settings import Settings
-from csparql.language.errors import QueryError
-from csparql.schedule import Schedule
+from csparql.core.language.errors import QueryError
+from csparql.core.schedule import Schedule
 from csparql.storage.warehouse import (
     Warehouse, collision_message, name_collision, reserved_name_problem, slug,
 )
 from csparql.storage.watermarks import missing_for_window
-from csparql.windows import format_duration, parse_duration
+from csparql.core.windows import format_duration
 
 if TYPE_CHECKING:  # the algebra: compiling a query loads it, building its DAG from the kept facts does not
-    from csparql.algebra.operators import QueryPlan
+    from csparql.core.algebra.operators import QueryPlan
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,8 @@ class Deployment:
     output_stream: str | None
     registered_as: str | None
     registration_kind: str | None = None  # QUERY or STREAM (None: a one-shot query)
-    revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``REVISION_HORIZON``)
-    panes: str = AUTO  # how windows are computed from panes (``PANES``; ``csparql.panes.PANE_MODES``)
+    revision_horizon: int | None = None  # the query's own CSPARQL_REVISION_HORIZON (``csparql.deploy.file_settings``)
+    panes: str = AUTO  # how windows are computed from panes (``csparql.deploy.file_settings``; ``csparql.core.panes.PANE_MODES``)
     digest: str | None = field(default=None, repr=False)  # SHA-256 of the registry file's bytes, when read from one
     compiled: QueryPlan | None = field(default=None, repr=False, compare=False)  # the plan, when already compiled
 
@@ -190,50 +191,6 @@ class Deployment:
         return self.wait.requirements(at)
 
 
-REVISION_HORIZON = re.compile(r"^[ \t]*#[ \t]*csparql[ \t]+revision-horizon[ \t]*[:=]?[ \t]*(\S*)[ \t]*$",
-                              re.IGNORECASE | re.MULTILINE)
-"""A comment line of a registry file that sets its revision horizon, overriding ``CSPARQL_REVISION_HORIZON``:
-``# csparql revision-horizon 2h`` (a C-SPARQL duration; ``0s``: never revised)."""
-
-
-def revision_horizon_of(path: Path, text: str) -> int | None:
-    """The revision horizon (µs) a registry file's text sets (``REVISION_HORIZON``), None when it sets none;
-    ``RegistrationError`` naming the line for a value that is not a duration."""
-    found = list(REVISION_HORIZON.finditer(text))
-    if not found:
-        return None
-    match = found[-1]
-    line = text.count("\n", 0, match.start()) + 1
-    try:
-        value = parse_duration(match.group(1))
-    except ValueError as error:
-        raise RegistrationError(path, f"line {line}: the revision horizon {match.group(1)!r} is not a duration "
-                                      f"such as 30m, 2h or 1d ({error})") from None
-    return value
-
-
-PANES = re.compile(r"^[ \t]*#[ \t]*csparql[ \t]+panes[ \t]*[:=]?[ \t]*(\S*)[ \t]*$", re.IGNORECASE | re.MULTILINE)
-"""A comment line of a registry file that says how its windows are computed from panes: ``# csparql panes
-auto`` (the default: where the engine expects it to cost less), ``always`` (``on``: whenever the query allows
-it) or ``off`` (every window recomputed from its whole range, the reference)."""
-
-
-def panes_setting_of(path: Path, text: str) -> str | None:
-    """The pane mode a registry file's text gives with ``PANES`` (its last such line; ``PANE_MODES``), None
-    when it says nothing; ``RegistrationError`` naming the line for another value."""
-    found = list(PANES.finditer(text))
-    if not found:
-        return None
-    match = found[-1]
-    try:
-        return pane_mode(match.group(1)) if match.group(1) else pane_mode("")
-    except ValueError:
-        line = text.count("\n", 0, match.start()) + 1
-        written = repr(match.group(1)) if match.group(1) else "nothing"
-        raise RegistrationError(path, f"line {line}: '# csparql panes' takes auto, always (on) or off, "
-                                      f"not {written}") from None
-
-
 def deployment_of(path: str | os.PathLike, settings: Settings,
                   registry: RegistrySnapshot | None = None) -> Deployment:
     """The deployment of one registry file; ``RegistrationError`` when it cannot be read or is not a valid
@@ -251,7 +208,7 @@ def deployment_of(path: str | os.PathLike, settings: Settings,
     compiled = None
     if facts is None:  # not in the snapshot, or not a valid query: compiling says why
         name, text, compiled = compiled_file(path, (text, digest))
-        facts = QueryFacts.of(compiled)
+        facts = QueryFacts.of(compiled, FileSettings.of(path, text))
     _check_name(path, name, registry.files_before(path), [], settings)
     return _deployment(path, name, text, facts, settings, registry, digest, compiled)
 
@@ -336,6 +293,7 @@ def _deployment(path: Path, name: str, text: str, facts: QueryFacts, settings: S
                 registry: RegistrySnapshot | None = None, digest: str | None = None,
                 compiled: QueryPlan | None = None) -> Deployment:
     registry = registry_snapshot(settings) if registry is None else registry
+    file_settings = facts.file_settings
     return Deployment(
         name=name,
         path=path,
@@ -345,8 +303,8 @@ def _deployment(path: Path, name: str, text: str, facts: QueryFacts, settings: S
         output_stream=facts.output_stream,
         registered_as=facts.registration[1] if facts.registration else None,
         registration_kind=facts.registration[0] if facts.registration else None,
-        revision_horizon=revision_horizon_of(path, text),
-        panes=panes_setting_of(path, text) or AUTO,
+        revision_horizon=file_settings.revision_horizon,
+        panes=file_settings.panes or AUTO,
         digest=digest,
         compiled=compiled,
     )

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from csparql.algebra.sexpr import format_plan
+from csparql.core.algebra.sexpr import format_plan
 from csparql.deploy.plan import Deployment, deployment_of_text
 from csparql.deploy.registry import RegistrationError, compile_text, normalized_text
 from csparql.deploy.settings import Settings
-from csparql.language.errors import MAX_REPORTED, QueryError
-from csparql.language.parser import MAX_QUERY_CHARACTERS
-from csparql.optimizer import SourceStatistics, optimize
-from csparql.windows import format_duration
+from csparql.core.language.errors import MAX_REPORTED, QueryError
+from csparql.core.language.parser import MAX_QUERY_CHARACTERS
+from csparql.core.optimizer import SourceStatistics, optimize
+from csparql.core.windows import format_duration
 
 MAX_TEXT = MAX_QUERY_CHARACTERS
 """The longest query text accepted (characters), as everywhere else: a registry file is a query, not a data set."""
@@ -108,6 +108,8 @@ def preview(text: str, settings: Settings, name: str | None = None, now: int | N
         compiled = compile_text(text, "query")
     except QueryError as error:
         return Preview(_problems(error, text))
+    except RegistrationError as error:  # a settings line of the text (``csparql.deploy.file_settings``)
+        return Preview((Problem(error.message.strip()),))
     plan = compiled.plan
     name = name or compiled.registered_name
     if not name:

@@ -22,7 +22,7 @@ from csparql.deploy.registry import (
     write_loader,
 )
 from csparql.deploy.settings import Settings
-from csparql.language.errors import QueryError
+from csparql.core.language.errors import QueryError
 from csparql.storage.files import write_text_atomically
 
 

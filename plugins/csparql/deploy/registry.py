@@ -30,26 +30,19 @@ from typing import TYPE_CHECKING
 
 import rdflib
 
+from csparql.deploy.errors import RegistrationError
+from csparql.deploy.file_settings import FileSettings
 from csparql.deploy.settings import Settings
-from csparql.language.errors import QueryError
-from csparql.schedule import Schedule, evaluation_period
+from csparql.core.language.errors import QueryError
+from csparql.core.schedule import Schedule, evaluation_period
 from csparql.storage.files import write_text_atomically
 from csparql.storage.warehouse import output_stream_iri
 
 if TYPE_CHECKING:  # the algebra: compiling a query loads it, building its DAG from the kept facts does not
-    from csparql.algebra.operators import QueryPlan
+    from csparql.core.algebra.operators import QueryPlan
 
 DAG_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """What can name a registered query: its DAG id and the name of its result tables."""
-
-
-class RegistrationError(Exception):
-    """A registry file that cannot become a DAG; ``str()`` names the file and says why."""
-
-    def __init__(self, path: str | os.PathLike, message: str):
-        super().__init__(f"{path}: {message}")
-        self.path = str(path)
-        self.message = message
 
 
 def registry_name(path: str | os.PathLike) -> str:
@@ -138,7 +131,7 @@ def _compile(path: Path, text: str, digest: str) -> QueryPlan | str:
     key = path.absolute()
     cached = _COMPILED.get(key)
     if cached is None or cached[0] != digest:
-        from csparql.frontend import compile_query  # the parser: loaded only where a query is compiled
+        from csparql.core.frontend import compile_query  # the parser: loaded only where a query is compiled
 
         try:
             result: QueryPlan | str = compile_query(text, path.name)
@@ -185,22 +178,26 @@ class QueryFacts:
     schedule: Schedule | None
     streams: tuple[str, ...]
     registration: tuple[str, str] | None = None
+    file_settings: FileSettings = FileSettings()
 
     @classmethod
-    def of(cls, plan: QueryPlan) -> QueryFacts:
+    def of(cls, plan: QueryPlan, file_settings: FileSettings = FileSettings()) -> QueryFacts:
+        """The facts of ``plan``, whose text sets ``file_settings`` (``FileSettings.of``)."""
         registration = plan.registration
         return cls(
             output_stream=_output_stream(plan),
             schedule=Schedule.of(plan) if evaluation_period(plan) is not None else None,
             streams=tuple(str(stream.iri) for stream in plan.streams),
             registration=(registration.kind, registration.name) if registration is not None else None,
+            file_settings=file_settings,
         )
 
     def to_dict(self) -> dict:
         """A JSON-ready form that ``from_dict`` reads back."""
         return {"output_stream": self.output_stream, "streams": list(self.streams),
                 "schedule": self.schedule.to_dict() if self.schedule else None,
-                "registration": list(self.registration) if self.registration else None}
+                "registration": list(self.registration) if self.registration else None,
+                "file_settings": self.file_settings.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> QueryFacts:
@@ -216,13 +213,15 @@ class QueryFacts:
             if type(schedule["period"]) is not int or not _strings([w["stream"] for w in schedule["windows"]]):
                 raise ValueError("not the schedule of a query")
             schedule = Schedule.from_dict(schedule)  # each window checks its own numbers
-        return cls(output, schedule, tuple(streams), tuple(registration) if registration else None)
+        return cls(output, schedule, tuple(streams), tuple(registration) if registration else None,
+                   FileSettings.from_dict(data["file_settings"]))
 
 
 @dataclass(frozen=True)
 class CompiledQuery:
     """A query text compiled once for every step that previews, registers and deploys it: the text with its
-    line endings normalised, its SHA-256, its plan and its facts (``compile_text``)."""
+    line endings normalised, its SHA-256, its plan and its facts, with the settings of its own comment lines
+    (``compile_text``)."""
 
     text: str
     digest: str
@@ -243,14 +242,17 @@ def normalized_text(text: str) -> str:
 def compile_text(text: str, source_name: str = "<query>") -> CompiledQuery:
     """The compiled query of ``text``, compiled once per text in this process (the ``COMPILED_TEXTS`` most
     recent are kept): a register request previews, checks and deploys one compilation. ``QueryError`` (with
-    line, column and caret, the text named ``source_name``) when it is not a valid query."""
+    line, column and caret, the text named ``source_name``) when it is not a valid query;
+    ``RegistrationError`` naming ``source_name`` and the line when a settings line is not valid
+    (``FileSettings``)."""
     text = normalized_text(text)
     compiled = _COMPILED_TEXTS.get(text)
     if compiled is None:
-        from csparql.frontend import compile_query  # the parser: loaded only where a query is compiled
+        from csparql.core.frontend import compile_query  # the parser: loaded only where a query is compiled
 
         plan = compile_query(text, source_name)
-        compiled = CompiledQuery(text, hashlib.sha256(text.encode("utf-8")).hexdigest(), plan, QueryFacts.of(plan))
+        facts = QueryFacts.of(plan, FileSettings.of(Path(source_name), text))
+        compiled = CompiledQuery(text, hashlib.sha256(text.encode("utf-8")).hexdigest(), plan, facts)
         _COMPILED_TEXTS[text] = compiled
         while len(_COMPILED_TEXTS) > COMPILED_TEXTS:
             _COMPILED_TEXTS.popitem(last=False)
@@ -271,7 +273,7 @@ def _strings(values: object) -> bool:
 _FACTS: dict[Path, tuple[str, QueryFacts | None]] = {}
 """Per registry file, in this process: the digest of its content and its facts (None: it does not compile)."""
 
-FACTS_FORMAT = 2
+FACTS_FORMAT = 3
 """The version of the compile cache's files (``Warehouse.query_facts``); part of ``code_version``."""
 
 
@@ -335,10 +337,19 @@ def _facts(path: Path, text: str, digest: str, settings: Settings) -> QueryFacts
     found, facts = _stored_facts(digest, settings)
     if not found:
         plan = _compile(path, text, digest)
-        facts = None if isinstance(plan, str) else QueryFacts.of(plan)
+        facts = None if isinstance(plan, str) else _facts_of(path, text, plan)
         store_facts(digest, facts, settings)
     _FACTS[key] = (digest, facts)
     return facts
+
+
+def _facts_of(path: Path, text: str, plan: QueryPlan) -> QueryFacts | None:
+    """The facts of the registry file ``path`` whose text ``text`` compiled to ``plan``; None when a settings
+    line of it is not valid (its deployment says which)."""
+    try:
+        return QueryFacts.of(plan, FileSettings.of(path, text))
+    except RegistrationError:
+        return None
 
 
 @dataclass(frozen=True)

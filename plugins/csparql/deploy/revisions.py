@@ -28,7 +28,7 @@ from pathlib import Path
 from csparql.deploy.plan import Deployment, deployment_of
 from csparql.deploy.registry import QueryFacts, RegistrationError, registry_facts
 from csparql.deploy.settings import Settings
-from csparql.lateness import LateWindow, late_in_bounds, late_windows, lateness, within_horizon
+from csparql.core.lateness import LateWindow, late_in_bounds, late_windows, lateness, within_horizon
 from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
 from csparql.storage.stale_windows import StaleWindow, StreamCommit

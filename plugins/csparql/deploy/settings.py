@@ -24,7 +24,7 @@ from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES
 from csparql.storage.location import UnsupportedLocation, is_remote
 from csparql.storage.warehouse import Warehouse, iri_problem, slug
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, check_future_skew
-from csparql.windows import format_duration, parse_duration
+from csparql.core.windows import format_duration, parse_duration
 
 SECTION = "csparql"
 """The section of Airflow's configuration that holds the options."""

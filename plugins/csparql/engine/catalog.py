@@ -10,7 +10,7 @@ live files of its current Delta version, never by listing folders, and prunes th
   (``select_latest_files``).
 
 What each evaluation read is kept in ``scans`` (files and rows per stream) for the runs table. Bounds and the
-files chosen are kept per window of a stream (``csparql.schedule.StreamWindowKey``): an RSP-QL query may read
+files chosen are kept per window of a stream (``csparql.core.schedule.StreamWindowKey``): an RSP-QL query may read
 one stream through several windows. Their scans are summed into the stream's (a file both windows read counts
 twice, as one the previous evaluation of an ISTREAM query also read does).
 """
@@ -24,10 +24,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 from rdflib import URIRef
 
-from csparql.algebra import operators as alg
+from csparql.core.algebra import operators as alg
 from csparql.engine.closures import DeltaClosureStore
-from csparql.optimizer import SourceStatistics
-from csparql.schedule import StreamWindowKey
+from csparql.core.optimizer import SourceStatistics
+from csparql.core.schedule import StreamWindowKey
 from csparql.spark.sources import empty_triples
 from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA
 from csparql.storage import delta
@@ -36,7 +36,7 @@ from csparql.storage.pruning import select_latest_files, select_window_files
 from csparql.storage.statistics import read_statistics, record_statistics
 from csparql.storage.tables import IRI_PROPERTY
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import LogicalWindow, WindowBounds
+from csparql.core.windows import LogicalWindow, WindowBounds
 
 @dataclass
 class Scan:

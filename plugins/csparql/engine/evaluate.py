@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from rdflib import Variable
 
-from csparql.algebra import operators as alg
-from csparql.optimizer import NO_STATISTICS, SourceStatistics, optimize
+from csparql.core.algebra import operators as alg
+from csparql.core.optimizer import NO_STATISTICS, SourceStatistics, optimize
 from csparql.spark.compiler import COMPACT_TRIPLES, SparkCompiler, construct_triples, describe_triples
 from csparql.spark.entailment import Entailment
 from csparql.spark.frames import SourceFrames
@@ -103,7 +103,7 @@ def compile_plan(
 
     An evaluation whose windows' files hold at most ``compact_triples`` triples is compiled compact (one
     partition, nothing broadcast or shuffled: ``is_compact``); the results are the same either way. ``pane``
-    compiles a partial plan of panes (``csparql.panes.pane_partial_plan``) in pane mode."""
+    compiles a partial plan of panes (``csparql.core.panes.pane_partial_plan``) in pane mode."""
     if plan.stream_operator != alg.RSTREAM:
         if previous is None:
             raise ValueError(f"{plan.stream_operator} needs the previous evaluation's windows")

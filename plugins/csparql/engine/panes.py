@@ -1,6 +1,6 @@
 """Windows computed from panes: each pane's partial result computed once, stored, and combined.
 
-``csparql.panes`` decides which queries may (``pane_plan``) and rewrites them into a partial plan and
+``csparql.core.panes`` decides which queries may (``pane_plan``) and rewrites them into a partial plan and
 a combination plan. Here they meet storage and Spark:
 
 - **The store.** A query's panes live in ``_csparql/panes/<query>/<key>``, one Delta table per *pane key*: a
@@ -30,9 +30,9 @@ a combination plan. Here they meet storage and Spark:
   bucket's files are compacted into one once there are ``COMPACT_FILES``; ``csparql vacuum`` removes the pane
   files written more than its retention ago — by the wall clock, whatever the event time of their panes
   (``csparql.storage.maintenance.prune_panes``) — and deletes them once the retention has passed again.
-- **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.panes.AUTO``,
+- **When** (``csparql.engine.runner.Engine.pane_computer``): the pane mode (``csparql.core.panes.AUTO``,
   ``ALWAYS``, ``OFF``) and, in ``AUTO``, whether the partials are keyed and the window's size
-  (``pane_min_triples``: ``CSPARQL_PANES_MIN_TRIPLES``, read here so that the pure ``csparql.panes`` is handed
+  (``pane_min_triples``: ``CSPARQL_PANES_MIN_TRIPLES``, read here so that the pure ``csparql.core.panes`` is handed
   the value and never reads the environment).
 
 Every answer equals the recompute's (``tests/engine/test_panes.py`` checks pane, recompute and an independent
@@ -57,12 +57,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from csparql.algebra import operators as alg
-from csparql.algebra.sexpr import format_operator
+from csparql.core.algebra import operators as alg
+from csparql.core.algebra.sexpr import format_operator
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import compile_plan
-from csparql.panes import PanePlan, PartialPlan, pane_combination_plan, pane_partial_plan
-from csparql.optimizer.statistics import SourceStatistics
+from csparql.core.panes import PanePlan, PartialPlan, pane_combination_plan, pane_partial_plan
+from csparql.core.optimizer.statistics import SourceStatistics
 from csparql.spark.schema import spark_schema
 from csparql.storage import delta
 from csparql.storage.instants import bucket_of
@@ -71,14 +71,14 @@ from csparql.storage.schema import PANE_PARTITIONS, PANE_TERM, pane_file_schema,
 from csparql.storage.pruning import select_window_files
 from csparql.storage.results import QueryResult
 from csparql.storage.tables import OPERATION
-from csparql.windows import WindowBounds
+from csparql.core.windows import WindowBounds
 
 log = logging.getLogger(__name__)
 
 PANES_MIN_TRIPLES_VARIABLE = "CSPARQL_PANES_MIN_TRIPLES"
 
 PANE_MIN_TRIPLES = 1_000_000
-"""In the ``AUTO`` pane mode (``csparql.panes.AUTO``), windows whose stream files hold fewer triples than this
+"""In the ``AUTO`` pane mode (``csparql.core.panes.AUTO``), windows whose stream files hold fewer triples than this
 are recomputed (``CSPARQL_PANES_MIN_TRIPLES`` overrides it). A window from panes costs two Spark jobs — its new
 pane, then the combination — where a recompute costs one; on two cores a job costs 0.1–0.3 s whatever its
 size, so panes pay off only where reading and joining the window is what costs (``docs/performance/panes.md``)."""

@@ -24,19 +24,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rdflib import URIRef
 
-from csparql.algebra import operators as alg
+from csparql.core.algebra import operators as alg
 from csparql.storage import result_rows as rt
 from csparql.engine.catalog import Catalog, DeltaSourceReader, Scan
 from csparql.engine.evaluate import CompiledEvaluation, compile_plan
 from csparql.engine.panes import PaneComputer, PanesUnavailable, PaneUse, pane_ends
 from csparql.engine.panes import pane_min_triples as pane_min_triples_setting
-from csparql.frontend import compile_query
-from csparql.optimizer import optimize
-from csparql.panes import AUTO, OFF, PanePlan, automatic_refusal, pane_mode, pane_plan
+from csparql.core.frontend import compile_query
+from csparql.core.optimizer import optimize
+from csparql.core.panes import AUTO, OFF, PaneDecision, PanePlan, automatic_refusal, pane_mode, pane_plan
 from csparql.runtime.session import retry_on_lost_session
 from csparql.spark.compiler import COMPACT_TRIPLES
-from csparql.windows import parse_evaluation_instant
-from csparql.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
+from csparql.core.windows import parse_evaluation_instant
+from csparql.core.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of
 from csparql.storage.results import STREAM, QueryResult, ResultTable, TextOwner
@@ -88,34 +88,56 @@ class Phases:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - clock) * 1000
 
 
+@dataclass
+class _Optimized:
+    """One query plan as ``OptimizedPlans`` keeps it: the statistics it was optimized with, the optimized plan
+    and, once asked, its pane decision."""
+
+    plan: alg.QueryPlan
+    statistics: object
+    optimized: alg.QueryPlan
+    decision: PaneDecision | None = None
+
+
 class OptimizedPlans:
-    """The plans an engine optimized, the latest of each query plan: an evaluation whose sources' statistics
-    equal the previous evaluation's of the same plan reuses its optimized plan (for a small window optimizing
-    costs as much as Spark's part). The ``capacity`` most recently used plans are kept."""
+    """The plans an engine optimized, the latest of each query plan, with their pane decisions: an evaluation
+    whose sources' statistics equal the previous evaluation's of the same plan reuses its optimized plan and
+    its pane decision (for a small window optimizing costs as much as Spark's part). The ``capacity`` most
+    recently used plans are kept."""
 
     def __init__(self, capacity: int = 256) -> None:
         self.capacity = capacity
-        self._latest: OrderedDict[int, tuple[alg.QueryPlan, object, alg.QueryPlan]] = OrderedDict()
+        self._latest: OrderedDict[int, _Optimized] = OrderedDict()
 
     def optimized(self, plan: alg.QueryPlan, statistics) -> alg.QueryPlan:
         """``optimize(plan, statistics)``, or the plan optimized last time for this plan object when it was
         optimized with equal statistics."""
         kept = self._latest.get(id(plan))
-        if kept is not None and kept[0] is plan and kept[1] == statistics:
+        if kept is not None and kept.plan is plan and kept.statistics == statistics:
             self._latest.move_to_end(id(plan))
-            return kept[2]
+            return kept.optimized
         optimized = optimize(plan, statistics)
-        self._latest[id(plan)] = (plan, statistics, optimized)
+        self._latest[id(plan)] = _Optimized(plan, statistics, optimized)
         self._latest.move_to_end(id(plan))
         while len(self._latest) > self.capacity:
             self._latest.popitem(last=False)
         return optimized
 
+    def pane_decision(self, plan: alg.QueryPlan, optimized: alg.QueryPlan) -> PaneDecision:
+        """``pane_plan(optimized)``, decided once per optimized plan kept for ``plan``."""
+        kept = self._latest.get(id(plan))
+        if kept is None or kept.plan is not plan or kept.optimized is not optimized:
+            return pane_plan(optimized)
+        if kept.decision is None:
+            kept.decision = pane_plan(optimized)
+        return kept.decision
+
 
 class PreparedPlan:
     """What one evaluation plans with, each made at most once and only when asked: the statistics of the
-    plan's sources (``statistics``) and the plan optimized with them (``optimized``, from the engine's
-    ``OptimizedPlans``), which the pane decision and the Spark plan both take."""
+    plan's sources (``statistics``), the plan optimized with them (``optimized``, from the engine's
+    ``OptimizedPlans``), which the pane decision and the Spark plan both take, and its pane decision
+    (``pane_decision``)."""
 
     def __init__(self, catalog: Catalog, plans: OptimizedPlans, plan: alg.QueryPlan, phases: Phases) -> None:
         self.catalog, self.plans, self.plan, self.phases = catalog, plans, plan, phases
@@ -130,6 +152,12 @@ class PreparedPlan:
         statistics = self.statistics
         with self.phases("plan"):
             return self.plans.optimized(self.plan, statistics)
+
+    @functools.cached_property
+    def pane_decision(self) -> PaneDecision:
+        optimized = self.optimized
+        with self.phases("plan"):
+            return self.plans.pane_decision(self.plan, optimized)
 
 
 class EvaluationFailed(Exception):
@@ -263,16 +291,14 @@ class Engine:
                       window: EvaluationWindow | None = None, mode: str = AUTO,
                       prepared: PreparedPlan | None = None) -> PaneComputer | None:
         """What computes the query's windows from panes (``csparql.engine.panes``), or None when they are
-        recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.panes.pane_plan`` says
+        recomputed: ``mode`` is ``OFF``, the query does not allow it (``csparql.core.panes.pane_plan`` says
         why), or, in ``AUTO``, its partials are keyed (``automatic_refusal``) or ``window``'s stream files hold
         fewer than ``pane_min_triples`` triples."""
         phases = phases or Phases()
         if pane_mode(mode) == OFF or plan.stream_operator != alg.RSTREAM or not plan.streams:
             return None
         prepared = prepared or PreparedPlan(self.catalog, self.plans, plan, phases)
-        statistics, optimized = prepared.statistics, prepared.optimized
-        with phases("plan"):
-            decision = pane_plan(optimized)
+        statistics, optimized, decision = prepared.statistics, prepared.optimized, prepared.pane_decision
         if not isinstance(decision, PanePlan):
             return None
         automatic = pane_mode(mode) == AUTO
@@ -294,7 +320,7 @@ class Engine:
         version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
         result rows. ``panes``: whether the window is combined from stored panes (``csparql.engine.panes``):
         ``AUTO`` where that is expected to cost less, ``ALWAYS`` whenever the query allows it, ``OFF`` never
-        (the window recomputed from its whole range, the reference; ``csparql.panes.PANE_MODES``). ``owner``:
+        (the window recomputed from its whole range, the reference; ``csparql.core.panes.PANE_MODES``). ``owner``:
         the query text evaluated, recorded on a result table it creates; a table created for another text
         that is not an earlier version of it is not written (``csparql.storage.results.QueryTextCollision``).
 
@@ -478,7 +504,7 @@ def evaluate(query: str | alg.QueryPlan, at: int | str, warehouse: Warehouse | s
         The ``Evaluation``: its window, its ``result`` (``QueryResult.rows`` or ``triples``) and its timings.
 
     Raises:
-        csparql.language.errors.QueryError: the text is not a valid query (its message says what and where).
+        csparql.core.language.errors.QueryError: the text is not a valid query (its message says what and where).
         ValueError: ``at`` is not an instant csparql evaluates, or ``name`` is not a valid name.
 
     Example:
@@ -530,6 +556,6 @@ def _describe(error: Exception) -> str:
 
 
 def _iso(micros: int) -> str:
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     return format_instant(micros)

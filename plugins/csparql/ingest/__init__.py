@@ -1,7 +1,8 @@
 """Ingest: RDF streams and static graphs into the warehouse's Delta tables.
 
-The driver's side (``ingest.py``: checks, byte ranges planned, Spark jobs, one commit; ``landing.py``: landing
-folders landed exactly once) imports Spark; the executors' side (``lines.py``: parsing lines, ``ranges.py``:
-byte ranges of a file, ``rejects.py``: rejected lines) imports neither Spark nor Delta. This file imports
-nothing, so that executors importing ``csparql.ingest.lines`` load no more than it needs.
+This package holds what drives an ingest: the checked request and its one commit (``ingest.py``), the parse and
+stage of one ingest (``job.py``, ``spark_job.py``), landing folders (``landing.py``), pushed bodies
+(``pushed.py``) and message buses (``sources.py``). What parses a format is in ``csparql.ingest.parsers``, which
+imports neither Spark nor Delta, since Spark's executors run it. This file imports nothing, so that executors
+importing a parser load no more than it needs.
 """

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from csparql.lateness import GRAINS, MAX_EVENT_TIMES, keep_until
+from csparql.core.lateness import GRAINS, MAX_EVENT_TIMES, keep_until
 from csparql.storage import revisions as rv
 from csparql.storage import stale_windows as sw
 from csparql.storage.warehouse import Warehouse
@@ -24,7 +24,7 @@ def recorded_until(warehouse: Warehouse) -> int:
 
 def event_times_metadata(triples_at: Iterable[tuple[int, int]], until: int) -> dict[str, str]:
     """The commit metadata giving the event times of staged triples: ``triples_at`` holds (instant µs, how many
-    triples) for the instants up to ``until`` (``recorded_until``), coarsened as ``csparql.lateness.keep_until``
+    triples) for the instants up to ``until`` (``recorded_until``), coarsened as ``csparql.core.lateness.keep_until``
     says."""
     return {sw.EVENT_TIMES: sw.encode_event_times(keep_until(triples_at, until))}
 
@@ -35,7 +35,7 @@ _GRAIN_UNITS = {1_000_000: "second", 60_000_000: "minute", 3_600_000_000: "hour"
 def staged_event_times_metadata(micros: pa.Array | pa.ChunkedArray, until: int) -> dict[str, str]:
     """``event_times_metadata`` of the staged triples' instants ``micros`` (µs), counted and coarsened by
     Arrow's kernels first: a file of a million distinct instants reaches Python as at most
-    ``MAX_EVENT_TIMES`` of them (the same ones ``csparql.lateness.coarsen`` keeps)."""
+    ``MAX_EVENT_TIMES`` of them (the same ones ``csparql.core.lateness.coarsen`` keeps)."""
     counted = pa.table({"t": micros}).filter(pc.less_equal(pc.field("t"), until))
     counted = counted.group_by("t", use_threads=False).aggregate([("t", "count")]).rename_columns(["t", "n"])
     for grain in GRAINS:

@@ -6,8 +6,8 @@ Both return an ``IngestReport``.
 
 Inputs
     Timestamped N-Quads (``.nq``/``.tnq``): the fourth term is the triple's timestamp, an ``xsd:dateTime`` or
-    epoch milliseconds (see ``csparql.ingest.lines``); lines without one take ``--timestamp`` if given.
-    TriG, TriX, JSON-LD, standard N-Quads: timestamped named graphs (``csparql.ingest.graphs``). N-Triples and any
+    epoch milliseconds (see ``csparql.ingest.parsers.lines``); lines without one take ``--timestamp`` if given.
+    TriG, TriX, JSON-LD, standard N-Quads: timestamped named graphs (``csparql.ingest.parsers.graphs``). N-Triples and any
     other format rdflib reads (Turtle, RDF/XML, N3, ...; from the extension or ``format``) take ``--timestamp``.
 
 Parallel parsing (line formats)
@@ -92,12 +92,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from csparql.ingest import graphs
+from csparql.ingest.parsers import graphs
 from csparql.ingest.inputs import (  # noqa: F401  (re-exported: the ingest API's types)
     GRAPH_FORMATS, LINE_FORMATS, MAX_BATCH, QUAD_FORMATS, IngestReport, Input, InputError, Landed, Reject,
 )
 from csparql.ingest.job import IngestJob, LocalIngestJob
-from csparql.ingest.lines import TIMESTAMP_OPTION, FutureLimit
+from csparql.ingest.parsers.lines import TIMESTAMP_OPTION, FutureLimit
 from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS
 from csparql.storage.statistics import record_statistics
@@ -105,7 +105,7 @@ from csparql.storage.tables import CONTENT_SHA256, IRI_PROPERTY, KIND_PROPERTY, 
 from csparql.storage.stream_compaction import compact_stream
 from csparql.storage.warehouse import Warehouse, iri_problem
 from csparql.storage.watermarks import MAX_FUTURE_SKEW, advance_watermark, check_future_skew, future_bound
-from csparql.windows import format_duration, format_instant, parse_instant
+from csparql.core.windows import format_duration, format_instant, parse_instant
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csparql.ingest import graphs
-from csparql.windows import format_instant
+from csparql.ingest.parsers import graphs
+from csparql.core.windows import format_instant
 
 LINE_FORMATS = ("ntriples", "nquads")
 QUAD_FORMATS = ("nquads", "trig", "trix", "json-ld", graphs.GRAPH_NQUADS)

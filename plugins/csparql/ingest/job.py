@@ -28,14 +28,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import rdflib
 
-from csparql.ingest import graph_parts, graphs
+from csparql.ingest.parsers import graph_parts, graphs
 from csparql.ingest.event_times import event_times_metadata, recorded_until, staged_event_times_metadata
 from csparql.ingest.inputs import (
     BATCH_SHIFT, GRAPH_FORMATS, QUAD_FORMATS, SHOWN_REJECTS, IngestReport, Input, InputError, Reject,
 )
-from csparql.ingest.lines import FutureLimit
-from csparql.ingest.ranges import ByteRange, count_newlines, parse_range
-from csparql.ingest.rejects import escape_field, line_text, parser_position, read_rejects, unescape_field
+from csparql.ingest.parsers.lines import FutureLimit
+from csparql.ingest.parsers.ranges import ByteRange, count_newlines, parse_range
+from csparql.ingest.parsers.rejects import escape_field, line_text, parser_position, read_rejects, unescape_field
 from csparql.storage import delta, schema
 from csparql.storage.instants import hour_buckets
 from csparql.storage.location import location, remove_tree, write_parquet
@@ -130,7 +130,7 @@ class IngestJob:
     def parse_whole(self, item: Input) -> pa.Table:
         """A file parsed whole in this process; rejected whole, with the parser's line and message, when it is
         not valid. A stream's TriG, JSON-LD, TriX or standard N-Quads file is a sequence of timestamped named
-        graphs (``csparql.ingest.graphs``, read with pyoxigraph); other formats are read with rdflib."""
+        graphs (``csparql.ingest.parsers.graphs``, read with pyoxigraph); other formats are read with rdflib."""
         if self.stream and item.format in GRAPH_FORMATS:
             return self.parse_graphs(item)
         graph = rdflib.Dataset() if item.format in QUAD_FORMATS else rdflib.Graph()

@@ -22,7 +22,7 @@ from csparql.ingest.ingest import (
     IngestReport, InputError, check_stream_request, check_timestamp, content_digest, ingest_stream, landed_commit,
 )
 from csparql.ingest.inputs import MEDIA_TYPES, media_type_format
-from csparql.ingest.lines import TIMESTAMP_OPTION
+from csparql.ingest.parsers.lines import TIMESTAMP_OPTION
 from csparql.storage import delta
 from csparql.storage.tables import CONTENT_SHA256, IDEMPOTENCY_KEY, LANDED_TRIPLES, LANDED_WATERMARK, PUSHED_BY
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES

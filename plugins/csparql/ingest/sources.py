@@ -52,8 +52,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from csparql.ingest.ingest import IngestReport, InputError, ensure_stream_table, ingest_stream
 from csparql.ingest.inputs import FORMAT_EXTENSIONS, MEDIA_TYPES, media_type_format
-from csparql.ingest.graphs import lines_name_graphs
-from csparql.ingest.rejects import escape_field, unescape_field
+from csparql.ingest.parsers.graphs import lines_name_graphs
+from csparql.ingest.parsers.rejects import escape_field, unescape_field
 from csparql.storage import delta, schema
 from csparql.storage.tables import INPUTS, SOURCE, SOURCE_GAP, SOURCE_POSITIONS
 from csparql.storage.vocabulary import DEFAULT_TIMESTAMP_PREDICATES

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from csparql.ingest.event_times import event_times_metadata, recorded_until
 from csparql.ingest.inputs import IngestReport, Input
 from csparql.ingest.job import IngestJob, Staged, parsed_schema
-from csparql.ingest.ranges import ByteRange, RangeJob, newline_counter, range_bytes, range_parser
+from csparql.ingest.parsers.ranges import ByteRange, RangeJob, newline_counter, range_bytes, range_parser
 from csparql.spark.schema import STATIC_FILE_SCHEMA, STREAM_FILE_SCHEMA, spark_schema
 from csparql.storage import delta
 from csparql.storage.location import parquet_metadata

@@ -76,7 +76,7 @@ def job_arguments(query: str, name: str, at: int, warehouse: str, registry: str 
 
 
 def _instant(text: str) -> int:
-    from csparql.windows import parse_instant
+    from csparql.core.windows import parse_instant
 
     if text.lstrip("-").isdigit():
         return int(text)
@@ -90,7 +90,7 @@ def _instant(text: str) -> int:
 def _compile(path: Path) -> None:
     """Check that the query file is a valid query (one message with the parser's report if not). It is
     compiled once: the deployment built next takes the plan from the registry's compilation of this content."""
-    from csparql.deploy.plan import panes_setting_of
+    from csparql.deploy.file_settings import FileSettings
     from csparql.deploy.registry import RegistrationError, compiled_text, read_registry_file
 
     path = path.resolve()
@@ -99,7 +99,7 @@ def _compile(path: Path) -> None:
     except RegistrationError as error:
         raise JobError(f"the query file {error}", USAGE_ERROR) from None
     try:
-        panes_setting_of(path, text)
+        FileSettings.of(path, text)
     except RegistrationError as error:
         raise JobError(str(error), USAGE_ERROR) from None
     try:
@@ -120,7 +120,7 @@ def run(argv: list[str] | None = None) -> dict:
     """Evaluate the window the arguments name; the CSPARQL_RESULT record, or ``JobError``."""
     args = _parser().parse_args(argv)
     from csparql.storage.warehouse import InvalidName, check_query_name
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     at = _instant(args.at)
     try:

@@ -94,7 +94,7 @@ def task_value(record: dict, missing: list[str]) -> dict:
 def describe(record: dict) -> str:
     """One line saying which window an evaluation (a ``WindowEvaluation.record()``) wrote, how many rows, how
     long it took and, when the record has them, its phases (e.g. ``(plan 150 ms, spark 270 ms, write 28 ms)``)."""
-    from csparql.windows import format_instant
+    from csparql.core.windows import format_instant
 
     start = record.get("window_start")
     took = f" in {record['duration_ms']} ms" if record.get("duration_ms") is not None else ""

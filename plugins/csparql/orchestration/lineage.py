@@ -25,13 +25,13 @@ from airflow.providers.openlineage.extractors import OperatorLineage
 from openlineage.client.event_v2 import InputDataset, OutputDataset
 from openlineage.client.facet_v2 import DatasetFacet, dataset_version_dataset
 
-from csparql.algebra import operators as alg
+from csparql.core.algebra import operators as alg
 from csparql.engine.catalog import Catalog
 from csparql.engine.runner import Evaluation
 from csparql.storage.location import ObjectPath
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 NAMESPACE = "file"
 """The OpenLineage namespace of csparql's tables on a local (or mounted) file system."""

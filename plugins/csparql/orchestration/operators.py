@@ -36,7 +36,7 @@ from csparql.orchestration.triggers import WindowCompleteTrigger, evaluation_arg
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run
-from csparql.windows import format_instant, parse_instant
+from csparql.core.windows import format_instant, parse_instant
 
 __all__ = ["CsparqlEvaluateWindowOperator", "CsparqlIngestOperator", "connect_url"]
 
@@ -445,7 +445,7 @@ def submitted_lineage(warehouse: Warehouse, deployment: Deployment, at: int, run
     versions now (the application's reads are not reported back), the result table at the run's commit."""
     from csparql.engine.runner import Evaluation, result_table
     from csparql.orchestration.lineage import evaluation_lineage
-    from csparql.schedule import evaluation_at
+    from csparql.core.schedule import evaluation_at
 
     window = evaluation_at(deployment.plan, at)
     version = run.get("result_version") if run else None

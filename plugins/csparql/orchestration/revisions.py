@@ -27,7 +27,7 @@ from csparql.orchestration.config import deployment_settings
 from csparql.orchestration.connections import evaluation_engine, settings_for_connection
 from csparql.orchestration.defaults import START_DATE, task_defaults
 from csparql.storage.stale_windows import PENDING, StaleWindow
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 REVISIONS = AssetAlias(name="csparql_revisions")
 """The outlet through which tasks announce the queries that have windows to revise."""

@@ -19,8 +19,8 @@ from typing import Any
 import pendulum
 from airflow.timetables.base import DagRunInfo, DataInterval, TimeRestriction, Timetable
 
-from csparql.schedule import EvaluationWindow, Schedule
-from csparql.windows import EARLIEST_INSTANT, LATEST_INSTANT, format_duration, from_micros, to_micros
+from csparql.core.schedule import EvaluationWindow, Schedule
+from csparql.core.windows import EARLIEST_INSTANT, LATEST_INSTANT, format_duration, from_micros, to_micros
 
 
 LATE_WINDOWS_KEPT = 4

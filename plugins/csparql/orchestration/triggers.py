@@ -31,7 +31,7 @@ from csparql.deploy.settings import Settings
 from csparql.jobs.evaluation import describe, task_value
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import missing_for_window
-from csparql.windows import format_instant, parse_instant
+from csparql.core.windows import format_instant, parse_instant
 
 def evaluations_per_triggerer() -> int:
     """How many windows one triggerer process evaluates at a time: the ``[csparql] triggerer_evaluations``

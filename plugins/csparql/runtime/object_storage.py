@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Mapping
 
-from csparql.aws_variables import S3Settings, s3_settings
+from csparql.storage.aws_variables import S3Settings, s3_settings
 from csparql.runtime.packages import HADOOP_AWS
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"

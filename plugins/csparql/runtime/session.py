@@ -41,7 +41,7 @@ from typing import TypeVar
 from pyspark.sql import SparkSession
 
 from csparql.runtime.jvm_output import incubator_warning_dropped
-from csparql.aws_variables import s3_in_use
+from csparql.storage.aws_variables import s3_in_use
 from csparql.runtime.object_storage import configure_session, spark_s3_settings
 
 T = TypeVar("T")

@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 from rdflib import Variable
 
-from csparql.algebra import operators as alg
-from csparql.language import expressions as ex
+from csparql.core.algebra import operators as alg
+from csparql.core.language import expressions as ex
 from csparql.spark import values as v
 from csparql.spark.expressions import ExpressionCompiler
 from csparql.spark.frames import CompilationError, Solutions

@@ -19,12 +19,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 from rdflib import Variable
 
-from csparql.algebra import operators as alg
-from csparql.algebra.variables import certain
-from csparql.algebra.walk import walk
-from csparql.language import expressions as ex
-from csparql.panes import PANE_VAR
-from csparql.optimizer.statistics import NO_STATISTICS, SourceStatistics
+from csparql.core.algebra import operators as alg
+from csparql.core.algebra.variables import certain
+from csparql.core.algebra.walk import walk
+from csparql.core.language import expressions as ex
+from csparql.core.panes import PANE_VAR
+from csparql.core.optimizer.statistics import NO_STATISTICS, SourceStatistics
 from csparql.spark import values as v
 from csparql.spark.aggregates import aggregate_columns, window_aggregate
 from csparql.spark.expressions import ExpressionCompiler, Scope
@@ -64,7 +64,7 @@ class SparkCompiler:
         their links); ``entailment`` (a ``csparql.spark.entailment.Entailment``) makes patterns match the
         entailed graph. ``compact``: the evaluation's data are small enough for one partition
         (``COMPACT_TRIPLES``): every source is read into one, and nothing is broadcast or shuffled. ``pane``
-        (µs): pane mode (``csparql.panes``): a window is a set per pane, and every pattern over a
+        (µs): pane mode (``csparql.core.panes``): a window is a set per pane, and every pattern over a
         stream binds ``PANE_VAR`` to the end of its triple's pane."""
         self.spark = spark
         self.reader = reader
@@ -170,7 +170,7 @@ class SparkCompiler:
 
     def _BGP(self, op: alg.BGP) -> Solutions:
         if op.sources is None:
-            raise CompilationError("the plan was not optimised: a BGP has no sources (run csparql.optimizer.optimize)")
+            raise CompilationError("the plan was not optimised: a BGP has no sources (run csparql.core.optimizer.optimize)")
         graph = self._graph_mode
         if not op.triples:
             return self._unit(graph)
@@ -638,7 +638,7 @@ class SparkCompiler:
 
 
 def _expressions(op: alg.Operator):
-    from csparql.algebra.walk import expressions_of
+    from csparql.core.algebra.walk import expressions_of
 
     return expressions_of(op)
 

@@ -36,10 +36,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from rdflib import URIRef, Variable
 
-from csparql.algebra import operators as alg
-from csparql.language import syntax as sx
-from csparql.optimizer.entailment import entailed_statistics
-from csparql.optimizer.statistics import SourceStatistics
+from csparql.core.algebra import operators as alg
+from csparql.core.language import syntax as sx
+from csparql.core.optimizer.entailment import entailed_statistics
+from csparql.core.optimizer.statistics import SourceStatistics
 from csparql.spark.frames import SourceFrames, term_literal
 from csparql.spark.paths import PathEvaluator
 from csparql.spark.terms import constant

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 from rdflib import BNode, Literal, URIRef, Variable
 
-from csparql.language import expressions as ex
+from csparql.core.language import expressions as ex
 from csparql.spark import values as v
 from csparql.spark.terms import constant, make_term, null_term
 from csparql.spark.values import (

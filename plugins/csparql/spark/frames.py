@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ByteType, LongType, StringType
 from rdflib import Variable
 
-from csparql.algebra import operators as alg
+from csparql.core.algebra import operators as alg
 from csparql.spark.sources import SourceReader, empty_triples
 
 GRAPH_COLUMN = "__graph"

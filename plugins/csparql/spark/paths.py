@@ -47,10 +47,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 from rdflib import URIRef, Variable
 
-from csparql.algebra import operators as alg
-from csparql.algebra.sexpr import format_path
-from csparql.language import syntax as sx
-from csparql.optimizer.statistics import SourceStatistics
+from csparql.core.algebra import operators as alg
+from csparql.core.algebra.sexpr import format_path
+from csparql.core.language import syntax as sx
+from csparql.core.optimizer.statistics import SourceStatistics
 from csparql.spark.closures import ClosureKey
 from csparql.spark.frames import GRAPH_COLUMN, CompilationError, Solutions, SourceFrames, term_literal
 from csparql.spark.terms import TERM_STRUCT, constant
@@ -82,7 +82,7 @@ def evaluate_path(
     ``PathEvaluator``."""
     if op.sources is None:
         raise CompilationError(
-            "the plan was not optimised: a path pattern has no sources (run csparql.optimizer.optimize)"
+            "the plan was not optimised: a path pattern has no sources (run csparql.core.optimizer.optimize)"
         )
     evaluator = PathEvaluator(frames, statistics, op.sources, graph_mode, entailment)
     try:

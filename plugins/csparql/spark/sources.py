@@ -18,11 +18,11 @@ from pyspark.sql import functions as F
 from rdflib import URIRef
 from rdflib.term import Identifier
 
-from csparql.algebra import operators as alg
+from csparql.core.algebra import operators as alg
 from csparql.spark.schema import spark_schema
 from csparql.storage import schema
 from csparql.storage.terms import term_row
-from csparql.windows import LogicalWindow, Window, WindowBounds, from_micros
+from csparql.core.windows import LogicalWindow, Window, WindowBounds, from_micros
 
 TRIPLES_SCHEMA = spark_schema(schema.STREAM_FILE, nullable=("ts", "arrival"))
 """Triples as a source gives them to the compiler: a stream's files, or a static graph's triples (no ``ts``)."""
@@ -117,7 +117,7 @@ class MemorySourceReader:
         if bounds is None:
             if self.window_end is None:
                 raise ValueError(f"no window bounds for the stream <{source.iri}>")
-            from csparql.windows import window_at
+            from csparql.core.windows import window_at
 
             bounds = window_at(source.window, self.window_end)
         end = F.timestamp_micros(F.lit(bounds.end))

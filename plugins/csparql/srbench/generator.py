@@ -74,7 +74,7 @@ from csparql.srbench.vocabulary import (
     XSD,
     YAGO,
 )
-from csparql.windows import from_micros, to_micros
+from csparql.core.windows import from_micros, to_micros
 
 HOUR = 3_600_000_000
 MINUTE = 60_000_000

@@ -21,7 +21,7 @@ from csparql.examples import examples_folder
 from csparql.srbench.generator import DEFAULT_START, SRBenchData, Size, generate
 from csparql.srbench.vocabulary import DBPEDIA_GRAPH, GEONAMES_GRAPH, OBSERVATIONS, ONTOLOGY, SENSORS
 from csparql.storage.vocabulary import RDFS, XSD_DATETIME
-from csparql.windows import from_micros
+from csparql.core.windows import from_micros
 
 FILES = {SENSORS: "sensors.nt", GEONAMES_GRAPH: "geonames.nt", DBPEDIA_GRAPH: "dbpedia.nt", ONTOLOGY: "ontology.ttl"}
 STREAM_FILE = "observations.nq"

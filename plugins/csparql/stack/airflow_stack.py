@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csparql.deploy.settings import OPTIONS, Settings
-from csparql.windows import parse_instant
+from csparql.core.windows import parse_instant
 
 COMPONENTS = {
     "api-server": ["api-server"],

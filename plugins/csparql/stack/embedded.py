@@ -41,15 +41,15 @@ from csparql.deploy.registration import register
 from csparql.deploy.registry import RegistrationError, registry_snapshot
 from csparql.deploy.settings import Settings
 from csparql.examples import examples_folder
-from csparql.frontend import compile_query
-from csparql.language.errors import QueryError
+from csparql.core.frontend import compile_query
+from csparql.core.language.errors import QueryError
 from csparql.samples import SampleFiles
-from csparql.schedule import EvaluationWindow
+from csparql.core.schedule import EvaluationWindow
 from csparql.stack.airflow_stack import AirflowStack, NoAnswer, ServerError, StackError
 from csparql.runtime.connect_server import (DEFAULT_MASTER, DEFAULT_PORT, ConnectServer, close_session,
                                          connect_mode_left_alone, port_in_use)
 from csparql.storage.watermarks import advance_watermark, read_watermarks
-from csparql.windows import format_instant, to_micros
+from csparql.core.windows import format_instant, to_micros
 
 EXAMPLES = examples_folder("queries")
 STACK_DEFAULTS = {"CSPARQL_WAIT_TIMEOUT": "1d"}

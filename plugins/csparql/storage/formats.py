@@ -15,7 +15,7 @@ from csparql.storage.results import QueryResult
 from csparql.storage.vocabulary import (
     PROV_GENERATED_AT_TIME, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER,
 )
-from csparql.terms import XSD_STRING, format_ntriples_term
+from csparql.core.terms import XSD_STRING, format_ntriples_term
 
 FORMATS = ("json", "tsv", "csv")
 _ABBREVIATED = {

@@ -1,6 +1,6 @@
 """Instants as stored: microseconds since the epoch, UTC, and the hour buckets streams are partitioned by.
 
-The datetime ↔ microseconds conversion itself is the core's (``csparql.windows.to_micros``/``from_micros``);
+The datetime ↔ microseconds conversion itself is the core's (``csparql.core.windows.to_micros``/``from_micros``);
 this module adds what storage needs around it: Delta logs and Parquet files give naive datetimes that mean UTC,
 values may be missing, and streams are partitioned by the UTC hour of each timestamp. Only the standard
 library, pyarrow and the core, so that the executors' line parser can use it.
@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from csparql.windows import from_micros, to_micros
+from csparql.core.windows import from_micros, to_micros
 
 MIN_MICROS = -62_135_596_800_000_000
 """The earliest instant stored: 0001-01-01T00:00:00Z (the hour buckets and Python's datetime cover years

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlparse
 
-from csparql.aws_variables import S3Settings, mark_s3_in_use, s3_in_use, s3_settings  # noqa: F401 (re-exported)
+from csparql.storage.aws_variables import S3Settings, mark_s3_in_use, s3_in_use, s3_settings  # noqa: F401 (re-exported)
 
 SCHEMES = ("s3", "s3a")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from csparql.storage.instants import bucket_of
 
 if TYPE_CHECKING:
-    from csparql.windows import WindowBounds
+    from csparql.core.windows import WindowBounds
 
 
 @dataclass(frozen=True)

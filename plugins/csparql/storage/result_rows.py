@@ -34,14 +34,14 @@ from csparql.storage.results import STREAM, QueryResult, window_predicate
 from csparql.storage.tables import column_names
 from csparql.storage.terms import BLANK, IRI, LITERAL, TERM_TYPE
 from csparql.storage.vocabulary import INTEGER_TYPES, NUMERIC_TYPES
-from csparql.terms import RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME, XSD_STRING
+from csparql.core.terms import RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME, XSD_STRING
 
 
 # --- terms column-wise ------------------------------------------------------------------------------------
 # Each result form's writer builds its table from the term columns the evaluation collected (Arrow structs
 # ``(kind, value, datatype, language)``, null when unbound) with pyarrow.compute, a column at a time. What each
 # writes is what the terms' rdflib forms (``csparql.storage.terms.from_dict``) give: N-Triples by
-# ``csparql.terms.format_ntriples_term``, stored structs by ``term_row``, typed values by Python's ``int``,
+# ``csparql.core.terms.format_ntriples_term``, stored structs by ``term_row``, typed values by Python's ``int``,
 # ``float`` and ``datetime.fromisoformat`` (tests/storage/test_result_writers.py compares the two).
 
 _IRI_ESCAPED = ["\\", *'<>"{}|^`', *map(chr, range(0x21))]
@@ -219,7 +219,7 @@ _DATETIME_TYPES = pa.array([str(XSD_DATETIME)])
 
 
 def _escape_iri(text: pa.Array) -> pa.Array:
-    """IRIs as N-Triples writes them (``csparql.terms.format_iri``): each character of ``_IRI_ESCAPED`` as
+    """IRIs as N-Triples writes them (``csparql.core.terms.format_iri``): each character of ``_IRI_ESCAPED`` as
     ``\\uXXXX``."""
     if not pc.any(pc.match_substring_regex(text, "[<>\"{}|^`\\\\\\x00-\\x20]")).as_py():
         return text

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from rdflib import Variable
 from rdflib.term import Identifier
 
-from csparql.algebra import operators as alg
+from csparql.core.algebra import operators as alg
 from csparql.storage import delta, pruning, schema
 from csparql.storage import revisions as rv
 from csparql.storage.failures import StorageError

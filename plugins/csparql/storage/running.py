@@ -44,7 +44,7 @@ class RunningEvaluation:
     host: str
 
     def describe(self) -> str:
-        from csparql.windows import format_instant
+        from csparql.core.windows import format_instant
 
         return (f"{self.query} at {format_instant(self.at)} (process {self.pid} on {self.host}, since "
                 f"{format_instant(self.started_at)})")

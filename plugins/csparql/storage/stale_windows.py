@@ -2,7 +2,7 @@
 
 Every stream commit (an ingest, an output window of a ``REGISTER STREAM`` query) carries its *event times* in
 its commit metadata (``EVENT_TIMES``: ``[[ts, count], …]``, only the timestamps that could fall in a window
-already evaluated, see ``csparql.lateness``). A window evaluated before such a commit whose stream window holds
+already evaluated, see ``csparql.core.lateness``). A window evaluated before such a commit whose stream window holds
 one of those timestamps is stale: ``_csparql/stale_windows`` (``schema.STALE_WINDOWS``) records it, one row per
 (query, window, stream, stream version) and change of status (``PENDING``, ``REVISED``, ``BEYOND_HORIZON``).
 What re-evaluating such a window numbers and keeps is ``csparql.storage.revisions``.
@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from csparql.lateness import EventTimes, event_times_from
+from csparql.core.lateness import EventTimes, event_times_from
 from csparql.storage import delta, schema
 from csparql.storage.instants import instant_of as _instant
 from csparql.storage.instants import micros_of as _micros

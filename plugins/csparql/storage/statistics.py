@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rdflib import URIRef
 
-from csparql.optimizer import SourceStatistics
+from csparql.core.optimizer import SourceStatistics
 from csparql.storage import delta, schema
 from csparql.storage.warehouse import Warehouse
 

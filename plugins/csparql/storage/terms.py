@@ -17,9 +17,9 @@ import pyarrow as pa
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Identifier
 
-from csparql.language.escapes import unescape
+from csparql.core.language.escapes import unescape
 from csparql.storage.schema import BLANK, IRI, LITERAL, TERM_TYPE
-from csparql.terms import RDF_LANGSTRING, XSD_STRING, format_ntriples_term
+from csparql.core.terms import RDF_LANGSTRING, XSD_STRING, format_ntriples_term
 
 TermRow = tuple[int, str, str | None, str | None]
 

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from csparql.storage import delta, schema
 from csparql.storage.instants import MAX_MICROS, MIN_MICROS
 from csparql.storage.warehouse import Warehouse, iri_problem, new_stream_problem
-from csparql.windows import (
+from csparql.core.windows import (
     EARLIEST_INSTANT, INSTANT_RANGE, LATEST_INSTANT, MAX_DURATION, format_duration, format_instant,
 )
 

@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy import select, update
 
 from csparql.deploy.monitoring import AirflowRun
-from csparql.schedule import Schedule
-from csparql.windows import format_instant, from_micros, to_micros
+from csparql.core.schedule import Schedule
+from csparql.core.windows import format_instant, from_micros, to_micros
 
 
 @dataclass(frozen=True)

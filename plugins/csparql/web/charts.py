@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 WIDTH, HEIGHT = 560, 200
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 34

@@ -38,7 +38,7 @@ def warehouse_statistics(settings: Settings):
         try:
             cached = (time.monotonic(), read_statistics(settings.warehouse))
         except Exception:  # an unreadable statistics table must not stop validation: plan without it
-            from csparql.optimizer import SourceStatistics
+            from csparql.core.optimizer import SourceStatistics
 
             cached = (time.monotonic(), SourceStatistics({}))
         _statistics_cache[key] = cached

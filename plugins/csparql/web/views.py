@@ -12,7 +12,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from csparql.deploy import monitoring
 from csparql.storage.vocabulary import XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 
 PREFIX = "/csparql"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from csparql.deploy.monitoring import StreamLag
 from csparql.deploy.plan import Deployment
 from csparql.web.views import duration
-from csparql.windows import format_duration, format_instant
+from csparql.core.windows import format_duration, format_instant
 
 STALLED_AFTER = 10 * 60_000_000
 """A stream whose data stops more than this (or three periods of the query, if longer) before the window the

@@ -15,7 +15,7 @@ from csparql.deploy.registration import unregister
 from csparql.web.security import allowed, readable, require
 from csparql.web.state import current_settings
 from csparql.web.views import Refused, done, page, user_name
-from csparql.windows import parse_evaluation_instant
+from csparql.core.windows import parse_evaluation_instant
 
 router = APIRouter()
 

@@ -15,7 +15,7 @@ from csparql.deploy.settings import Settings
 from csparql.web.security import allowed, readable, require
 from csparql.web.state import current_settings, warehouse_statistics
 from csparql.web.views import Refused, done, instant, page, user_name
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 router = APIRouter()
 

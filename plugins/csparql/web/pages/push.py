@@ -27,7 +27,7 @@ from csparql.ingest.pushed import PushRefused, check_key, land_pushed, push_form
 from csparql.web.security import require
 from csparql.web.state import current_settings
 from csparql.web.views import Refused, user_name
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 router = APIRouter()
 

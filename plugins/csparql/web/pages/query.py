@@ -22,7 +22,7 @@ from csparql.web.security import allowed, readable
 from csparql.web.state import current_settings
 from csparql.web.views import Refused, instant, page, window_json
 from csparql.web.waiting import waiting_note
-from csparql.windows import format_instant
+from csparql.core.windows import format_instant
 
 AIRFLOW_DAG_ID = r"[A-Za-z0-9_.\-]{1,250}"
 WINDOWS_SHOWN = 50
