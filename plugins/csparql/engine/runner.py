@@ -102,8 +102,9 @@ class _Optimized:
 class OptimizedPlans:
     """The plans an engine optimized, the latest of each query plan, with their pane decisions: an evaluation
     whose sources' statistics equal the previous evaluation's of the same plan reuses its optimized plan and
-    its pane decision (for a small window optimizing costs as much as Spark's part). The ``capacity`` most
-    recently used plans are kept."""
+    its pane decision (for a small window optimizing costs as much as Spark's part), and one whose statistics
+    differ but whose plan optimizes to the same plan reuses the pane decision. The ``capacity`` most recently
+    used plans are kept."""
 
     def __init__(self, capacity: int = 256) -> None:
         self.capacity = capacity
@@ -117,7 +118,12 @@ class OptimizedPlans:
             self._latest.move_to_end(id(plan))
             return kept.optimized
         optimized = optimize(plan, statistics)
-        self._latest[id(plan)] = _Optimized(plan, statistics, optimized)
+        if kept is not None and kept.plan is plan and kept.optimized == optimized:
+            # other statistics, the same optimized plan: it keeps its pane decision
+            self._latest[id(plan)] = _Optimized(plan, statistics, kept.optimized, kept.decision)
+            optimized = kept.optimized
+        else:
+            self._latest[id(plan)] = _Optimized(plan, statistics, optimized)
         self._latest.move_to_end(id(plan))
         while len(self._latest) > self.capacity:
             self._latest.popitem(last=False)
