@@ -97,13 +97,16 @@ def test_a_trigger_evaluates_with_the_settings_of_the_task_that_deferred_it(tmp_
                                              name="per_tollgate", settings=settings)
     arguments = json.loads(json.dumps(task.start_trigger_args.trigger_kwargs))  # as the database stores them
     trigger = WindowCompleteTrigger(**{**arguments, "window_instant": "2010-03-22T08:10:00Z"})
-    assert trigger.settings().option_values() == settings.option_values()
+    request = trigger.request()
+    assert request.settings.option_values() == settings.option_values()
+    assert (Path(request.query).name, request.name, request.conn_id) == ("02-cars-per-tollgate.rq", "per_tollgate", None)
     # a trigger deferred by an earlier version carries the options an evaluation reads under their own keys
     earlier = {"query": arguments["evaluation"]["query"], "name": "per_tollgate", "conn_id": None,
                "registry": str(settings.registry), "landing": str(settings.landing), "spark": "connect",
                "spark_conn_id": None, "revision_horizon": 7_200_000_000, "api_conn_id": None}
     old = WindowCompleteTrigger(**{**arguments, "evaluation": earlier, "window_instant": "2010-03-22T08:10:00Z"})
-    assert (old.settings().registry, old.settings().spark, old.settings().revision_horizon) == (
+    old_settings = old.request().settings
+    assert (old_settings.registry, old_settings.spark, old_settings.revision_horizon) == (
         settings.registry, "connect", 7_200_000_000)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from csparql.deploy.history import text_owner
@@ -24,6 +25,53 @@ from csparql.storage.stale_windows import StaleWindow
 
 if TYPE_CHECKING:  # the engine loads Spark: a DAG file that imports this module must not
     from csparql.engine.runner import Engine, Evaluation
+
+
+@dataclass(frozen=True)
+class EvaluationRequest:
+    """One window evaluation as each place that runs one takes it — the window task in a worker, the trigger
+    on the triggerer, the spark-submit job: the query file, the name its results are written under, the
+    settings to evaluate with, the Airflow connection of Spark, and, once a run knows them, the instant (µs)
+    and whether the window is complete (None: unknown). ``to_dict`` and ``from_dict`` carry it to the
+    triggerer in a trigger's arguments; ``csparql.orchestration.hooks.evaluation_submission`` hands it to
+    spark-submit as the job's arguments."""
+
+    query: str
+    name: str
+    settings: Settings
+    conn_id: str | None = None
+    at: int | None = None
+    complete: bool | None = None
+
+    @classmethod
+    def of(cls, deployment: Deployment, settings: Settings, conn_id: str | None = None, at: int | None = None,
+           complete: bool | None = None) -> EvaluationRequest:
+        """The request to evaluate ``deployment``'s window with ``settings``."""
+        return cls(str(deployment.path), deployment.name, settings, conn_id, at, complete)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready form (the settings as ``Settings.option_values``) that ``from_dict`` reads back."""
+        data = {"query": self.query, "name": self.name, "conn_id": self.conn_id,
+                "settings": self.settings.option_values()}
+        if self.at is not None:
+            data["at"] = self.at
+        if self.complete is not None:
+            data["complete"] = self.complete
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict, origin: str = "an evaluation request") -> EvaluationRequest:
+        """The request ``to_dict`` gave; ``ValueError`` naming ``origin`` for settings that cannot be used."""
+        return cls(data["query"], data["name"], Settings.from_option_values(data["settings"], origin=origin),
+                   data.get("conn_id"), data.get("at"), data.get("complete"))
+
+    def deployment(self, settings: Settings | None = None) -> Deployment:
+        """The deployment of the query file as registered now, its results named ``name`` (``settings``: those
+        to deploy with, by default the request's)."""
+        from csparql.deploy.plan import deployment_of_query
+
+        path = Path(self.query)
+        return deployment_of_query(path, settings or self.settings, None if path.stem == self.name else self.name)
 
 
 @dataclass(frozen=True)

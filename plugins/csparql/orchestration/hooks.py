@@ -10,7 +10,7 @@ from pathlib import Path
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from csparql.deploy.settings import Settings
+from csparql.jobs.evaluation import EvaluationRequest
 from csparql.jobs import LOG4J_CONFIGURATION
 from csparql.jobs.evaluate_window import RESULT_PREFIX, job_arguments
 
@@ -30,17 +30,22 @@ class Submission:
                 "env_vars": self.env_vars, "conf": self.conf}
 
 
-def evaluation_submission(query: str | Path, name: str, at: int, complete: bool | None, settings: Settings,
-                          python: str, s3_conf: dict[str, str] | None = None) -> Submission:
-    """The spark-submit that evaluates ``name``'s window at ``at`` with ``settings``: the job's arguments
-    (``job_arguments``), the interpreter ``python`` for the driver and the executors (its ``spark-submit``
-    when it has one beside it), UTC everywhere, no Spark UI, and ``s3_conf`` (the ``s3a`` settings and jars)
-    when the warehouse is in S3. The driver JVM starts before the job runs, so its options are given here."""
+def evaluation_submission(request: EvaluationRequest, python: str,
+                          s3_conf: dict[str, str] | None = None) -> Submission:
+    """The spark-submit that evaluates the window ``request`` names (its instant set): the job's arguments
+    (``job_arguments``: the query, name, instant, completeness, and the warehouse, registry and revision
+    horizon of its settings), the interpreter ``python`` for the driver and the executors (its
+    ``spark-submit`` when it has one beside it), UTC everywhere, no Spark UI, and ``s3_conf`` (the ``s3a``
+    settings and jars) when the warehouse is in S3. The driver JVM starts before the job runs, so its options
+    are given here."""
+    if request.at is None:
+        raise ValueError("a submitted evaluation needs the instant of its window")
+    settings = request.settings
     binary = Path(python).with_name("spark-submit")
     return Submission(
-        name=f"csparql-{name}",
-        application_args=job_arguments(query, name, at, str(settings.warehouse.root), str(settings.registry),
-                                       settings.revision_horizon, complete),
+        name=f"csparql-{request.name}",
+        application_args=job_arguments(request.query, request.name, request.at, str(settings.warehouse.root),
+                                       str(settings.registry), settings.revision_horizon, request.complete),
         spark_binary=str(binary) if binary.exists() else "spark-submit",
         env_vars={"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python, "TZ": "UTC"},
         conf={

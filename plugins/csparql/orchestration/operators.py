@@ -26,13 +26,15 @@ from airflow.triggers.base import StartTriggerArgs
 from csparql.deploy.plan import Deployment, deployment_of_query
 from csparql.deploy.revisions import detect_after_commits
 from csparql.jobs import job_path
-from csparql.jobs.evaluation import describe, evaluate_deployment_window, stale_windows_of, task_value
+from csparql.jobs.evaluation import (
+    EvaluationRequest, describe, evaluate_deployment_window, stale_windows_of, task_value,
+)
 from csparql.deploy.settings import Settings
 from csparql.orchestration.config import deployment_settings
 from csparql.orchestration.assets import result_asset, stream_asset
 from csparql.orchestration.connections import connect_url, evaluation_engine, settings_for_connection
 from csparql.orchestration.revisions import REVISIONS, announce
-from csparql.orchestration.triggers import WindowCompleteTrigger, evaluation_arguments
+from csparql.orchestration.triggers import WindowCompleteTrigger
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import latest_run
@@ -165,7 +167,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         arguments = {"warehouse": str(self.settings.warehouse.root), "wait": self.deployment.wait.to_dict(),
                      "window_instant": window_instant, "poll_seconds": self.settings.poll_interval / 1e6}
         if self.settings.spark == "connect" or self.conn_id is not None:
-            arguments["evaluation"] = evaluation_arguments(self.deployment, self.settings, self.conn_id)
+            arguments["evaluation"] = EvaluationRequest.of(self.deployment, self.settings, self.conn_id).to_dict()
         return arguments
 
     def execute(self, context):
@@ -245,9 +247,9 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
         from csparql.orchestration.hooks import EvaluationSubmitHook, evaluation_submission
         from csparql.runtime.object_storage import spark_s3_settings
 
-        submission = evaluation_submission(
-            self.deployment.path, self.deployment.name, at, complete, self.settings, sys.executable,
-            spark_s3_settings() if self.settings.warehouse.remote else None)
+        request = EvaluationRequest.of(self.deployment, self.settings, self.conn_id, at, complete)
+        submission = evaluation_submission(request, sys.executable,
+                                           spark_s3_settings() if self.settings.warehouse.remote else None)
         hook = EvaluationSubmitHook(conn_id=settings.connection_id, **submission.hook_arguments())
         try:
             hook.submit(str(EVALUATE_WINDOW_JOB))

@@ -28,7 +28,7 @@ from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TaskSuccessEvent
 
 from csparql.deploy.plan import WindowRequirements, WindowWait
 from csparql.deploy.settings import Settings
-from csparql.jobs.evaluation import describe, task_value
+from csparql.jobs.evaluation import EvaluationRequest, describe, task_value
 from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import missing_for_window
 from csparql.core.windows import format_instant, parse_instant
@@ -58,18 +58,10 @@ def _evaluation_places() -> asyncio.Semaphore:
     return _EVALUATIONS
 
 
-def evaluation_arguments(deployment, settings: Settings, conn_id: str | None) -> dict:
-    """What a trigger needs to evaluate a deployment's window itself (``WindowCompleteTrigger(evaluation=…)``):
-    the query file and name, the task's settings (``Settings.option_values``), and the Airflow connection of
-    Spark."""
-    return {"query": str(deployment.path), "name": deployment.name, "conn_id": conn_id,
-            "settings": settings.option_values()}
-
-
 class WindowCompleteTrigger(BaseTrigger):
     """Fires ``{"status": "complete", "window_end": µs}`` once nothing is missing for the window a run
     evaluates (see ``csparql.storage.watermarks.missing_for_window``), polling every ``poll_seconds``; given
-    ``evaluation`` (``evaluation_arguments``) and Spark Connect, evaluates the window instead and ends the
+    ``evaluation`` (``EvaluationRequest.to_dict``) and Spark Connect, evaluates the window instead and ends the
     task (see the module's docstring).
 
     ``wait`` is the query's ``WindowWait.to_dict()``; ``window_instant`` the run's instant (ISO 8601). When the
@@ -129,15 +121,16 @@ class WindowCompleteTrigger(BaseTrigger):
             # a thread, so that Spark never blocks the loop; it keeps the task's log context (contextvars)
             yield await asyncio.to_thread(self.evaluate, complete)
 
-    def settings(self) -> Settings:
-        """The settings of the evaluation: the task's (``evaluation_arguments``). A trigger deferred by an
-        earlier version of csparql carries only the options an evaluation reads, each under its own key."""
+    def request(self) -> EvaluationRequest:
+        """The evaluation the task handed over, with the task's settings. A trigger deferred by an earlier
+        version of csparql carries only the options an evaluation reads, each under its own key."""
         given = self.evaluation
         if "settings" in given:
-            return Settings.from_option_values(given["settings"], origin="the deferred task")
-        return Settings(registry=Path(given["registry"]), warehouse=Warehouse(self.warehouse),
-                        landing=Path(given["landing"]), spark=given["spark"], spark_conn_id=given["spark_conn_id"],
-                        revision_horizon=given["revision_horizon"], api_conn_id=given.get("api_conn_id"))
+            return EvaluationRequest.from_dict(given, origin="the deferred task")
+        settings = Settings(registry=Path(given["registry"]), warehouse=Warehouse(self.warehouse),
+                            landing=Path(given["landing"]), spark=given["spark"], spark_conn_id=given["spark_conn_id"],
+                            revision_horizon=given["revision_horizon"], api_conn_id=given.get("api_conn_id"))
+        return EvaluationRequest(given["query"], given["name"], settings, given.get("conn_id"))
 
     def evaluate(self, complete: TriggerEvent) -> TriggerEvent:
         """Evaluate the run's complete window here when Spark is a Spark Connect server, and say how the task
@@ -145,19 +138,17 @@ class WindowCompleteTrigger(BaseTrigger):
         worker must finish it (stale windows to announce, an output stream's Asset event the API did not
         record), an event with the evaluation's record; ``complete`` (resume in a worker, which evaluates) when
         Spark is not a Spark Connect server."""
-        from csparql.deploy.plan import deployment_of_query
         from csparql.jobs.evaluation import evaluate_deployment_window
         from csparql.orchestration.connections import evaluation_engine, settings_for_connection
 
-        given = self.evaluation
         at = parse_instant(str(self.window_instant))
         started = datetime.now(timezone.utc)
         try:
-            settings = settings_for_connection(self.settings(), given.get("conn_id"))
+            request = self.request()
+            settings = settings_for_connection(request.settings, request.conn_id)
             if settings.spark != "connect":
                 return complete
-            path = Path(given["query"])
-            deployment = deployment_of_query(path, settings, None if path.stem == given["name"] else given["name"])
+            deployment = request.deployment(settings)
             self.log.info("window ending %s is complete: evaluating it on the triggerer (Spark Connect)",
                           format_instant(self.requirements().window_end))
             evaluated = evaluate_deployment_window(evaluation_engine(settings), deployment, settings, at, True)
