@@ -100,7 +100,8 @@ OPTIONS: tuple[SettingOption, ...] = (
                   "How long a run waits on the triggerer for its window's inputs before it evaluates anyway "
                   "(recorded as incomplete)."),
     SettingOption("poll_interval", "CSPARQL_POLL_INTERVAL", "2s", "2s", "string",
-                  "How often the wait reads the watermarks (at least 1s; a read costs milliseconds)."),
+                  "How often the wait reads the watermarks at the latest (at least 1s; a read costs milliseconds); on a "
+                  "local warehouse a commit to the watermarks or the runs table wakes it at once."),
     SettingOption("triggerer_evaluations", "CSPARQL_TRIGGERER_EVALUATIONS", "2", "2", "integer",
                   "With Spark Connect, how many windows one triggerer process evaluates at a time (at least 1); "
                   "complete windows beyond it wait for a place."),

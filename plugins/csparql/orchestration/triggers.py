@@ -1,7 +1,8 @@
 """The deferrable wait for a complete window, run by Airflow's triggerer (no worker slot, no task process);
 with Spark Connect, the window's evaluation too.
 
-``WindowCompleteTrigger`` polls until nothing is missing for the run's window. Without ``evaluation`` it then
+``WindowCompleteTrigger`` waits until nothing is missing for the run's window: it looks again as soon as a
+table its completeness is read from has a new commit (``CommitWatch``), and every ``poll_seconds`` anyway. Without ``evaluation`` it then
 fires an event and the task resumes in a worker, which evaluates the window (a local Spark, spark-submit). With
 ``evaluation`` (the operator gives it when Spark may be a Spark Connect server) the trigger evaluates the window
 itself, in a thread of the triggerer (never on its event loop), through the evaluation step every path shares
@@ -58,6 +59,70 @@ def _evaluation_places() -> asyncio.Semaphore:
     return _EVALUATIONS
 
 
+COMMIT_WATCH_SECONDS = 0.2
+"""How often a triggerer looks for a new commit of a local table its waiting windows are read from (one
+``stat`` of the table's next log entry, for all the triggers waiting on it)."""
+
+
+class CommitWatch:
+    """The commits of one Delta table as the triggers of one event loop wait for them: while any waits
+    (``next_commit``), one task looks for the table's next log entry every ``COMMIT_WATCH_SECONDS``, off the
+    loop, and wakes them all when a commit lands. So a window whose data has just been committed is looked at
+    again at once, not at its trigger's next poll; the poll remains, for what the watch cannot see."""
+
+    _watches: dict[tuple[int, str], CommitWatch] = {}
+
+    def __init__(self, table: str, loop: asyncio.AbstractEventLoop) -> None:
+        self.table, self.loop = table, loop
+        self.version: int | None = None  # the latest version seen; None before the first look
+        self.waiting = 0
+        self.committed = asyncio.Event()
+        self.task: asyncio.Task | None = None
+        self.failed = False  # the table could not be watched: its triggers only poll
+
+    @classmethod
+    def of(cls, table) -> CommitWatch:
+        """The watch of ``table`` for the running event loop."""
+        loop = asyncio.get_running_loop()
+        key = (id(loop), str(table))
+        watch = cls._watches.get(key)
+        if watch is None or watch.loop is not loop:
+            for stale in [k for k, w in cls._watches.items() if w.loop.is_closed()]:
+                del cls._watches[stale]
+            watch = cls._watches[key] = cls(str(table), loop)
+        return watch
+
+    async def next_commit(self) -> None:
+        """Return once the table has a commit the watch had not seen when this was called."""
+        committed = self.committed
+        self.waiting += 1
+        try:
+            if not self.failed and (self.task is None or self.task.done()):
+                self.task = asyncio.ensure_future(self._watch())
+            await committed.wait()
+        finally:
+            self.waiting -= 1
+
+    async def _watch(self) -> None:
+        from csparql.storage.delta import committed_after
+        from csparql.storage.revisions import table_version
+
+        try:
+            if self.version is None:
+                self.version = await asyncio.to_thread(table_version, self.table)
+            while self.waiting:
+                await asyncio.sleep(COMMIT_WATCH_SECONDS)
+                latest = await asyncio.to_thread(committed_after, self.table, self.version)
+                if latest != self.version:
+                    self.version = latest
+                    committed, self.committed = self.committed, asyncio.Event()
+                    committed.set()
+        except Exception as error:  # noqa: BLE001 - the waiting triggers still poll
+            self.failed = True
+            logging.getLogger(__name__).warning("watching the commits of %s stopped (%s); the waiting "
+                                                "windows are polled", self.table, " ".join(str(error).split()))
+
+
 class WindowCompleteTrigger(BaseTrigger):
     """Fires ``{"status": "complete", "window_end": µs}`` once nothing is missing for the window a run
     evaluates (see ``csparql.storage.watermarks.missing_for_window``), polling every ``poll_seconds``; given
@@ -112,7 +177,7 @@ class WindowCompleteTrigger(BaseTrigger):
                 self.log.info("window ending %s waits for: %s", format_instant(requirements.window_end),
                               "; ".join(missing))
                 reported = missing
-            await asyncio.sleep(self.poll_seconds)
+            await self.next_commit_or_poll(warehouse, requirements)
         complete = TriggerEvent({"status": "complete", "window_end": requirements.window_end})
         if self.evaluation is None:
             yield complete
@@ -120,6 +185,22 @@ class WindowCompleteTrigger(BaseTrigger):
         async with _evaluation_places():
             # a thread, so that Spark never blocks the loop; it keeps the task's log context (contextvars)
             yield await asyncio.to_thread(self.evaluate, complete)
+
+    async def next_commit_or_poll(self, warehouse: Warehouse, requirements: WindowRequirements) -> None:
+        """Return after the next commit to a table the window's completeness is read from (the watermarks for
+        its streams, the runs table for its producers' windows: ``CommitWatch``), or after ``poll_seconds``
+        at the latest. A warehouse in object storage is only polled."""
+        tables = ([warehouse.watermarks] if requirements.streams else []) + (
+            [warehouse.runs] if requirements.producer_windows else [])
+        if warehouse.remote or not tables:
+            await asyncio.sleep(self.poll_seconds)
+            return
+        waits = [asyncio.ensure_future(CommitWatch.of(table).next_commit()) for table in tables]
+        try:
+            await asyncio.wait(waits, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def request(self) -> EvaluationRequest:
         """The evaluation the task handed over, with the task's settings. A trigger deferred by an earlier
