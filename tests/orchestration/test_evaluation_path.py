@@ -9,6 +9,7 @@ import ast
 import json
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 
 import csparql
@@ -155,3 +156,35 @@ def test_the_log_line_of_an_evaluation_gives_its_phases_when_its_record_has_them
     window = f"window ({format_instant(T0)}, {format_instant(T0 + MINUTE)}]: 3 row(s) written in 706 ms"
     assert describe(record) == f"{window} (lost runs 18 ms, plan 150 ms, spark 270 ms, write 28 ms)"
     assert describe({key: value for key, value in record.items() if key != "phases_ms"}) == window
+
+
+def test_a_complete_window_records_when_its_last_input_was_committed(chain, spark):
+    """The runs row of a window evaluated complete says when the last of its inputs was committed: the
+    watermark that completed an ingested stream (its ``recorded_at``), the end of the first successful run of
+    each producer window it reads; so ``started_at - inputs_complete_at`` is how long the window waited after
+    its data was there. A window evaluated incomplete records none."""
+    from csparql.jobs.evaluation import evaluate_deployment_window
+    from csparql.storage import delta, schema
+    from csparql.storage.instants import micros_of
+    from csparql.storage.watermarks import advance_watermark
+
+    settings, producer = chain
+    consumer = deployment_of(settings.registry / "path_consumer.rq", settings)
+    engine, at = Engine(settings.warehouse, spark), T0 + 20 * MINUTE
+    ((stream, threshold),) = producer.requirements(at).streams.items()
+    advance_watermark(settings.warehouse, stream, threshold, "test")
+    [mark] = [row for row in delta.SNAPSHOTS.rows(settings.warehouse.watermarks, schema.WATERMARKS).to_pylist()
+              if row["source"] == "test"]
+    [first_producer_run] = delta.SNAPSHOTS.rows(settings.warehouse.runs, schema.RUNS).filter(
+        pc.equal(pc.field("query"), "path_producer")).to_pylist()
+
+    runs = [evaluate_deployment_window(engine, producer, settings, at, True).evaluation.run_id,
+            evaluate_deployment_window(engine, consumer, settings, at, True).evaluation.run_id,
+            evaluate_deployment_window(engine, consumer, settings, at, False).evaluation.run_id]
+
+    rows = {row["run_id"]: row for row in delta.SNAPSHOTS.rows(settings.warehouse.runs, schema.RUNS).to_pylist()}
+    recorded = [rows[run]["inputs_complete_at"] for run in runs]
+    producer_ended = micros_of(first_producer_run["started_at"]) + first_producer_run["duration_ms"] * 1000
+    assert [micros_of(recorded[0]), micros_of(recorded[1]), recorded[2]] == [
+        micros_of(mark["recorded_at"]), producer_ended, None]
+    assert all(micros_of(rows[run]["started_at"]) >= micros_of(value) for run, value in zip(runs, recorded[:2]))

@@ -189,6 +189,7 @@ class RunRecord:
     duration_ms: int = 0
     revision: int = 0  # 0 the window's first evaluation, then one more per evaluation (csparql.storage.revisions)
     result_version: int | None = None  # the result table's version the evaluation committed
+    inputs_complete_at: int | None = None  # when the last of the window's inputs was committed (µs)
 
     def read(self, scans: dict[URIRef, Scan]) -> None:
         """Take the I/O of the evaluation's reads (stream IRI → ``Scan``)."""
@@ -220,6 +221,7 @@ class RunRecord:
             "query_version": self.query_version,
             "revision": self.revision,
             "result_version": self.result_version,
+            "inputs_complete_at": instant_of(self.inputs_complete_at),
         }
 
 
@@ -321,7 +323,8 @@ class Engine:
 
     @recorded_as_running
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
-                 version: str | None = None, panes: str = AUTO, owner: TextOwner | None = None) -> Evaluation:
+                 version: str | None = None, panes: str = AUTO, owner: TextOwner | None = None,
+                 inputs_complete_at: int | None = None) -> Evaluation:
         """Evaluate the query at instant ``at``; write its results and record the run. ``version`` (the
         version of the query text, ``csparql.deploy.history.text_version``) is recorded with the run and the
         result rows. ``panes``: whether the window is combined from stored panes (``csparql.engine.panes``):
@@ -329,6 +332,7 @@ class Engine:
         (the window recomputed from its whole range, the reference; ``csparql.core.panes.PANE_MODES``). ``owner``:
         the query text evaluated, recorded on a result table it creates; a table created for another text
         that is not an earlier version of it is not written (``csparql.storage.results.QueryTextCollision``).
+        ``inputs_complete_at``: when the last of the window's inputs was committed, recorded with the run.
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
         result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
@@ -336,7 +340,8 @@ class Engine:
         window = evaluation_at(plan, at)
         clock = time.perf_counter()
         phases = Phases()
-        run = RunRecord(uuid.uuid4().hex, name, window.start, window.end, time.time_ns() // 1000, complete, version)
+        run = RunRecord(uuid.uuid4().hex, name, window.start, window.end, time.time_ns() // 1000, complete, version,
+                        inputs_complete_at=inputs_complete_at)
         scans: dict[URIRef, Scan] = {}
         use = None
         try:

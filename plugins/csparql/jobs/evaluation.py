@@ -22,6 +22,7 @@ from csparql.deploy.revisions import check_evaluation, detect_after_commits
 from csparql.deploy.settings import Settings
 from csparql.storage.revisions import table_version
 from csparql.storage.stale_windows import StaleWindow
+from csparql.storage.watermarks import inputs_complete_at
 
 if TYPE_CHECKING:  # the engine loads Spark: a DAG file that imports this module must not
     from csparql.engine.runner import Engine, Evaluation
@@ -114,7 +115,8 @@ def stale_windows_of(record: dict) -> list[StaleWindow]:
 def evaluate_deployment_window(engine: Engine, deployment: Deployment, settings: Settings, at: int,
                                complete: bool | None) -> WindowEvaluation:
     """Evaluate the window of ``deployment`` at or before the instant ``at`` (µs) with ``engine`` — replacing
-    its results, recording the run with ``complete``, the query's version and pane mode, into result tables
+    its results, recording the run with ``complete`` (and, for a complete window, when the last of its inputs
+    was committed), the query's version and pane mode, into result tables
     of its own text or of its earlier versions (``text_owner``) — then record the
     windows found stale by the check after every evaluation: by commits to the query's streams since it
     started, and, for a ``REGISTER STREAM`` query, the consumers' windows its output commit reaches.
@@ -122,9 +124,12 @@ def evaluate_deployment_window(engine: Engine, deployment: Deployment, settings:
     output = settings.warehouse.stream(deployment.output_stream) if deployment.output_stream else None
     output_before = table_version(output) if output is not None else None
     started = time.time_ns() // 1000
+    needs = deployment.requirements(at) if complete else None
     evaluation = engine.evaluate(deployment.plan, at, deployment.name, complete=complete,
                                  version=deployment.version, panes=deployment.panes,
-                                 owner=text_owner(deployment.text, deployment.name, settings, registered=True))
+                                 owner=text_owner(deployment.text, deployment.name, settings, registered=True),
+                                 inputs_complete_at=inputs_complete_at(settings.warehouse, needs.streams,
+                                                                       needs.producer_windows) if needs else None)
     stale = check_evaluation(settings, deployment, evaluation.window.end, started)
     if output_before is not None:
         stale += detect_after_commits(settings, deployment.output_stream, output_before)

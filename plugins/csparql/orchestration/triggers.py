@@ -104,8 +104,7 @@ class CommitWatch:
             self.waiting -= 1
 
     async def _watch(self) -> None:
-        from csparql.storage.delta import committed_after
-        from csparql.storage.revisions import table_version
+        from csparql.storage.revisions import committed_after, table_version
 
         try:
             if self.version is None:

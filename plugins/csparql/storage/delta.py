@@ -638,15 +638,6 @@ class WriterTables:
             self._tables[key] = (held.table, origin)
 
 
-def committed_after(path, version: int) -> int:
-    """The latest version of the table at ``path`` found by looking for the log entries after ``version``
-    (-1: the table does not exist yet), one ``stat`` each: ``version`` itself when nothing was committed
-    since. Delta numbers its commits without gaps, so the first entry missing ends the look."""
-    while file_exists(file_uri(str(location(path)), f"_delta_log/{version + 1:020d}.json")):
-        version += 1
-    return version
-
-
 def _brought_up_to_date(table: DeltaTable, key: str) -> DeltaTable | None:
     """``table`` at its latest version (its protocol checked again when the version moved), or None when its
     log can no longer be followed (entries cleaned up, the folder gone). Callers first compare the log's origin

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from csparql.storage import delta, schema
 from csparql.storage.instants import micros_of as _micros
+from csparql.storage.location import file_exists, location
 from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse
 
@@ -28,6 +29,15 @@ runs table yet, runs lost by a killed process)."""
 def table_version(path: str | Path) -> int:
     """The table's latest version, -1 when there is no table yet."""
     return delta.SNAPSHOTS.latest(path).version() if delta.exists(path) else -1
+
+
+def committed_after(path, version: int) -> int:
+    """The latest version of the table at ``path`` found by looking for the log entries after ``version``
+    (-1: the table does not exist yet), one ``stat`` each: ``version`` itself when nothing was committed
+    since. Delta numbers its commits without gaps, so the first entry missing ends the look."""
+    while file_exists(delta.file_uri(str(location(path)), f"_delta_log/{version + 1:020d}.json")):
+        version += 1
+    return version
 
 
 def _runs(warehouse: Warehouse, columns: list[str], queries: set[str] | None = None,

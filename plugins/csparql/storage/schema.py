@@ -115,6 +115,7 @@ RUNS = pa.schema(
         pa.field("query_version", pa.string()),
         pa.field("revision", pa.int64()),
         pa.field("result_version", pa.int64()),
+        pa.field("inputs_complete_at", TIMESTAMP),
     ]
 )
 """One row per evaluation. ``triples_read`` and ``files_read`` are JSON objects keyed by stream IRI: the files
@@ -124,7 +125,10 @@ ISTREAM or DSTREAM query reads the previous window too, and both count);
 rows written before versions were recorded (the column was added to existing tables on their next append).
 ``revision`` numbers the evaluations of one window (0 the first, 1 its first revision …) and ``result_version``
 is the Delta version of the result table the evaluation committed (Delta time travel reads a window's earlier
-revisions there); both are null in rows written before revisions were recorded."""
+revisions there); both are null in rows written before revisions were recorded. ``inputs_complete_at`` is when
+the last of a complete window's inputs was committed (``csparql.storage.watermarks.inputs_complete_at``), so
+``started_at - inputs_complete_at`` is how long the window waited after its data was there; null for a window
+evaluated incomplete or waiting for nothing, and in rows written before it was recorded."""
 
 REVISION = pa.field("revision", pa.int64())
 """The revision of a window's results (0: its first evaluation; ``csparql.storage.revisions``), the column

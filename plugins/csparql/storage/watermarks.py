@@ -170,6 +170,44 @@ def missing_for_window(warehouse: Warehouse, streams: dict[str, int], producer_w
     return missing
 
 
+def inputs_complete_at(warehouse: Warehouse, streams: dict[str, int],
+                       producer_windows: dict[str, list[int]]) -> int | None:
+    """When the last of a window's inputs was committed (µs since the epoch), for a window that waits for
+    ``streams`` (each ingested stream and the watermark it must reach) and ``producer_windows`` (each
+    producer's window ends): the latest of when each stream's watermark was first recorded at or past its
+    threshold and when each producer window's first successful run ended. None when one of them is not there
+    yet, or the window waits for nothing."""
+    instants: list[int] = []
+    if streams:
+        if not delta.exists(warehouse.watermarks):
+            return None
+        marks = delta.SNAPSHOTS.rows(warehouse.watermarks, schema.WATERMARKS)
+        for iri, threshold in streams.items():
+            mask = pc.and_(pc.equal(marks["stream"], iri),
+                           pc.greater_equal(pc.cast(marks["watermark"], pa.int64()), threshold))
+            reached = pc.min(pc.cast(marks.filter(mask)["recorded_at"], pa.int64())).as_py()
+            if reached is None:
+                return None
+            instants.append(reached)
+    if producer_windows:
+        if not delta.exists(warehouse.runs):
+            return None
+        runs = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS)
+        succeeded = runs.filter(pc.equal(runs["status"], "succeeded"))
+        ended = pc.add(pc.cast(succeeded["started_at"], pa.int64()),
+                       pc.multiply(pc.fill_null(succeeded["duration_ms"], 0), 1000))
+        first_end: dict[tuple[str, int], int] = {}
+        for query, end, at in zip(succeeded["query"].to_pylist(),
+                                  pc.cast(succeeded["window_end"], pa.int64()).to_pylist(), ended.to_pylist()):
+            first_end[(query, end)] = min(at, first_end.get((query, end), at))
+        for query, ends in producer_windows.items():
+            for end in ends:
+                if (query, end) not in first_end:
+                    return None
+                instants.append(first_end[(query, end)])
+    return max(instants) if instants else None
+
+
 def latest_run(warehouse: Warehouse, query: str, window_end: int) -> dict | None:
     """The last recorded run of a query's window (a row of the runs table), None when there is none."""
     path = warehouse.runs
