@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,34 +64,28 @@ def _file_settings(text: str) -> FileSettings:
     return FileSettings(revision_horizon=_revision_horizon(text), panes=_panes(text))
 
 
-def _last_line(pattern: re.Pattern, text: str) -> tuple[str, int] | None:
-    """The value of the last line of ``text`` that ``pattern`` matches and its line number; None if none."""
+def _setting(pattern: re.Pattern, text: str, read: Callable[[str], object],
+             refusal: Callable[[str, ValueError], str]):
+    """What the last line of ``text`` that ``pattern`` matches sets (``read`` of its value), None when no line
+    does; ``ValueError`` naming the line with ``refusal`` of a value ``read`` refuses."""
     found = list(pattern.finditer(text))
     if not found:
         return None
     match = found[-1]
-    return match.group(1), text.count("\n", 0, match.start()) + 1
+    try:
+        return read(match.group(1))
+    except ValueError as error:
+        line = text.count("\n", 0, match.start()) + 1
+        raise ValueError(f"line {line}: {refusal(match.group(1), error)}") from None
 
 
 def _revision_horizon(text: str) -> int | None:
-    found = _last_line(REVISION_HORIZON, text)
-    if found is None:
-        return None
-    value, line = found
-    try:
-        return parse_duration(value)
-    except ValueError as error:
-        raise ValueError(f"line {line}: the revision horizon {value!r} is not a duration such as 30m, 2h or 1d "
-                         f"({error})") from None
+    return _setting(REVISION_HORIZON, text, parse_duration,
+                    lambda value, error: f"the revision horizon {value!r} is not a duration such as 30m, 2h or 1d "
+                                         f"({error})")
 
 
 def _panes(text: str) -> str | None:
-    found = _last_line(PANES, text)
-    if found is None:
-        return None
-    value, line = found
-    try:
-        return pane_mode(value)
-    except ValueError:
-        written = repr(value) if value else "nothing"
-        raise ValueError(f"line {line}: '# csparql panes' takes auto, always (on) or off, not {written}") from None
+    return _setting(PANES, text, pane_mode,
+                    lambda value, error: "'# csparql panes' takes auto, always (on) or off, "
+                                         f"not {repr(value) if value else 'nothing'}")
