@@ -2,10 +2,10 @@
 with Spark Connect, the window's evaluation too.
 
 ``WindowCompleteTrigger`` waits until nothing is missing for the run's window: it looks again as soon as a
-table its completeness is read from has a new commit (``CommitWatch``), and every ``poll_seconds`` anyway. Without ``evaluation`` it then
-fires an event and the task resumes in a worker, which evaluates the window (a local Spark, spark-submit). With
-``evaluation`` (the operator gives it when Spark may be a Spark Connect server) the trigger evaluates the window
-itself, in a thread of the triggerer (never on its event loop), through the evaluation step every path shares
+table its completeness is read from has a new commit (``CommitWatch``), and every ``poll_seconds`` anyway.
+Without ``evaluation`` it then fires an event and the task resumes in a worker, which evaluates the window (a
+local Spark, spark-submit). With ``evaluation`` (the operator gives it when Spark may be a Spark Connect
+server) the trigger evaluates the window itself, in a thread of the triggerer (never on its event loop), through the evaluation step every path shares
 (``csparql.jobs.evaluation``), and ends the task instance from the triggerer: ``TaskSuccessEvent`` with the
 task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow retries the task as for a
 failure in a worker); a task ended there sends its OpenLineage events from the triggerer, named as a task
@@ -124,7 +124,8 @@ class CommitWatch:
 
 class WindowCompleteTrigger(BaseTrigger):
     """Fires ``{"status": "complete", "window_end": µs}`` once nothing is missing for the window a run
-    evaluates (see ``csparql.storage.watermarks.missing_for_window``), polling every ``poll_seconds``; given
+    evaluates (see ``csparql.storage.watermarks.missing_for_window``), looking again after each commit that
+    may complete it and every ``poll_seconds`` at the latest (``next_commit_or_poll``); given
     ``evaluation`` (``EvaluationRequest.to_dict``) and Spark Connect, evaluates the window instead and ends the
     task (see the module's docstring).
 
