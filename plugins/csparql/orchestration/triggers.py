@@ -1,20 +1,20 @@
 """The deferrable wait for a complete window, run by Airflow's triggerer (no worker slot, no task process);
 with Spark Connect, the window's evaluation too.
 
-``WindowCompleteTrigger`` waits until nothing is missing for the run's window: it looks again as soon as a
-table its completeness is read from has a new commit (``CommitWatch``), and every ``poll_seconds`` anyway.
-Without ``evaluation`` it then fires an event and the task resumes in a worker, which evaluates the window (a
-local Spark, spark-submit). With ``evaluation`` (the operator gives it when Spark may be a Spark Connect
-server) the trigger evaluates the window itself, in a thread of the triggerer (never on its event loop), through the evaluation step every path shares
-(``csparql.jobs.evaluation``), and ends the task instance from the triggerer: ``TaskSuccessEvent`` with the
-task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow retries the task as for a
-failure in a worker); a task ended there sends its OpenLineage events from the triggerer, named as a task
-process's (``csparql.orchestration.lineage.report_run_ended_on_triggerer``). A trigger cannot add Asset
-events: the Asset event of a ``REGISTER STREAM`` query's output stream is recorded through Airflow's REST API
-when ``[csparql] api_conn_id`` names a connection to it (``csparql.orchestration.asset_events``). Otherwise,
-and to announce stale windows to their revision DAGs, the task resumes in a worker after the evaluation, with
-the evaluation's record (``{"status": "evaluated"}``), to finish without evaluating again. The ``[csparql]
-triggerer_evaluations`` option bounds the evaluations one triggerer process runs at a time.
+``WindowCompleteTrigger`` waits until nothing is missing for the run's window: it looks again as soon as a table its
+completeness is read from has a new commit (``CommitWatch``), and every ``poll_seconds`` anyway. Without
+``evaluation`` it then fires an event and the task resumes in a worker, which evaluates the window (a local Spark,
+spark-submit). With ``evaluation`` (the operator gives it when Spark may be a Spark Connect server) the trigger
+evaluates the window itself, in a thread of the triggerer (never on its event loop), through the evaluation step
+every path shares (``csparql.jobs.evaluation``), and ends the task instance from the triggerer: ``TaskSuccessEvent``
+with the task's value as XCom, or ``TaskFailedEvent`` after logging the failure (Airflow retries the task as for a
+failure in a worker); a task ended there sends its OpenLineage events from the triggerer, named as a task process's
+(``csparql.orchestration.lineage.report_run_ended_on_triggerer``). A trigger cannot add Asset events: the Asset
+event of a ``REGISTER STREAM`` query's output stream is recorded through Airflow's REST API when ``[csparql]
+api_conn_id`` names a connection to it (``csparql.orchestration.asset_events``). Otherwise, and to announce stale
+windows to their revision DAGs, the task resumes in a worker after the evaluation, with the evaluation's record
+(``{"status": "evaluated"}``), to finish without evaluating again. The ``[csparql] triggerer_evaluations`` option
+bounds the evaluations one triggerer process runs at a time.
 """
 
 from __future__ import annotations
