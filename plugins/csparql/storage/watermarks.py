@@ -193,7 +193,8 @@ def inputs_complete_at(warehouse: Warehouse, streams: dict[str, int],
         if not delta.exists(warehouse.runs):
             return None
         runs = delta.SNAPSHOTS.rows(warehouse.runs, schema.RUNS)
-        succeeded = runs.filter(pc.equal(runs["status"], "succeeded"))
+        succeeded = runs.filter(pc.and_(pc.equal(runs["status"], "succeeded"),
+                                        pc.is_in(runs["query"], pa.array(sorted(producer_windows), pa.string()))))
         ended = pc.add(pc.cast(succeeded["started_at"], pa.int64()),
                        pc.multiply(pc.fill_null(succeeded["duration_ms"], 0), 1000))
         first_end: dict[tuple[str, int], int] = {}
