@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="the embedded stack for hours (default 2) with streams landing live, idle gaps, a "
                            "component killed every 20 minutes and vacuums; every due window checked against "
                            "pyoxigraph (benchmarks/soak.py; --set soak_hours=3, soak_gap_minutes=12, …)")
+    mode.add_argument("--wake", dest="mode", action="store_const", const="wake",
+                      help="from a window's completing commit to its trigger's event, with the commit watch and "
+                           "with the poll alone, side by side (benchmarks/trigger_wake.py; --set trials=30)")
     parser.add_argument("--out", metavar="DIR", help="the run folder (default benchmarks/runs/<time>-<mode>)")
     parser.add_argument("--master", metavar="URL", help="--profile: the Spark master (default local[2]; "
                                                         "sc://host:port for a Spark Connect server)")
@@ -71,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         result["targets"] = report.targets(result)
         report.write(result, folder)
         print(folder / "table.md")
+        return 0
+    if args.mode == "wake":
+        from benchmarks import trigger_wake
+
+        trials = [a.split("=", 1)[1] for a in args.set if a.startswith("trials=")]
+        trigger_wake.main(int(trials[-1]) if trials else 15)
         return 0
     if args.mode == "profile":
         from benchmarks import window_profile

@@ -1,5 +1,5 @@
 """From the commit that completes a window to its trigger's event, with the commit watch and with the poll
-alone, side by side in one run (``.venv/bin/python -m benchmarks.trigger_wake [trials]``).
+alone, side by side in one run (``./bench.sh --wake --set trials=30``).
 
 Each trial registers ``02-cars-per-tollgate.rq`` in a new warehouse, records its stream's watermark a minute short
 of what the window ending 08:50 needs, starts the real ``WindowCompleteTrigger`` (the default
