@@ -78,8 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "wake":
         from benchmarks import trigger_wake
 
-        trials = [a.split("=", 1)[1] for a in args.set if a.startswith("trials=")]
-        trigger_wake.main(int(trials[-1]) if trials else 15)
+        given = [a.split("=", 1)[1] for a in args.set if a.startswith("trials=")]
+        if not given:
+            trigger_wake.main()
+            return 0
+        if not given[-1].isdigit() or int(given[-1]) < 1:
+            print(f"bench: --set trials={given[-1]}: give a whole number of trials, at least 1")
+            return 2
+        trigger_wake.main(int(given[-1]))
         return 0
     if args.mode == "profile":
         from benchmarks import window_profile

@@ -409,3 +409,10 @@ def test_soak_queries_register_and_their_reference_forms_are_sparql():
     for name, text in QUERIES.items():
         assert compile_query(text, f"{name}.rq").registration.name == name
         ox.Store().query(REFERENCE_SPARQL[name])  # parses and runs on an empty store
+
+
+def test_the_wake_measurement_refuses_a_number_of_trials_that_is_not_one():
+    from benchmarks.cli import main
+
+    assert main(["--wake", "--set", "trials=two"]) == 2
+    assert main(["--wake", "--set", "trials=0"]) == 2
