@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from csparql.deploy.history import text_owner
-from csparql.deploy.plan import Deployment
+from csparql.deploy.plan import Deployment, deployment_of_query
 from csparql.deploy.revisions import check_evaluation, detect_after_commits
 from csparql.deploy.settings import Settings
 from csparql.storage.revisions import table_version
@@ -69,8 +69,6 @@ class EvaluationRequest:
     def deployment(self, settings: Settings | None = None) -> Deployment:
         """The deployment of the query file as registered now, its results named ``name`` (``settings``: those
         to deploy with, by default the request's)."""
-        from csparql.deploy.plan import deployment_of_query
-
         path = Path(self.query)
         return deployment_of_query(path, settings or self.settings, None if path.stem == self.name else self.name)
 
