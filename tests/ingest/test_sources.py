@@ -104,24 +104,39 @@ print("done", report.batches, report.landed, flush=True)
 
 
 def killed_again_and_again(command: list[str], warehouse: Warehouse, source, chosen: random.Random,
-                           low: float, high: float, kills: int = 8) -> list[int]:
-    """Run the consumer ``command`` until it prints ``done``, SIGKILLing its first ``kills`` runs after a random
-    ``low``–``high`` seconds (starting, reading, parsing, writing, committing, acknowledging); the batch being
-    worked on at each kill."""
+                           kills: int = 8, batches: int = 100) -> list[int]:
+    """Run the consumer ``command`` until it prints ``done``, SIGKILLing its first ``kills`` runs: each once the
+    table holds a batch chosen at random from its own stretch of the ``batches`` (so the kills fall all along the
+    work, however fast this host is), then up to a third of a second later (reading, parsing, writing,
+    committing or acknowledging the next). Returns the batch being worked on at each kill."""
+    stretch = (batches - 10) // kills
+    targets = [5 + stretch * kill + chosen.randrange(stretch // 2) for kill in range(kills)]
     killed_at = []
     for attempt in range(60):
         consumer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = consumer.communicate(timeout=chosen.uniform(low, high) if len(killed_at) < kills else 600)
-        except subprocess.TimeoutExpired:
-            consumer.send_signal(signal.SIGKILL)
-            consumer.communicate()
+        if len(killed_at) < kills and killed_once_past(consumer, warehouse, source, targets[len(killed_at)],
+                                                       chosen.uniform(0, 0.33)):
             killed_at.append(committed_positions(warehouse.stream(STREAM), source)[0] + 1)
             continue
+        out, err = consumer.communicate(timeout=600)
         assert consumer.returncode == 0, err
         if out.startswith("done"):
             return killed_at
     pytest.fail("the consumer never finished")
+
+
+def killed_once_past(consumer: subprocess.Popen, warehouse: Warehouse, source, target: int, delay: float) -> bool:
+    """SIGKILL ``consumer`` ``delay`` seconds after the stream table holds batch ``target``; False when it ended
+    before that."""
+    deadline = time.monotonic() + 600
+    while consumer.poll() is None and time.monotonic() < deadline:
+        if committed_positions(warehouse.stream(STREAM), source)[0] >= target:
+            time.sleep(delay)
+            consumer.send_signal(signal.SIGKILL)
+            consumer.communicate()
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_again(client, redis_server, tmp_path):
@@ -130,8 +145,8 @@ def test_100k_events_land_exactly_once_with_the_consumer_sigkilled_again_and_aga
     source = parse_source("redis://redis_default/sensor-events?batch=1000")
     chosen = random.Random(29)
     command = [sys.executable, "-c", CONSUMER, str(redis_server), str(warehouse.root), STREAM]
-    killed_at = killed_again_and_again(command, warehouse, source, chosen, 0.8, 2.5)
-    assert len(killed_at) == 8 and len(set(killed_at)) >= 4, killed_at  # killed at several points of the work
+    killed_at = killed_again_and_again(command, warehouse, source, chosen)
+    assert len(killed_at) == 8 and len(set(killed_at)) == 8, killed_at  # killed all along the work
     landed = cars_landed(warehouse)
     assert len(landed) == 100_000 and set(landed.values()) == {1}
     last = client.xrevrange(KEY, count=1)[0][0].decode()
