@@ -37,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--wake", dest="mode", action="store_const", const="wake",
                       help="from a window's completing commit to its trigger's event, with the commit watch and "
                            "with the poll alone, side by side (benchmarks/trigger_wake.py; --set trials=30)")
+    mode.add_argument("--together", dest="mode", action="store_const", const="together",
+                      help="windows of many queries due at one instant on one triggerer: one by one as before "
+                           "batching, and batched two and four at a time, side by side (benchmarks/due_together.py; "
+                           "--set queries=20 --set trials=5)")
     parser.add_argument("--out", metavar="DIR", help="the run folder (default benchmarks/runs/<time>-<mode>)")
     parser.add_argument("--master", metavar="URL", help="--profile: the Spark master (default local[2]; "
                                                         "sc://host:port for a Spark Connect server)")
@@ -86,6 +90,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench: --set trials={given[-1]}: give a whole number of trials, at least 1")
             return 2
         trigger_wake.main(int(given[-1]))
+        return 0
+    if args.mode == "together":
+        from benchmarks import due_together
+
+        given = dict(a.split("=", 1) for a in args.set if "=" in a)
+        counts = {key: given.get(key, default) for key, default in (("queries", "20"), ("trials", "5"))}
+        wrong = [f"{key}={value}" for key, value in counts.items() if not value.isdigit() or int(value) < 1]
+        if wrong:
+            print(f"bench: --set {wrong[0]}: give a whole number, at least 1")
+            return 2
+        due_together.main(int(counts["queries"]), int(counts["trials"]))
         return 0
     if args.mode == "profile":
         from benchmarks import window_profile

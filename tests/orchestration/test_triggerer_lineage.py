@@ -1,22 +1,32 @@
-"""OpenLineage events of windows evaluated and ended on the triggerer: ``WindowCompleteTrigger.evaluate`` run
-as Airflow's triggerer runs it — the task instance built from the serialized DAG by the triggerer's own
+"""Windows evaluated and ended on the triggerer, against a real Spark Connect server: their OpenLineage events,
+and windows due together evaluated as one batch.
+
+OpenLineage: ``WindowCompleteTrigger.evaluate`` run as Airflow's triggerer runs it — the task instance built from the serialized DAG by the triggerer's own
 ``TriggerRunner.create_runtime_ti``, the evaluation a client of a real Spark Connect server — with the
 OpenLineage provider's ``file`` transport; the events are read back from its file.
 
 The trigger runs in a fresh Python process: this process holds the suite's classic SparkSession, and PySpark
 opens no Connect session beside it. Only the database row of the task instance is not there (no scheduler
-runs): the triggerer's ``TaskInstanceDTO`` is built by hand with the fields the triggerer gives it."""
+runs): the triggerer's ``TaskInstanceDTO`` is built by hand with the fields the triggerer gives it.
+
+Windows due together: the triggers of four example queries for one instant, run on one event loop as the
+triggerer runs them, are evaluated as one batch, each window as pyoxigraph evaluates it alone; killed in the
+middle of the batch and run again, every window is there once."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from csparql.examples import examples_folder
+from csparql.storage import delta
 from csparql.storage.revisions import table_version
 from csparql.storage.warehouse import Warehouse
 from csparql.core.windows import format_instant
@@ -26,6 +36,7 @@ from orchestration.spark_connect import ingest_city_hour, test_server
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
 TOLLGATES = "http://streams.org/citytollgates.trdf"
+MILAN = "http://streams.org/milantollgates.trdf"
 QUERY = examples_folder("queries") / "04-cars-per-district.rq"
 NAMESPACE = "csparql-triggerer"
 CONNECTION = "csparql_connect"
@@ -80,9 +91,10 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def city(spark, server, tmp_path_factory):
-    """An hour of the sample tollgates stream and the city's static graph, ingested while the server starts."""
+    """An hour of the two sample tollgates streams and the city's static graph, ingested while the server
+    starts."""
     root = tmp_path_factory.mktemp("triggerer-lineage")
-    warehouse, samples = ingest_city_hour(spark, root, (TOLLGATES,))
+    warehouse, samples = ingest_city_hour(spark, root, (TOLLGATES, MILAN))
     return root, warehouse, samples
 
 
@@ -149,3 +161,123 @@ def test_a_failure_on_the_triggerer_sends_fail_with_its_message_and_nothing_when
     printed, events = run_trigger(server, root, warehouse, samples.end, "disabled_lineage", "no_such_connection",
                                   AIRFLOW__OPENLINEAGE__DISABLED="True")
     assert printed["event"] == "TaskFailedEvent" and events == []
+
+
+# Windows due together on one triggerer: one trigger per query, as the operator gives them, all run on one event
+# loop as the triggerer runs them; their windows are complete, so they become complete together. Prints one
+# CSPARQL_EVENT line per trigger, then CSPARQL_DONE.
+_DUE_TOGETHER = """
+import asyncio, json, logging, sys
+from pathlib import Path
+
+import pendulum
+from airflow.sdk import DAG
+
+from csparql.orchestration.operators import CsparqlEvaluateWindowOperator
+from csparql.orchestration.triggers import WindowCompleteTrigger
+
+registry, warehouse, at, conn_id = sys.argv[1:]
+logging.basicConfig(level=logging.INFO)
+triggers = []
+for query in sorted(Path(registry).glob("*.rq")):
+    with DAG(query.stem, schedule=None, start_date=pendulum.datetime(2010, 1, 1, tz="UTC")):
+        operator = CsparqlEvaluateWindowOperator(task_id="evaluate_window", query=str(query), name=query.stem,
+                                                 warehouse=warehouse, conn_id=conn_id)
+    triggers.append(WindowCompleteTrigger(**{**operator.start_trigger_args.trigger_kwargs, "window_instant": at}))
+
+async def first_event(trigger):
+    async for event in trigger.run():
+        return event
+
+async def main():
+    for event in await asyncio.gather(*(first_event(t) for t in triggers)):
+        value = getattr(event, "xcoms", None) or {}
+        print("CSPARQL_EVENT " + json.dumps({"event": type(event).__name__, "value": value.get("return_value")}),
+              flush=True)
+
+asyncio.run(main())
+print("CSPARQL_DONE", flush=True)
+"""
+
+DUE_TOGETHER = {  # over the two tollgates streams
+    "district_counts": examples_folder("queries") / "04-cars-per-district.rq",
+    "gate_counts": examples_folder("queries") / "02-cars-per-tollgate.rq",
+    "street_counts": examples_folder("queries") / "05-cars-per-street-worked-example.rq",
+    "two_aggregates": examples_folder("queries") / "06-multiple-aggregates.rq",
+}
+
+
+def due_together(server, root: Path, warehouse: Warehouse, at: int, prefix: str) -> subprocess.Popen:
+    """The triggers of ``DUE_TOGETHER``'s queries (in ``root/registry``, their results named ``prefix`` and
+    their key) for the window at ``at``, started in a new process on one event loop (``_DUE_TOGETHER``)."""
+    registry = root / "registry"
+    registry.mkdir(exist_ok=True)
+    for name, source in DUE_TOGETHER.items():
+        (registry / f"{prefix}{name}.rq").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    env = spark_environment(root)
+    for key in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE", "PYSPARK_GATEWAY_PORT"):
+        env.pop(key, None)
+    env.update({"AIRFLOW_HOME": str(root / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__OPENLINEAGE__DISABLED": "True", "AIRFLOW__CSPARQL__REGISTRY": str(registry),
+                "AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS": "2",
+                f"AIRFLOW_CONN_{CONNECTION.upper()}": f"spark-connect://:{server.token}@localhost:{server.port}"})
+    return subprocess.Popen([sys.executable, "-c", _DUE_TOGETHER, str(registry), str(warehouse.root),
+                             format_instant(at), CONNECTION], env=env, cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def assert_each_window_once_as_pyoxigraph_gives_it(warehouse: Warehouse, samples, at: int, prefix: str) -> None:
+    from rdflib import Graph, URIRef
+
+    from conformance import reference
+    from conformance.compare import compare, from_engine
+    from csparql.storage.stored import StoredResults
+    from orchestration.test_airflow_end_to_end import stream_quads
+
+    streams = {URIRef(stream): stream_quads(samples.streams[stream]) for stream in (TOLLGATES, MILAN)}
+    graphs = {None: list(Graph().parse(samples.graphs[None]))}
+    for name, source in DUE_TOGETHER.items():
+        windows = [(end, result) for _, end, result in StoredResults(warehouse, prefix + name).windows()]
+        assert [end for end, _ in windows] == [at], (name, windows)  # the window once, no other
+        truth = reference.evaluate(reference.Case(name, source.read_text(encoding="utf-8"), streams, graphs, at))
+        assert not compare(from_engine(windows[0][1]), truth), name
+
+
+def test_windows_due_together_are_evaluated_as_one_batch_each_as_pyoxigraph_evaluates_it_alone(server, city,
+                                                                                               tmp_path):
+    _, warehouse, samples = city
+    server.wait_until_answering()
+    at = samples.end - 5 * 60_000_000  # a window no other test of the module evaluates
+    triggers = due_together(server, tmp_path, warehouse, at, "together_")
+    out, err = triggers.communicate(timeout=300)
+    assert triggers.returncode == 0 and "CSPARQL_DONE" in out, out[-2000:] + err[-4000:]
+    ended = [json.loads(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("CSPARQL_EVENT ")]
+    assert [e["event"] for e in ended] == ["TaskSuccessEvent"] * len(DUE_TOGETHER), ended
+    batches = {json.dumps(e["value"]["batch"], sort_keys=True) for e in ended}
+    assert len(batches) == 1 and json.loads(batches.pop())["windows"] == len(DUE_TOGETHER), ended
+    assert f"{len(DUE_TOGETHER)} windows due together: evaluated as batch" in out + err, out[-4000:]
+    assert_each_window_once_as_pyoxigraph_gives_it(warehouse, samples, at, "together_")
+
+
+def test_a_triggerer_killed_in_the_middle_of_a_batch_leaves_every_window_once_when_it_is_run_again(server, city,
+                                                                                                    tmp_path):
+    _, warehouse, samples = city
+    server.wait_until_answering()
+    at = samples.end - 10 * 60_000_000
+    tables = [warehouse.results(f"killed_{name}", "bindings") for name in DUE_TOGETHER]
+    triggers = due_together(server, tmp_path, warehouse, at, "killed_")
+    deadline = time.monotonic() + 240
+    while not any(delta.exists(t) for t in tables) and triggers.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(triggers.pid, signal.SIGKILL)  # the batch's first result commit made
+    triggers.communicate()
+    committed = [t for t in tables if delta.exists(t)]
+    assert 0 < len(committed) < len(tables), committed  # killed in the middle of the batch
+    again = due_together(server, tmp_path, warehouse, at, "killed_")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0 and "CSPARQL_DONE" in out, out[-2000:] + err[-4000:]
+    assert_each_window_once_as_pyoxigraph_gives_it(warehouse, samples, at, "killed_")
+    runs = [r for r in delta.open_table(warehouse.runs).to_pyarrow_table().to_pylist()
+            if r["query"].startswith("killed_")]
+    assert {r["query"] for r in runs} == {f"killed_{name}" for name in DUE_TOGETHER}
+    assert {r["status"] for r in runs} == {"succeeded"}, runs

@@ -1,7 +1,8 @@
 """Running registered queries: one evaluation per window, its results written, its run recorded.
 
-``Engine.evaluate(plan, at)`` evaluates the windows that close at or before ``at`` (decision 4), writes the
-results, replacing any earlier results of the same (query, window end) in one commit (decision 11), and
+``Engine.evaluate(plan, at)`` evaluates the windows that close at or before ``at`` (docs/semantics.md, *When a
+query is evaluated*), writes the results, replacing any earlier results of the same (query, window end) in one
+commit (*One result per window*), and
 appends a row to the runs table — also when the evaluation fails, with the error. ``Engine.replay`` does
 the same for every scheduled evaluation in a range, as a backfill would.
 """
@@ -12,6 +13,7 @@ import dataclasses
 import functools
 import json
 import logging
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -104,15 +106,20 @@ class OptimizedPlans:
     whose sources' statistics equal the previous evaluation's of the same plan reuses its optimized plan and
     its pane decision (for a small window optimizing costs as much as Spark's part), and one whose statistics
     differ but whose plan optimizes to the same plan reuses the pane decision. The ``capacity`` most recently
-    used plans are kept."""
+    used plans are kept. Evaluations in several threads may share it."""
 
     def __init__(self, capacity: int = 256) -> None:
         self.capacity = capacity
         self._latest: OrderedDict[int, _Optimized] = OrderedDict()
+        self._lock = threading.RLock()
 
     def optimized(self, plan: alg.QueryPlan, statistics) -> alg.QueryPlan:
         """``optimize(plan, statistics)``, or the plan optimized last time for this plan object when it was
         optimized with equal statistics."""
+        with self._lock:
+            return self._optimized(plan, statistics)
+
+    def _optimized(self, plan: alg.QueryPlan, statistics) -> alg.QueryPlan:
         kept = self._latest.get(id(plan))
         if kept is not None and kept.plan is plan and kept.statistics == statistics:
             self._latest.move_to_end(id(plan))
@@ -131,12 +138,13 @@ class OptimizedPlans:
 
     def pane_decision(self, plan: alg.QueryPlan, optimized: alg.QueryPlan) -> PaneDecision:
         """``pane_plan(optimized)``, decided once per optimized plan kept for ``plan``."""
-        kept = self._latest.get(id(plan))
-        if kept is None or kept.plan is not plan or kept.optimized is not optimized:
-            return pane_plan(optimized)
-        if kept.decision is None:
-            kept.decision = pane_plan(optimized)
-        return kept.decision
+        with self._lock:
+            kept = self._latest.get(id(plan))
+            if kept is None or kept.plan is not plan or kept.optimized is not optimized:
+                return pane_plan(optimized)
+            if kept.decision is None:
+                kept.decision = pane_plan(optimized)
+            return kept.decision
 
 
 class PreparedPlan:

@@ -13,14 +13,20 @@ failure in a worker); a task ended there sends its OpenLineage events from the t
 event of a ``REGISTER STREAM`` query's output stream is recorded through Airflow's REST API when ``[csparql]
 api_conn_id`` names a connection to it (``csparql.orchestration.asset_events``). Otherwise, and to announce stale
 windows to their revision DAGs, the task resumes in a worker after the evaluation, with the evaluation's record
-(``{"status": "evaluated"}``), to finish without evaluating again. The ``[csparql] triggerer_evaluations`` option
-bounds the evaluations one triggerer process runs at a time.
+(``{"status": "evaluated"}``), to finish without evaluating again. Windows that become complete together are
+evaluated together, as one batch (``DueTogether``); the ``[csparql] triggerer_evaluations`` option bounds the
+evaluations one triggerer process runs at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import functools
 import logging
+import threading
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,15 +54,93 @@ def evaluations_per_triggerer() -> int:
         return Settings.triggerer_evaluations
 
 
-_EVALUATIONS: asyncio.Semaphore | None = None
+BATCH_GATHER_SECONDS = 0.1
+"""How long a window that has just become complete on a triggerer waits for the windows completing with it (the
+other queries' windows over the same commit) before they are evaluated together as one batch."""
 
 
-def _evaluation_places() -> asyncio.Semaphore:
-    """The process's bound on evaluations at a time (created on the triggerer's event loop, on first use)."""
-    global _EVALUATIONS
-    if _EVALUATIONS is None:
-        _EVALUATIONS = asyncio.Semaphore(evaluations_per_triggerer())
-    return _EVALUATIONS
+class EvaluationBatch:
+    """Windows evaluated together on one triggerer (``DueTogether``): their number, an id for the logs and the
+    task values, and the engines they share, one per warehouse and Spark Connect server, each made once for the
+    batch (the server's URL read once from its Airflow connection)."""
+
+    def __init__(self, windows: int) -> None:
+        self.id = uuid.uuid4().hex[:12]
+        self.windows = windows
+        self._engines: dict[tuple[str, str, str | None], Any] = {}
+        self._lock = threading.Lock()
+
+    def engine(self, settings: Settings):
+        """The batch's engine for ``settings`` (``csparql.orchestration.connections.evaluation_engine``)."""
+        from csparql.orchestration.connections import evaluation_engine
+
+        key = (str(settings.warehouse.root), settings.spark, settings.connection_id)
+        with self._lock:
+            if key not in self._engines:
+                self._engines[key] = evaluation_engine(settings)
+            return self._engines[key]
+
+
+class DueTogether:
+    """The windows the triggers of one event loop evaluate (Spark Connect), batched. A window that becomes
+    complete waits ``BATCH_GATHER_SECONDS`` for the others completing with it (a commit that completes many
+    queries' windows wakes all their triggers at once: ``CommitWatch``); those gathered form one
+    ``EvaluationBatch``, logged as one, whose windows share its engines and run as concurrent jobs of one Spark
+    session, at most ``[csparql] triggerer_evaluations`` of the loop's windows at a time
+    (``evaluations_per_triggerer``): the Spark Connect server overlaps their planning and their jobs. Each
+    window is still its own evaluation — its own result commit, runs row, revision, staleness check, lineage
+    and task end — and its trigger is answered as soon as that window is done, not when its whole batch is."""
+
+    _loops: dict[int, DueTogether] = {}
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, places: int) -> None:
+        self.loop, self.places = loop, places
+        self.pool = concurrent.futures.ThreadPoolExecutor(places, thread_name_prefix="csparql-evaluation")
+        self.gathering: list[tuple[WindowCompleteTrigger, TriggerEvent, contextvars.Context,
+                                   asyncio.Future]] | None = None
+
+    @classmethod
+    def of_running_loop(cls) -> DueTogether:
+        """The batches of the running event loop (made on first use, sized by ``evaluations_per_triggerer``)."""
+        loop = asyncio.get_running_loop()
+        due = cls._loops.get(id(loop))
+        if due is None or due.loop is not loop:
+            for key in [k for k, d in cls._loops.items() if d.loop.is_closed()]:
+                cls._loops.pop(key).pool.shutdown(wait=False)
+            due = cls._loops[id(loop)] = cls(loop, evaluations_per_triggerer())
+        return due
+
+    async def evaluate(self, trigger: WindowCompleteTrigger, complete: TriggerEvent) -> TriggerEvent:
+        """``trigger.evaluate(complete, batch)`` in a thread of the pool, in the batch of the windows completing
+        with it; the event it returns. The thread keeps the trigger's context (its task's log)."""
+        answer = self.loop.create_future()
+        if self.gathering is None:
+            self.gathering = []
+            self.loop.call_later(BATCH_GATHER_SECONDS, self._start_batch)
+        self.gathering.append((trigger, complete, contextvars.copy_context(), answer))
+        return await answer
+
+    def _start_batch(self) -> None:
+        gathered, self.gathering = self.gathering or [], None
+        batch = EvaluationBatch(len(gathered))
+        if len(gathered) > 1:
+            logging.getLogger(__name__).info("%d windows due together: evaluated as batch %s, %d at a time",
+                                             len(gathered), batch.id, min(self.places, len(gathered)))
+        for trigger, complete, context, answer in gathered:
+            running = asyncio.wrap_future(self.pool.submit(context.run, trigger.evaluate, complete, batch),
+                                          loop=self.loop)
+            running.add_done_callback(functools.partial(_answer, answer))
+
+
+def _answer(answer: asyncio.Future, running: asyncio.Future) -> None:
+    if answer.done():  # the trigger was cancelled meanwhile
+        return
+    if running.cancelled():
+        answer.cancel()
+    elif running.exception() is not None:
+        answer.set_exception(running.exception())
+    else:
+        answer.set_result(running.result())
 
 
 COMMIT_WATCH_SECONDS = 0.2
@@ -182,9 +266,12 @@ class WindowCompleteTrigger(BaseTrigger):
         if self.evaluation is None:
             yield complete
             return
-        async with _evaluation_places():
-            # a thread, so that Spark never blocks the loop; it keeps the task's log context (contextvars)
-            yield await asyncio.to_thread(self.evaluate, complete)
+        yield await self.evaluate_complete_window(complete)
+
+    async def evaluate_complete_window(self, complete: TriggerEvent) -> TriggerEvent:
+        """The event ``evaluate`` returns for the complete window, evaluated with the windows due with it
+        (``DueTogether``): in a thread, so that Spark never blocks the loop."""
+        return await DueTogether.of_running_loop().evaluate(self, complete)
 
     async def next_commit_or_poll(self, warehouse: Warehouse, requirements: WindowRequirements) -> None:
         """Return after the next commit to a table the window's completeness is read from (the watermarks for
@@ -213,12 +300,13 @@ class WindowCompleteTrigger(BaseTrigger):
                             revision_horizon=given["revision_horizon"], api_conn_id=given.get("api_conn_id"))
         return EvaluationRequest(given["query"], given["name"], settings, given.get("conn_id"))
 
-    def evaluate(self, complete: TriggerEvent) -> TriggerEvent:
+    def evaluate(self, complete: TriggerEvent, batch: EvaluationBatch | None = None) -> TriggerEvent:
         """Evaluate the run's complete window here when Spark is a Spark Connect server, and say how the task
         ends: ``TaskSuccessEvent`` (its value as XCom), ``TaskFailedEvent`` (the failure logged), or, when a
         worker must finish it (stale windows to announce, an output stream's Asset event the API did not
         record), an event with the evaluation's record; ``complete`` (resume in a worker, which evaluates) when
-        Spark is not a Spark Connect server."""
+        Spark is not a Spark Connect server. ``batch``: the windows evaluated with it (their shared engine;
+        the task's value names the batch)."""
         from csparql.jobs.evaluation import evaluate_deployment_window
         from csparql.orchestration.connections import evaluation_engine, settings_for_connection
 
@@ -230,9 +318,12 @@ class WindowCompleteTrigger(BaseTrigger):
             if settings.spark != "connect":
                 return complete
             deployment = request.deployment(settings)
-            self.log.info("window ending %s is complete: evaluating it on the triggerer (Spark Connect)",
-                          format_instant(self.requirements().window_end))
-            evaluated = evaluate_deployment_window(evaluation_engine(settings), deployment, settings, at, True)
+            together = f", one of {batch.windows} windows due together (batch {batch.id})" if batch and \
+                batch.windows > 1 else ""
+            self.log.info("window ending %s is complete: evaluating it on the triggerer (Spark Connect)%s",
+                          format_instant(self.requirements().window_end), together)
+            engine = batch.engine(settings) if batch is not None else evaluation_engine(settings)
+            evaluated = evaluate_deployment_window(engine, deployment, settings, at, True)
         except Exception as error:  # noqa: BLE001 - every failure ends the task failed, with its message logged
             message = " ".join(str(error).split()) or type(error).__name__
             self.log.error("the evaluation of the window at %s failed: %s", format_instant(at), message)
@@ -244,7 +335,10 @@ class WindowCompleteTrigger(BaseTrigger):
                 settings.api_conn_id, deployment.output_stream, record)):
             return TriggerEvent({"status": "evaluated", "record": record})  # the worker's run sends the lineage
         self.report_lineage(started, (deployment, settings, evaluated))
-        return TaskSuccessEvent(xcoms={"return_value": task_value(record, [])})
+        value = task_value(record, [])
+        if batch is not None and batch.windows > 1:
+            value["batch"] = {"id": batch.id, "windows": batch.windows}
+        return TaskSuccessEvent(xcoms={"return_value": value})
 
     def report_lineage(self, started: datetime, evaluated: tuple | None, error: str | None = None) -> None:
         """Send the OpenLineage events of a task ended here (``csparql.orchestration.lineage``): what the
