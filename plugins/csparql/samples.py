@@ -1,9 +1,10 @@
 """Sample streams and static graphs for the example queries, generated from a seed.
 
-The urban scenario of the papers (000 §5, 002 §2): tollgates and traffic cameras registering cars, placed in
-streets that belong to districts, streets with capacities and sensors; the stock market of 002 §3.4 and
-§5.2 with its brokers; and the GetGlue interactions of 003 §3.3 with a friendship graph. Streams are written
-as timestamped N-Quads (the fourth term is the triple's xsd:dateTime, 003 §3.1), or as timestamped named graphs
+The urban scenario of the papers (the C-SPARQL article, §5, and the LarKC engine design, §2): tollgates and
+traffic cameras registering cars, placed in streets that belong to districts, streets with capacities and
+sensors; the stock market of the engine design (§3.4 and §5.2) with its brokers; and the GetGlue interactions
+of the social-data paper (§3.3) with a friendship graph. Streams are written as timestamped N-Quads (the fourth
+term is the triple's xsd:dateTime, as in the social-data paper, §3.1), or as timestamped named graphs
 in TriG, standard N-Quads or JSON-LD (``STREAM_FORMATS``); static graphs as Turtle.
 
 ``write_samples(folder, start, hours)`` writes one file per stream and per static graph and returns what it
@@ -34,7 +35,7 @@ STREAMS = {
     "citycameras": "http://streams.org/citycameras.trdf",
     "market": "http://stockexchange.org/market.trdf",
     "interactions": "http://getglue.com/interactions.trdf",
-    "uctollgates": "www.uc.eu/tollgates.trdf",  # the relative stream IRI of 001, kept as written (decision 5)
+    "uctollgates": "www.uc.eu/tollgates.trdf",  # the short C-SPARQL paper's relative IRI, kept as written
 }
 GRAPHS = {"brokers": "http://brokerscentral.org/brokers.rdf", "friends": "http://getglue.com/friends.rdf"}
 DEFAULT_START = "2010-03-22T08:00:00Z"
@@ -149,7 +150,8 @@ def _events(city: _City, rng: random.Random, begin: int, end: int, rate: int,
         streams["milantollgates"].append(_quad(_iri(tollgate), _iri(T + "registers"), _iri(car), at))
         gate = rng.choice(city.tollgates)
         streams["citytollgates"].append(_quad(_iri(gate), _iri(T + "registers"), _iri(rng.choice(city.cars)), at))
-        if index % 6 == 0:  # tollgates announce where they stand (read through GRAPH <stream>, 000 §5.8)
+        # tollgates announce where they stand (read through GRAPH <stream>: the C-SPARQL article, §5.8)
+        if index % 6 == 0:
             streams["citytollgates"].append(_quad(_iri(gate), _iri(C + "placedIn"), _iri(city.tollgate_street[gate]), at))
         camera = rng.choice(city.cameras)
         partner = city.cameras[city.cameras.index(camera) ^ 1]

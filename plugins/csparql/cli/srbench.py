@@ -1,4 +1,4 @@
-"""``csparql srbench generate``: SRBench data (spec 004) as files, and optionally landed in a warehouse."""
+"""``csparql srbench generate``: SRBench v1.0 data as files, and optionally landed in a warehouse."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(commands) -> None:
     srbench = commands.add_parser(
         "srbench",
         help="SRBench data and workload",
-        description="SRBench (spec 004): generate its data (weather observations, station metadata, GeoNames, "
+        description="SRBench v1.0: generate its data (weather observations, station metadata, GeoNames, "
         "DBpedia and the ontologies) at any size, seeded.",
     )
     actions = srbench.add_subparsers(dest="action", metavar="ACTION", required=True)

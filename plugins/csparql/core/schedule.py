@@ -1,7 +1,8 @@
-"""When a registered query is evaluated and which window each of its streams gets (decisions 2–4, 11).
+"""When a registered query is evaluated and which window each of its streams gets.
 
-Pure: used by the engine (``csparql run``/``replay``) and by the Airflow layer's timetable, so both evaluate
-the same windows.
+The rules are those of docs/semantics.md: *Logical windows*, *Physical windows*, *When a query is evaluated* and
+*One result per window*. Pure: used by the engine (``csparql run``/``replay``) and by the Airflow layer's
+timetable, so both evaluate the same windows.
 
 - The evaluation period is COMPUTED EVERY when given; otherwise each logical window's STEP and one minute
   for a physical window (several streams: the greatest common divisor, so every window end of every stream

@@ -27,7 +27,8 @@ RDF_REST = RDF.rest
 RDF_NIL = RDF.nil
 RDF_LANGSTRING = RDF.langString
 
-# The reference engine's timestamp function, accepted as f:timestamp(?s, ?p, ?o) (decision 8).
+# The reference engine's timestamp function, accepted as f:timestamp(?s, ?p, ?o) (docs/semantics.md,
+# *The timestamp function*).
 CSPARQL_EXT = "http://larkc.eu/csparql/sparql/jena/ext#"
 CSPARQL_TIMESTAMP_FUNCTION = URIRef(CSPARQL_EXT + "timestamp")
 

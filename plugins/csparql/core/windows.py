@@ -4,7 +4,7 @@ Everything here is pure and uses only the standard library. Time is event time i
 precision; instants and durations are plain ``int`` microseconds (``Micros``) counted from the Unix epoch
 (1970-01-01T00:00:00Z). Instants before 1970 are negative and handled with floor division throughout.
 
-Semantics (the project's specification decisions):
+Semantics (docs/semantics.md, *Logical windows*, *Physical windows* and *When a query is evaluated*):
 
 * A logical window ``[RANGE ρ STEP σ]`` evaluated with window end t_f contains the triples with timestamp τ
   such that ``t_f − ρ < τ ≤ t_f`` (open start, closed end). Window ends are whole multiples of σ counted from

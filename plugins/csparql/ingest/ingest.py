@@ -132,8 +132,8 @@ EXTENSIONS = {
 
 def check_iri(text: str, what: str) -> str:
     """An IRI as queries write it (``<...>`` accepted), or InputError (``csparql.storage.warehouse.iri_problem``).
-    Relative IRIs are accepted, since a query without BASE keeps them as written (decision 5), e.g.
-    ``www.uc.eu/tollgates.trdf``."""
+    Relative IRIs are accepted, since a query without BASE keeps them as written (docs/semantics.md, *Spellings*),
+    e.g. ``www.uc.eu/tollgates.trdf``."""
     problem = iri_problem(text, what)
     if problem is not None:
         raise InputError(problem)

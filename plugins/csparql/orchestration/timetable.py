@@ -1,11 +1,12 @@
 """The schedule of a registered query as an Airflow timetable.
 
-Runs fall on the query's evaluation instants — multiples of its period since the epoch (decisions 2–4) —
-and never on the wall clock: a run's ``run_after`` is its instant t, its data interval the bounds of the window
-it evaluates, ``(t_f − RANGE, t_f]`` (the longest window's; Airflow sets the logical date to the interval's
-start). Instants that would see the same window as the previous run are skipped. ``start_date``/``end_date``
-and a backfill's range bound the instants, inclusively, exactly as ``csparql replay --from --to`` does.
-Without catch-up, windows missed for more than ``LATE_WINDOWS_KEPT`` periods are skipped.
+Runs fall on the query's evaluation instants — multiples of its period since the epoch (docs/semantics.md,
+*When a query is evaluated*) — and never on the wall clock: a run's ``run_after`` is its instant t, its data
+interval the bounds of the window it evaluates, ``(t_f − RANGE, t_f]`` (the longest window's; Airflow sets the
+logical date to the interval's start). Instants that would see the same window as the previous run are
+skipped. ``start_date``/``end_date`` and a backfill's range bound the instants, inclusively, exactly as
+``csparql replay --from --to`` does. Without catch-up, windows missed for more than ``LATE_WINDOWS_KEPT``
+periods are skipped.
 
 Runs fall only on instants csparql evaluates (``EARLIEST_INSTANT`` to ``LATEST_INSTANT``): a range reaching
 beyond them is cut there, and a schedule beyond the front end's limits (stored before they were checked) has

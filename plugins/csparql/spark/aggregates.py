@@ -117,8 +117,8 @@ def aggregate_columns(call: ex.AggregateCall, expressions: ExpressionCompiler, c
 
 
 def window_aggregate(clause: alg.AggregateSpec, expressions: ExpressionCompiler, window) -> Column:
-    """One C-SPARQL AGGREGATE clause over its group, without reducing (000 §4.1); the caller binds
-    ``expressions``' columns first."""
+    """One C-SPARQL AGGREGATE clause over its group, without reducing (the C-SPARQL article, §4.1); the
+    caller binds ``expressions``' columns first."""
     scope = expressions.scope
     if clause.function == "COUNT":
         if clause.argument is None:

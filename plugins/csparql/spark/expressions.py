@@ -595,7 +595,7 @@ class ExpressionCompiler:
 
 
 def _resolve(reference: Column, base: str) -> Column:
-    """A string resolved against a base IRI (RFC 3986 §5.2, without removing dot segments)."""
+    """A string resolved against a base IRI (§5.2 of RFC 3986, without removing dot segments)."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(base)

@@ -57,7 +57,7 @@ class SourceFrames:
     ``share_windows``: in a distributed evaluation each stream window is read as one set that every pattern
     over it shares (see ``shares_window``); entailment, which rewrites the stored triples per pattern, does
     not share them. ``pane`` (µs): every frame has a column ``pane``, the end of the pane of length ``pane``
-    its triple's timestamp lies in (null for static triples), and a window is a set per pane (issue 18)."""
+    its triple's timestamp lies in (null for static triples), and a window is a set per pane."""
 
     def __init__(self, spark: SparkSession, reader: SourceReader, compact: bool = False, share_windows: bool = True,
                  pane: int | None = None):

@@ -76,9 +76,10 @@ def triples_frame(spark: SparkSession, triples: Iterable, timed: bool = False) -
 class MemorySourceReader:
     """Sources held in memory: streams as lists of timed triples, static graphs as lists of triples.
 
-    Windows are applied here exactly as decisions 2–3 say: a logical window ending at t_f holds the triples
-    with t_f − ρ < τ ≤ t_f; a physical window the n latest by (τ, arrival order) with τ ≤ t_f. A window's
-    bounds are ``bounds[(stream IRI, window)]`` when given, else those of the window closing at ``window_end``.
+    Windows are applied here exactly as docs/semantics.md (*Logical windows*, *Physical windows*) says: a logical
+    window ending at t_f holds the triples with t_f − ρ < τ ≤ t_f; a physical window the n latest by (τ, arrival
+    order) with τ ≤ t_f. A window's bounds are ``bounds[(stream IRI, window)]`` when given, else those of the
+    window closing at ``window_end``.
     """
 
     def __init__(

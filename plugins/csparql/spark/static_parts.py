@@ -1,11 +1,11 @@
 """Static parts of plans kept in Spark's cache across evaluations.
 
-A basic graph pattern that reads only static graphs (the D-Graph's static part, 002 §4) gives the same
-solutions at every window as long as those graphs do not change. ``StaticParts`` keeps its DataFrame,
-persisted in Spark's cache, under a key made of the pattern, the column names the compiler gave its
-variables, and the Delta version of every graph it reads: later windows reuse both the DataFrame (no plan to
-build) and its cached rows (no file to read, no join to compute again). A load that changes a graph gives
-its parts a new key, so a stale part is never read; the part of the older version is unpersisted.
+A basic graph pattern that reads only static graphs (the D-Graph's static part, the LarKC engine design, §4) gives
+the same solutions at every window as long as those graphs do not change. ``StaticParts`` keeps its DataFrame,
+persisted in Spark's cache, under a key made of the pattern, the column names the compiler gave its variables, and
+the Delta version of every graph it reads: later windows reuse both the DataFrame (no plan to build) and its cached
+rows (no file to read, no join to compute again). A load that changes a graph gives its parts a new key, so a stale
+part is never read; the part of the older version is unpersisted.
 
 Spark's cache is shared by every session of one Spark application (and so by every client of one Spark
 Connect server, which finds a part another process cached when it builds the same plan). Entries are kept per

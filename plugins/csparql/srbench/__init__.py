@@ -1,4 +1,4 @@
-"""SRBench (spec 004) on csparql: a seeded generator of its data at any size, and the workload the benchmarks
+"""SRBench v1.0 on csparql: a seeded generator of its data at any size, and the workload the benchmarks
 load. The 17 queries, rewritten in C-SPARQL, are in ``examples/srbench`` (see its README and docs/srbench.md).
 
 - ``generate(size, seed)`` (``csparql.srbench.generator``): the stream and the static graphs in memory;

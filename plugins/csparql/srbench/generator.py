@@ -1,15 +1,15 @@
-"""A seeded generator of SRBench data (004 §4) at any size: the observation stream and its four static graphs.
+"""A seeded generator of SRBench data (SRBench, §4) at any size: the observation stream and its four static graphs.
 
-SRBench's data are the LinkedSensorData observations of US weather stations during hurricanes and a blizzard,
-the stations' metadata, GeoNames and DBpedia. This generator writes data with exactly their schema (004 §4.2),
+SRBench's data are the LinkedSensorData observations of US weather stations during hurricanes and a blizzard, the
+stations' metadata, GeoNames and DBpedia. This generator writes data with exactly their schema (SRBench, §4.2),
 shaped so that every SRBench query has answers in some windows and none in others:
 
-Stations (``om-owl:System``) come in six kinds, in turn: *coastal* (near a Florida coast, beach or shore),
-*city* (near a large Louisiana city that has an airport), *suburb* (near a small neighbourhood of a large Texas
-city), *mountain* (near a Nevada mountain), *heritage* (near a Florida site that DBpedia lists as a World
-Heritage Site, linked by ``owl:sameAs``) and *rural* (near a small Texas town). Station i and station i + 6 are
-near the same place (so they are neighbours, 004 Q11). Station 0 stands at a fixed place (``STATION_0``, the
-"given location" of Q8 and Q9).
+Stations (``om-owl:System``) come in six kinds, in turn: *coastal* (near a Florida coast, beach or shore), *city*
+(near a large Louisiana city that has an airport), *suburb* (near a small neighbourhood of a large Texas city),
+*mountain* (near a Nevada mountain), *heritage* (near a Florida site that DBpedia lists as a World Heritage Site,
+linked by ``owl:sameAs``) and *rural* (near a small Texas town). Station i and station i + 6 are near the same
+place (so they are neighbours, as SRBench's Q11 asks). Station 0 stands at a fixed place (``STATION_0``, the "given
+location" of Q8 and Q9).
 
 Every station observes air temperature, relative humidity, wind speed and wind direction every hour
 (``rate`` times an hour, at minutes fixed per station and property); coastal and heritage stations also peak
@@ -83,7 +83,7 @@ KINDS = ("coastal", "city", "suburb", "mountain", "heritage", "rural")
 ID_PREFIX = {"coastal": "CST", "city": "CTY", "suburb": "SUB", "mountain": "MTN", "heritage": "HER", "rural": "RUR"}
 MIN_STATIONS = len(KINDS)
 MIN_HOURS = 15
-# Station 0's place: the "given location" of Q8 and Q9 (004 §5.8, §5.9), the same at every size and seed.
+# Station 0's place: the "given location" of Q8 and Q9 (SRBench, §5.8 and §5.9), the same at every size and seed.
 STATION_0 = {"lat": "25.7617", "long": "-80.1918", "alt": "2.0"}
 
 Triple = tuple[Identifier, Identifier, Identifier]
@@ -367,8 +367,8 @@ class _Generator:
         return GEONAMES[f"{UNITED_STATES}/"]
 
     def place_for(self, index: int) -> dict:
-        """The place station ``index`` is near: stations i and i + 6 share one (004 Q11: stations near the same
-        place are neighbours), so places are made per kind and pair of six-station groups; heritage sites are
+        """The place station ``index`` is near: stations i and i + 6 share one (SRBench's Q11: stations near the
+        same place are neighbours), so places are made per kind and pair of six-station groups; heritage sites are
         one per station (each links to DBpedia its own way)."""
         kind = KINDS[index % MIN_STATIONS]
         key = (kind, index // MIN_STATIONS if kind == "heritage" else index // MIN_STATIONS // 2)

@@ -1,7 +1,7 @@
-"""The names SRBench uses (004 §4.1): namespaces, the stream and its static graphs, and the classes and
+"""The names SRBench uses (SRBench, §4.1): namespaces, the stream and its static graphs, and the classes and
 properties of the sensor-observation, weather, GeoNames and DBpedia vocabularies that the queries read.
 
-``wgs84_pos`` is the W3C namespace *with* its ``#`` (004 §4.1 and §6 print it without one, which would make
+``wgs84_pos`` is the W3C namespace *with* its ``#`` (SRBench's §4.1 and §6 print it without one, which would make
 ``wgs84_pos:lat`` the IRI ``…/wgs84_poslat``; the data and the queries here use the real namespace).
 """
 
@@ -35,7 +35,7 @@ RDFS_SUBPROPERTYOF = URIRef(vocabulary.RDFS_SUBPROPERTYOF)
 OWL_SAMEAS = URIRef(vocabulary.OWL_SAMEAS)
 XSD = Namespace(vocabulary.XSD)
 
-# The stream and the static graphs, as the queries name them (004 §6), plus the graph of the ontologies.
+# The stream and the static graphs, as the queries name them (SRBench, §6), plus the graph of the ontologies.
 OBSERVATIONS = URIRef("http://www.cwi.nl/SRBench/observations")
 SENSORS = URIRef("http://www.cwi.nl/SRBench/sensors")
 GEONAMES_GRAPH = URIRef("http://www.cwi.nl/SRBench/geonames")

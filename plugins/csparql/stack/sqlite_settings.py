@@ -13,7 +13,7 @@ run), so its runs were committed one by one. The scheduler started the first two
 on the third ("database is locked": the nested block read, another process committed, and SQLite refuses to
 let a transaction write on a stale read), and its clean-up deleted the runs it believed uncommitted. The
 scheduler's next update of those two runs matched none: ``StaleDataError: UPDATE statement on table 'dag_run'
-expected to update 2 row(s); 0 were matched``, and the scheduler exited (issue 25).
+expected to update 2 row(s); 0 were matched``, and the scheduler exited.
 
 ``SQLiteConnection`` gives a ``SAVEPOINT`` outside a transaction the transaction it needs: ``BEGIN
 IMMEDIATE`` first. The nested block is then part of one transaction that commits or rolls back as a whole (a

@@ -168,8 +168,9 @@ class TimestampedGraphs:
     """The graph results of many windows of one query as TriG timestamped named graphs, RSP-QL's data model:
     each window's triples in a graph named ``<urn:csparql:window:QUERY:END>``, its instant the window's end in a
     ``prov:generatedAtTime`` triple of the default graph. That is the instant a ``REGISTER STREAM`` of the query
-    gives its output triples (decision 10): ``csparql ingest`` of this text lands the stream it would write.
-    Blank node labels are scoped per window (``_:w<k>_<label>``); a window with no triples writes nothing."""
+    gives its output triples (docs/semantics.md, *Output streams*): ``csparql ingest`` of this text lands the
+    stream it would write. Blank node labels are scoped per window (``_:w<k>_<label>``); a window with no triples
+    writes nothing."""
 
     def __init__(self, query: str) -> None:
         self.query = quote(query, safe="")

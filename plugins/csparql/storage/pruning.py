@@ -94,7 +94,8 @@ def select_window_files(files: list[FileInfo], bounds: WindowBounds) -> list[Fil
 
 
 def select_latest_files(files: list[FileInfo], end: int, count: int) -> list[FileInfo]:
-    """The files that surely hold the ``count`` latest triples with τ ≤ end (decision 3).
+    """The files that surely hold the ``count`` latest triples with τ ≤ end: what a physical window
+    ``[TRIPLES count]`` ending at ``end`` holds (docs/semantics.md, *Physical windows*).
 
     Files are taken newest first. Once the files lying wholly at or before ``end`` hold ``count`` records,
     every triple of the answer is at least as late as the oldest of them (``floor``); any other file whose

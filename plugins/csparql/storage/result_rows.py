@@ -5,9 +5,9 @@ columns — one an analyst uses in SQL as it is (the IRI or the lexical form as 
 and doubles, booleans and date-times as typed values) and ``<name>_term``, the lossless RDF term in
 N-Triples syntax. A typed column's type is fixed by the first evaluation that binds the variable; later
 values that do not fit it are null there (the ``_term`` column always has them). An ASK writes one row per
-evaluation to ``answers``; CONSTRUCT and DESCRIBE write ``triples``; ``REGISTER STREAM`` writes its triples
-to an output stream table, each with the window end as its timestamp (decision 10). Every result table ends
-with ``query_version``, the version of the query text that wrote the row.
+evaluation to ``answers``; CONSTRUCT and DESCRIBE write ``triples``; ``REGISTER STREAM`` writes its triples to an
+output stream table, each with the window end as its timestamp (docs/semantics.md, *Output streams*). Every result
+table ends with ``query_version``, the version of the query text that wrote the row.
 
 Each result form has one writer — ``bindings_table``, ``answers_table``, ``triples_table``,
 ``output_stream_table``, by the kind of table in ``RESULT_WRITERS`` — that builds its table column-wise

@@ -195,7 +195,8 @@ class ResultTable:
     def of_plan(cls, warehouse: Warehouse, plan: alg.QueryPlan, name: str,
                 variables: tuple[Variable, ...] = (), owner: TextOwner | None = None) -> ResultTable:
         """The table the results of ``plan`` evaluated as ``name`` go to: the output stream of a ``REGISTER
-        STREAM`` query (named by the REGISTER name, decision 10), else the query's result table of its form."""
+        STREAM`` query (named by the REGISTER name, docs/semantics.md, *Output streams*), else the query's result
+        table of its form."""
         registration = plan.registration
         if registration is not None and registration.kind == "STREAM":
             return cls(warehouse, name, STREAM, stream=str(output_stream_iri(registration.name)), owner=owner)

@@ -16,7 +16,7 @@ refused (``UnsupportedLocation``), never taken for a local path. Under it::
     _csparql/stale_windows     windows evaluated before late triples of their streams landed
     _csparql/watermarks        per stream, how far its triples are known to have landed
     _csparql/closures          closures of static graphs, per version of the graphs (paths, entailment)
-    _csparql/panes/<query>/<key>  partial results of a query's panes (issue 18), one table per pane plan
+    _csparql/panes/<query>/<key>  partial results of a query's panes, one table per pane plan
     _csparql/query_facts       what compiling each registry file told (``csparql.deploy.registry``), by content
 
 A slug is readable and unique: the IRI without its scheme, with unsafe characters replaced, and a short hash.
@@ -65,7 +65,7 @@ def slug(iri: str) -> str:
 
 
 def output_stream_iri(query_name: str) -> URIRef:
-    """The IRI of the stream a ``REGISTER STREAM name`` query produces (decision 10)."""
+    """The IRI of the stream a ``REGISTER STREAM name`` query produces (docs/semantics.md, *Output streams*)."""
     return URIRef(OUTPUT_STREAM_PREFIX + query_name)
 
 
@@ -76,8 +76,9 @@ def default_query_name(source: str) -> str:
 
 
 IRI_TEXT = re.compile(r"[^\s<>\"{}|^`\\]+")
-"""An IRI as a stream or graph is named on the command line: no spaces, none of <>"{}|^`\\. Relative IRIs
-count, since a query without BASE keeps them as written (decision 5), e.g. ``www.uc.eu/tollgates.trdf``."""
+"""An IRI as a stream or graph is named on the command line: no spaces, none of <>"{}|^`\\. Relative IRIs count,
+since a query without BASE keeps them as written (docs/semantics.md, *Spellings*), e.g.
+``www.uc.eu/tollgates.trdf``."""
 
 
 def _unbracketed(text: str) -> str:

@@ -1,15 +1,16 @@
 """The algebra: SPARQL 1.1 operators plus the C-SPARQL ones, one frozen dataclass per operator.
 
 SPARQL operators follow https://www.w3.org/TR/sparql11-query/#sparqlAlgebra (§18.2, §18.4, §18.5). The
-C-SPARQL additions follow the article (spec 000 §4) and the engine design (spec 002 §3.4, §4):
+C-SPARQL additions follow the C-SPARQL article (§4) and the LarKC engine design (§3.4, §4):
 
 - the dataset of an evaluation: stream windows and static graphs (``StreamWindow``, ``StaticGraph``);
-- ``StreamAggregate``, the non-reducing AGGREGATE clause (000 §4.1, decision 7);
+- ``StreamAggregate``, the non-reducing AGGREGATE clause (the C-SPARQL article, §4.1; docs/semantics.md,
+  *The AGGREGATE clause*);
 - the timestamp functions, which are expressions (``csparql.core.language.expressions.Timestamp``).
 
 Basic graph patterns and path patterns carry ``sources``: None while they read the active graph of the query
 (the default graph, or the named graph of an enclosing GRAPH), and, once the optimizer has split them (the
-D-Graph of 002 §4), the exact stream windows and static graphs they read.
+D-Graph of the LarKC engine design, §4), the exact stream windows and static graphs they read.
 
 Variables whose name starts with ``_:`` (blank nodes of the query) or ``.`` (made by the translation: path
 steps, aggregate results) are hidden: they are never projected by ``SELECT *``.
@@ -37,7 +38,8 @@ def is_hidden(var: Variable) -> bool:
 
 @dataclass(frozen=True, order=True)
 class StreamWindow:
-    """The window of one stream in one evaluation (000 §4.2): the stream's triples with τ in the window.
+    """The window of one stream in one evaluation (the C-SPARQL article, §4.2): the stream's triples with τ in
+    the window.
 
     As a named graph it is named by the stream's IRI; ``graph``, when given, names it instead: an RSP-QL query
     that reads one stream through several different windows makes each window a graph named by the window.
@@ -85,7 +87,8 @@ Source = StreamWindow | StaticGraph
 
 @dataclass(frozen=True)
 class Dataset:
-    """The RDF dataset of an evaluation (decision 6): the sources of the default graph and the named graphs."""
+    """The RDF dataset of an evaluation (docs/semantics.md, *The dataset of an evaluation*): the sources of the
+    default graph and the named graphs."""
 
     default: tuple[Source, ...]
     named: tuple[Source, ...]
@@ -185,7 +188,7 @@ class Minus(Operator):
 
 @dataclass(frozen=True)
 class Graph(Operator):
-    """``Graph(g, P)``, §18.6: P over the named graph g (a stream window is a named graph, decision 6)."""
+    """``Graph(g, P)``, §18.6: P over the named graph g (a stream window is a named graph)."""
 
     name: URIRef | Variable
     input: Operator
@@ -210,7 +213,7 @@ class Table(Operator):
 
 @dataclass(frozen=True)
 class PaneRows(Operator):
-    """The stored partial results of the panes of one window (issue 18, ``csparql.core.panes``): one
+    """The stored partial results of the panes of one window (``csparql.core.panes``): one
     solution per stored row, binding ``vars``. Which rows are the window's the evaluation's reader knows."""
 
     vars: tuple[Variable, ...]
@@ -236,7 +239,8 @@ class Group(Operator):
 
 @dataclass(frozen=True)
 class AggregateSpec:
-    """One C-SPARQL AGGREGATE clause (000 §4.1): ``A(var, function, argument, groups)`` and its FILTER.
+    """One C-SPARQL AGGREGATE clause (the C-SPARQL article, §4.1): ``A(var, function, argument, groups)`` and
+    its FILTER.
 
     ``argument`` None means COUNT of the group's bindings (COUNT written without argument or with ``*``).
     """
@@ -251,7 +255,8 @@ class AggregateSpec:
 
 @dataclass(frozen=True)
 class StreamAggregate(Operator):
-    """The non-reducing AGGREGATE clauses, ``P AGG A1 … AGG An`` (000 §4.1, decision 7).
+    """The non-reducing AGGREGATE clauses, ``P AGG A1 … AGG An`` (the C-SPARQL article, §4.1;
+    docs/semantics.md, *The AGGREGATE clause*).
 
     Every solution of ``input`` is kept and extended with each clause's aggregate over the group it belongs
     to. The aggregates are all computed over the solutions of ``input`` (the clauses are independent); the
@@ -306,8 +311,9 @@ class Slice(Operator):
 
 @dataclass(frozen=True)
 class Registration:
-    """How a query is registered (000 §3.3): QUERY or STREAM, its name, its period in microseconds, and the
-    entailment regimes it switches on (a csparql extension; none by default, as in SPARQL)."""
+    """How a query is registered (the C-SPARQL article, §3.3): QUERY or STREAM, its name, its period in
+    microseconds, and the entailment regimes it switches on (a csparql extension; none by default, as in
+    SPARQL)."""
 
     kind: str
     name: str
@@ -343,7 +349,7 @@ class AskResult:
 
 ResultForm = SelectResult | ConstructResult | DescribeResult | AskResult
 
-# Window-to-stream operators (a csparql extension, spelled as SPARQLStream does, 004 Annex A): what each
+# Window-to-stream operators (a csparql extension, spelled as SPARQLStream does, SRBench Annex A): what each
 # evaluation emits. RSTREAM: its whole result. ISTREAM: the solutions it has that the previous evaluation of the
 # query's schedule did not have; DSTREAM: those the previous evaluation had and it has not (multiset differences).
 RSTREAM, ISTREAM, DSTREAM = "RSTREAM", "ISTREAM", "DSTREAM"

@@ -31,10 +31,11 @@ def window_of(spec: sx.WindowSpec) -> Window:
 
 
 def dataset_of(query: sx.Query) -> alg.Dataset:
-    """The dataset of decision 6: stream windows and FROM graphs (or the default static graph) make the
-    default graph; every stream window and every FROM NAMED graph is a named graph, and so is every named
-    static graph of the store when the query names no static graph at all. A stream window is named by its
-    stream, or by its ``graph`` (an RSP-QL query reading one stream through several different windows)."""
+    """The dataset of an evaluation (docs/semantics.md): stream windows and FROM graphs (or the default static
+    graph) make the default graph; every stream window and every FROM NAMED graph is a named graph, and so is
+    every named static graph of the store when the query names no static graph at all. A stream window is named
+    by its stream, or by its ``graph`` (an RSP-QL query reading one stream through several different
+    windows)."""
     streams: dict[tuple[URIRef, URIRef | None], alg.StreamWindow] = {}
     default: list[alg.Source] = []
     named: list[alg.Source] = []

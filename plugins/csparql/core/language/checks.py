@@ -1,15 +1,16 @@
-"""The C-SPARQL rules a parsed query must keep, each with its own message (spec 000 §3, spec/README.md).
+"""The C-SPARQL rules a parsed query must keep, each with its own message (the C-SPARQL article, §3,
+and docs/semantics.md).
 
 ``check(query, bound_in_where)`` returns every problem found, so a user sees them all at once:
 
-- REGISTER STREAM only for CONSTRUCT and DESCRIBE (000 §3.3, decision 9);
+- REGISTER STREAM only for CONSTRUCT and DESCRIBE (docs/semantics.md, *Registration*);
 - every FROM STREAM has a window; durations are positive and at most ``MAX_DURATION`` (100 years, so that
   window arithmetic stays within the instants every layer represents); STEP is not longer than RANGE;
   TRIPLES n ≥ 1 (the parser refuses counts above ``MAX_COUNT``);
 - a stream has one window per query (the same IRI with two different windows is refused; written twice
   with the same window it is one stream);
-- AGGREGATE clauses (000 §3.4): the new variable occurs neither in WHERE nor in another clause; SUM, AVG,
-  MIN and MAX take an argument; the argument and the group variables are bound by WHERE;
+- AGGREGATE clauses (the C-SPARQL article, §3.4): the new variable occurs neither in WHERE nor in another
+  clause; SUM, AVG, MIN and MAX take an argument; the argument and the group variables are bound by WHERE;
 - csparql's extensions (docs/language.md): ``ENTAILMENT`` names known regimes, each once; a window-to-stream
   operator (``ISTREAM``, ``DSTREAM``, ``RSTREAM``) stands only in the top-level SELECT of a continuous query.
 """
@@ -128,7 +129,8 @@ def _registration(query: sx.Query) -> list[Diagnostic]:
         problems.append(
             Diagnostic(
                 f"only CONSTRUCT and DESCRIBE queries can be registered as STREAM; "
-                f"this is a {form} query: write REGISTER QUERY {registration.name} instead of REGISTER STREAM",
+                f"this is a {form} query: write REGISTER QUERY {registration.name} instead of REGISTER STREAM "
+                f"(see the rule *Registration* in docs/semantics.md)",
                 query.form.span,
             )
         )

@@ -2,8 +2,9 @@
 
 Each node is a small frozen dataclass; leaves are RDF terms (``csparql.core.terms.Term``). The operators follow
 SPARQL 1.1 §17 (https://www.w3.org/TR/sparql11-query/#expressions); ``Timestamp`` and ``TripleTimestamp`` are
-the C-SPARQL timestamp functions (000 §3.5, §4.3; decision 8). In the syntax tree ``Exists.pattern`` holds a
-group graph pattern; in the algebra it holds an operator.
+the C-SPARQL timestamp functions (the C-SPARQL article, §3.5 and §4.3; docs/semantics.md,
+*The timestamp function*). In the syntax tree ``Exists.pattern`` holds a group graph pattern; in the algebra it
+holds an operator.
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ class AggregateCall(Expression):
 
 @dataclass(frozen=True)
 class Timestamp(Expression):
-    """C-SPARQL ``timestamp(?v [, stream])`` (000 §3.5, §4.3, decision 8).
+    """C-SPARQL ``timestamp(?v [, stream])`` (the C-SPARQL article, §3.5 and §4.3; docs/semantics.md,
+    *The timestamp function*).
 
     The greatest timestamp among the stream triples that bound ``var`` in the solution; with ``stream``, only
     triples of that stream count. An error (unbound) when no stream triple bound ``var``.
@@ -132,7 +134,8 @@ class Timestamp(Expression):
 
 @dataclass(frozen=True)
 class TripleTimestamp(Expression):
-    """The reference engine's ``f:timestamp(?s, ?p, ?o)`` (decision 8): the timestamp of that triple in the window."""
+    """The reference engine's ``f:timestamp(?s, ?p, ?o)`` (docs/semantics.md, *The timestamp function*): the
+    timestamp of that triple in the window."""
 
     subject: Expr
     predicate: Expr

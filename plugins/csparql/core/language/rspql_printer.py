@@ -24,7 +24,8 @@ from csparql.core.language.printer import _Printer
 from csparql.core.windows import MICROS_PER
 
 PHYSICAL_WINDOW_PERIOD = 60_000_000
-"""How often a query over physical windows only is evaluated without COMPUTED EVERY (decision 4)."""
+"""How often a query over physical windows only is evaluated without COMPUTED EVERY (docs/semantics.md,
+*When a query is evaluated*)."""
 
 
 class NotExpressibleError(QuerySemanticError):
@@ -155,8 +156,9 @@ def _nodes(root):
 
 
 def _default_period(query: sx.Query) -> int | None:
-    """How often the query is evaluated without COMPUTED EVERY (decision 4, ``csparql.core.schedule``): the
-    greatest common divisor of its logical windows' steps and, for physical windows, a minute."""
+    """How often the query is evaluated without COMPUTED EVERY (docs/semantics.md, *When a query is evaluated*;
+    ``csparql.core.schedule``): the greatest common divisor of its logical windows' steps and, for physical
+    windows, a minute."""
     periods = []
     for clause in query.streams:
         window = clause.window

@@ -45,9 +45,9 @@ class Duration:
 
 @dataclass(frozen=True)
 class Registration:
-    """``REGISTER QUERY|STREAM name [COMPUTED EVERY d] [ENTAILMENT r, …] AS`` (000 §3.3; ENTAILMENT is a
-    csparql extension). ``entailment`` holds the regime names as written, upper-cased; they are checked by
-    ``csparql.core.language.checks``."""
+    """``REGISTER QUERY|STREAM name [COMPUTED EVERY d] [ENTAILMENT r, …] AS`` (the C-SPARQL article, §3.3;
+    ENTAILMENT is a csparql extension). ``entailment`` holds the regime names as written, upper-cased; they are
+    checked by ``csparql.core.language.checks``."""
 
     kind: str  # "QUERY" or "STREAM"
     name: str
@@ -60,7 +60,7 @@ class Registration:
 
 @dataclass(frozen=True)
 class LogicalWindowSpec:
-    """``[RANGE ρ STEP σ]`` or ``[RANGE ρ TUMBLING]`` (000 §3.2, §4.2)."""
+    """``[RANGE ρ STEP σ]`` or ``[RANGE ρ TUMBLING]`` (the C-SPARQL article, §3.2 and §4.2)."""
 
     range: Duration
     step: Duration | None  # None for TUMBLING
@@ -69,7 +69,8 @@ class LogicalWindowSpec:
 
 @dataclass(frozen=True)
 class PhysicalWindowSpec:
-    """``[TRIPLES n]`` (000 §3.2, §4.2); ``with_range`` records the ``[RANGE TRIPLES n]`` spelling of 000."""
+    """``[TRIPLES n]`` (the C-SPARQL article, §3.2 and §4.2); ``with_range`` records the ``[RANGE TRIPLES n]``
+    spelling the article also prints."""
 
     count: int
     with_range: bool = False
@@ -90,7 +91,8 @@ class FromGraph:
 
 @dataclass(frozen=True)
 class FromStream:
-    """``FROM [NAMED] STREAM <s> [window]`` (000 §3.2); ``window`` is None when it was left out (an error)."""
+    """``FROM [NAMED] STREAM <s> [window]`` (the C-SPARQL article, §3.2); ``window`` is None when it was left
+    out (an error)."""
 
     iri: URIRef
     window: WindowSpec | None
@@ -108,7 +110,8 @@ DatasetClause = FromGraph | FromStream
 
 @dataclass(frozen=True)
 class AggregateClause:
-    """``AGGREGATE { (?v, F[(?arg)], {?g…}) [FILTER(…)] }`` (000 §3.4, §4.1; decision 7).
+    """``AGGREGATE { (?v, F[(?arg)], {?g…}) [FILTER(…)] }`` (the C-SPARQL article, §3.4 and §4.1;
+    docs/semantics.md, *The AGGREGATE clause*).
 
     ``argument`` is a variable, ``"*"``, or None when the function was written without one.
     """
@@ -238,7 +241,8 @@ class SubSelect:
 
 @dataclass(frozen=True)
 class UnionPattern:
-    """``A UNION B UNION …``; each operand is a GroupPattern or a GraphPattern (C-SPARQL 000 §5.8)."""
+    """``A UNION B UNION …``; each operand is a GroupPattern or a GraphPattern (as printed
+    in the C-SPARQL article, §5.8)."""
 
     operands: tuple[GroupPattern | GraphPattern, ...]
 
@@ -255,8 +259,8 @@ class MinusPattern:
 
 @dataclass(frozen=True)
 class GraphPattern:
-    """``GRAPH <g>|?g { … }``; for a stream IRI it reads that stream's window (decision 6), for the ``graph``
-    of a stream's window (``FromStream.graph``) that window."""
+    """``GRAPH <g>|?g { … }``; for a stream IRI it reads that stream's window (docs/semantics.md,
+    *The dataset of an evaluation*), for the ``graph`` of a stream's window (``FromStream.graph``) that window."""
 
     name: URIRef | Variable
     group: GroupPattern

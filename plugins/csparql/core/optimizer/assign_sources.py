@@ -1,9 +1,9 @@
-"""Give every basic graph pattern and path pattern the sources it reads (decision 6).
+"""Give every basic graph pattern and path pattern the sources it reads.
 
-A pattern in the default graph reads the dataset's default sources (every FROM STREAM window and the FROM
-graphs, or the default static graph). Inside ``GRAPH <iri>`` it reads that named graph or stream window, and
-the GRAPH operator disappears; inside ``GRAPH ?g`` it reads the named sources and the GRAPH operator stays to
-bind ``?g``.
+The sources are those of the dataset of an evaluation (docs/semantics.md). A pattern in the default graph reads
+the dataset's default sources (every FROM STREAM window and the FROM graphs, or the default static graph). Inside
+``GRAPH <iri>`` it reads that named graph or stream window, and the GRAPH operator disappears; inside
+``GRAPH ?g`` it reads the named sources and the GRAPH operator stays to bind ``?g``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Merge basic graph patterns that are joined directly and read the same sources (002 §5.1, MergeJoinedGPOs).
+"""Merge basic graph patterns that are joined directly and read the same sources.
 
 ``Join(BGP(a), BGP(b))`` becomes ``BGP(a + b)``, through chains of joins, so that the later rules see each
-group of triple patterns whole.
+group of triple patterns whole (MergeJoinedGPOs in the LarKC engine design, §5.1).
 """
 
 from __future__ import annotations

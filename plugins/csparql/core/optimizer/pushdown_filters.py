@@ -1,4 +1,4 @@
-"""Push every FILTER down to the pattern that binds its variables (002 §5.1).
+"""Push every FILTER down to the pattern that binds its variables (the LarKC engine design, §5.1).
 
 Each conjunct of a filter sinks as deep as it keeps its meaning: into the side of a join (or the left side of
 an OPTIONAL or MINUS) whose solutions always bind all its variables, into both branches of a UNION, below a

@@ -1,12 +1,13 @@
 """Reduce AGGREGATE clauses whose extra solutions a DISTINCT projection throws away.
 
-An AGGREGATE clause (000 §4.1, decision 7) keeps every solution and extends it with its group's aggregate;
-``SELECT DISTINCT`` of only the group variables and the aggregates then keeps one row per group. So
-``Distinct(Project(StreamAggregate(P, clauses), vars))`` is ``Distinct(Project(Group(P, groups, aggregates),
-vars))`` when every clause is a COUNT over the same non-empty group variables without a FILTER, and ``vars``
-are among the group variables and the clauses' variables: the same rows, computed by a reducing GROUP BY (a
-partial aggregation per partition) instead of extending every solution (a shuffle and sort of all of them).
-An unbound group value is a group of its own in both. Examples 04 and 15 have this shape.
+An AGGREGATE clause (the C-SPARQL article, §4.1; docs/semantics.md, *The AGGREGATE clause*) keeps every solution
+and extends it with its group's aggregate; ``SELECT DISTINCT`` of only the group variables and the aggregates
+then keeps one row per group. So ``Distinct(Project(StreamAggregate(P, clauses), vars))`` is
+``Distinct(Project(Group(P, groups, aggregates), vars))`` when every clause is a COUNT over the same non-empty
+group variables without a FILTER, and ``vars`` are among the group variables and the clauses' variables: the same
+rows, computed by a reducing GROUP BY (a partial aggregation per partition) instead of extending every solution
+(a shuffle and sort of all of them). An unbound group value is a group of its own in both. Examples 04 and 15
+have this shape.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Split every basic graph pattern into the parts that read stream windows and the parts that read static
-graphs: the D-Graph of the engine design (002 §4, and 000 §5.5: [[t1 AND t2]]_D = [[t1]]_R ⋈ [[t2]]_S).
+graphs: the D-Graph of the LarKC engine design (§4), and §5.5 of the C-SPARQL article:
+[[t1 AND t2]]_D = [[t1]]_R ⋈ [[t2]]_S.
 
 A triple pattern keeps the sources that can hold its predicate (``SourceStatistics.can_match``); patterns with
 the same sources form one BGP, and the parts are joined. A pattern no source can hold keeps an empty source

@@ -1,8 +1,8 @@
 """What the optimizer may know about the sources of a query: which predicates each holds, and how many triples.
 
-The D-Graph split (002 §4) needs to know which triple patterns can match stream triples and which can match
-static ones; join ordering needs sizes. Both come from here. A source the statistics say nothing about can
-match any pattern, so an optimizer without statistics is correct, only less sharp.
+The D-Graph split (the LarKC engine design, §4) needs to know which triple patterns can match stream triples and
+which can match static ones; join ordering needs sizes. Both come from here. A source the statistics say nothing
+about can match any pattern, so an optimizer without statistics is correct, only less sharp.
 
 Statistics are keyed by the source's IRI (a stream IRI, a static graph IRI, or None for the default static
 graph), so they do not depend on the window a query puts on a stream.

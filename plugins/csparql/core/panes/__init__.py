@@ -1,18 +1,18 @@
-"""Which queries can compute their sliding windows from panes, and how (issue 18): pure, like the optimizer.
+"""Which queries can compute their sliding windows from panes, and how: pure, like the optimizer.
 
-A logical window ``[RANGE ρ STEP σ]`` (decision 2) ends at every multiple of σ, so with g = gcd(ρ, σ) each
-window (t_f − ρ, t_f] is exactly the ρ/g *panes* (kg − g, kg] it covers, and every pane lies in about ρ/σ
-windows. When a window's result is a combination of per-pane partial results, each pane is computed once and
-every window combines its panes, instead of reading and joining its whole range again. ``pane_plan(plan)``
-(``decide.py``) decides this for an optimized ``QueryPlan`` and returns either a ``PanePlan`` (what each pane
-computes and keeps, and how a window combines its panes) or ``Recompute`` with the reason it cannot.
-``pane_partial_plan`` (``partials.py``) and ``pane_combination_plan`` (``combine.py``) rewrite the query into
-what the engine evaluates (``csparql.engine.panes``): the plan that computes the partial results of a run of
+A logical window ``[RANGE ρ STEP σ]`` (docs/semantics.md, *Logical windows*) ends at every multiple of σ, so with
+g = gcd(ρ, σ) each window (t_f − ρ, t_f] is exactly the ρ/g *panes* (kg − g, kg] it covers, and every pane lies
+in about ρ/σ windows. When a window's result is a combination of per-pane partial results, each pane is computed
+once and every window combines its panes, instead of reading and joining its whole range again.
+``pane_plan(plan)`` (``decide.py``) decides this for an optimized ``QueryPlan`` and returns either a ``PanePlan``
+(what each pane computes and keeps, and how a window combines its panes) or ``Recompute`` with the reason it
+cannot. ``pane_partial_plan`` (``partials.py``) and ``pane_combination_plan`` (``combine.py``) rewrite the query
+into what the engine evaluates (``csparql.engine.panes``): the plan that computes the partial results of a run of
 panes at once, each row tagged with its pane (``PANE_VAR``), and the plan that combines the stored rows of one
 window's panes (``alg.PaneRows``) into the window's result. Both are ordinary algebra, compiled by the one Spark
-compiler, so a window combined from panes gets every SPARQL semantic (term order, numeric promotion, errors)
-from the same code as a recompute. Settings come in as values: the pane mode of a query or a run
-(``pane_mode``), and the engine's minimum window size for ``AUTO`` (``csparql.engine.panes.pane_min_triples``).
+compiler, so a window combined from panes gets every SPARQL semantic (term order, numeric promotion, errors) from
+the same code as a recompute. Settings come in as values: the pane mode of a query or a run (``pane_mode``), and
+the engine's minimum window size for ``AUTO`` (``csparql.engine.panes.pane_min_triples``).
 
 Why a query may use panes — the argument, written once:
 
@@ -28,9 +28,10 @@ Why a query may use panes — the argument, written once:
    join, a property path, OPTIONAL or EXISTS) may combine triples of two panes, a solution no single pane has;
    an OPTIONAL, MINUS or NOT EXISTS over a stream depends on the absence of a match in the *whole* window; a
    sub-query's LIMIT, GROUP BY or AGGREGATE clause over the stream reads the whole window. All recompute.
-   ``timestamp()`` and ``f:timestamp`` give the latest τ of a triple in the *window* (decision 8): a pane sees
-   its own latest τ, so they recompute; ``NOW()`` is the window's end, not the pane's; ``RAND``, ``BNODE``,
-   ``UUID`` and ``STRUUID`` differ between evaluations: all recompute inside the per-pane part.
+   ``timestamp()`` and ``f:timestamp`` give the latest τ of a triple in the *window* (docs/semantics.md, *The
+   timestamp function*): a pane sees its own latest τ, so they recompute; ``NOW()`` is the window's end, not the
+   pane's; ``RAND``, ``BNODE``, ``UUID`` and ``STRUUID`` differ between evaluations: all recompute inside the
+   per-pane part.
 
 3. **Combinations that respect the set.** From 1 and 2, whatever is a function of the window's solution *set*
    combines from per-pane sets by union: a DISTINCT projection (or REDUCED, evaluated as DISTINCT), an ASK, a

@@ -1,6 +1,6 @@
-"""Whether a query's sliding windows can be computed from panes, and how (issue 18): ``pane_plan`` gives a
-``PanePlan`` or ``Recompute`` with the reason (the argument is in ``csparql.core.panes``), and why ``AUTO`` recomputes
-a query that could (the pane modes a query or a run asks for are ``csparql.core.panes.modes``)."""
+"""Whether a query's sliding windows can be computed from panes, and how: ``pane_plan`` gives a ``PanePlan``
+or ``Recompute`` with the reason (the argument is in ``csparql.core.panes``), and why ``AUTO`` recomputes a
+query that could (the pane modes a query or a run asks for are ``csparql.core.panes.modes``)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ it imports neither Spark nor Delta: only the standard library, pyarrow, the stor
 (``csparql.storage.schema``, ``vocabulary``, ``instants``) and the escapes every reader decodes alike
 (``csparql.core.language.escapes``).
 
-A line is a triple, optionally followed by its timestamp as the fourth term (timestamped N-Quads, 003 §3.1)::
+A line is a triple, optionally followed by its timestamp as the fourth term (timestamped N-Quads,
+as in the social-data paper, §3.1)::
 
     <s> <p> <o> "2010-03-22T10:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .
     <s> <p> <o> "1269252000000"^^<http://www.w3.org/2001/XMLSchema#integer> .
