@@ -14,6 +14,7 @@ their result tables hold the same rows."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import statistics
 import tempfile
@@ -136,7 +137,7 @@ def main(queries: int = 20, trials: int = 5) -> dict[str, list[dict]]:
                               str(settings.warehouse.root), at)
                 if number:
                     figures[way].append({"p50": statistics.median(ended),
-                                         "p95": ended[int(0.95 * (len(ended) - 1))], "last": ended[-1]})
+                                         "p95": ended[math.ceil(0.95 * len(ended)) - 1], "last": ended[-1]})
         for index in range(queries):
             name, _ = capacity.query_text(index, "1m")
             answers = {way: _rows(settings.warehouse, f"{way}_{name}") for way in WAYS}
