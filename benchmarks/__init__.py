@@ -1,4 +1,4 @@
-"""csparql's benchmarks: window evaluation against its peers and against the scan limit (issue 6).
+"""csparql's benchmarks: window evaluation against its peers and against the scan limit.
 
 ``./bench.sh --quick`` or ``./bench.sh --full`` generates seeded data at the sizes of the mode, lands it through
 the product's ingest, measures every system side by side and writes a run folder (``results.json``,

@@ -20,14 +20,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bench.sh",
         description="Measure csparql's window evaluation against hand-written Spark, DuckDB, pyoxigraph and rdflib, "
-                    "against 003 §5's FILTER approach, and end to end through Airflow. Writes a run folder with "
+                    "against the FILTER approach of the social-data paper, and end to end through Airflow. Writes a run folder with "
                     "results.json, table.md and PNG plots.",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
                       help="tiny sizes, fewer repetitions: a few minutes on two cores (the default)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
-                      help="the sizes of issue 6 (window 10k → 10M, history 1× → 100×, ratio 1 → 30): hours")
+                      help="the full sizes (window 10k → 10M, history 1× → 100×, ratio 1 → 30): hours")
     mode.add_argument("--profile", dest="mode", action="store_const", const="profile",
                       help="where a warm window evaluation's time goes, phase by phase (benchmarks/window_profile.py)")
     mode.add_argument("--soak", dest="mode", action="store_const", const="soak",

@@ -4,13 +4,13 @@ Each data set is a warehouse of its own holding the streams and static graph one
 from a seed so that the same seed and size always give the same files:
 
 - ``urban``: the tollgate stream of the examples (``t:registers`` triples, tollgate → car) and the static
-  city graph (tollgate ``c:placedIn`` street, district ``c:contains`` street), as in 000 §5 / 002 §2;
-- ``topics``: the GetGlue interactions of 003 §3.3 (each post: ``rdf:type``, ``sioc:has_creator``,
+  city graph (tollgate ``c:placedIn`` street, district ``c:contains`` street), as in the C-SPARQL article and the LarKC engine design;
+- ``topics``: the GetGlue interactions of the social-data paper (each post: ``rdf:type``, ``sioc:has_creator``,
   ``sioc:topic``);
-- ``two_streams``: the tollgate and camera streams of 000 §5.8, each carrying the placement facts the query
+- ``two_streams``: the tollgate and camera streams of the C-SPARQL article, §5.8, each carrying the placement facts the query
   reads through ``GRAPH <stream>``, and street capacities in the static graph.
 
-Streams are written as timestamped N-Quads (the fourth term is the triple's xsd:dateTime, 003 §3.1) and
+Streams are written as timestamped N-Quads (the fourth term is the triple's xsd:dateTime, the social-data paper) and
 landed with ``ingest_stream``; the static graph is written as N-Triples and landed with ``load_static``.
 A data set of window size ``n`` and history ``h`` holds ``h`` windows' worth of stream, ``n`` triples per
 window length, evenly spread (with jitter) over ``(at − h·range, at]``: the window ending at ``at`` holds
@@ -327,7 +327,7 @@ SRBENCH_HOURS = 30
 
 
 def build_srbench(spark, root: Path, stations: int, rate: int, seed: int) -> tuple[Dataset, object]:
-    """SRBench data (004 §4) of ``stations`` weather stations sampling every property ``rate`` times an hour
+    """SRBench data (SRBench, §4) of ``stations`` weather stations sampling every property ``rate`` times an hour
     over ``SRBENCH_HOURS`` hours, landed in a new warehouse under ``root`` through the product's own ingest
     and load paths (``csparql.srbench.generate_workload``; not an ingest figure: that call also generates the
     data and loads the static graphs). Returns the data set (its ``size``: stream

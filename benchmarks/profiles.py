@@ -1,7 +1,7 @@
 """What a run measures: sizes, repetitions and limits, for the quick and the full mode.
 
 ``QUICK`` finishes in a few minutes on two cores (it runs in the test suite as a smoke check: tiny sizes,
-fewer repetitions, every system, sweep and figure present); ``FULL`` has the sizes of issue 6. Every field can
+fewer repetitions, every system, sweep and figure present); ``FULL`` has the full sizes. Every field can
 be overridden on the command line (``--set window_sizes=10000,100000``).
 """
 
@@ -40,7 +40,7 @@ class Profile:
                                        "two_streams")
     # rdflib / pyoxigraph: a repetition that would take longer than this (extrapolated) is not run
     slow_limit_seconds: float = 600.0
-    # history sweep: the topic count (003 §5) with this window size, history 1× … 100×
+    # history sweep: the topic count (social-data paper) with this window size, history 1× … 100×
     history_window: int = 100_000
     histories: tuple[int, ...] = (1, 3, 10, 30, 100)
     # sliding sweep: these workloads' RANGE 3m with STEP = 3m / ratio (the topic count, whose pane partials are

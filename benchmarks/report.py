@@ -1,4 +1,4 @@
-"""From the raw figures of a run to its report: the targets of issue 6 (met or missed, and why), the Markdown
+"""From the raw figures of a run to its report: the benchmark's targets (met or missed, and why), the Markdown
 table and the plots. Everything here reads only the ``results.json`` dictionary, so a report can be written
 again from a stored run (``python -m benchmarks report RUN_FOLDER``)."""
 
@@ -16,7 +16,7 @@ LABELS = {
     "duckdb": "DuckDB",
     "pyoxigraph": "pyoxigraph",
     "rdflib": "rdflib",
-    "csparql_filter": "FILTER over stored stream (003 §5)",
+    "csparql_filter": "FILTER over stored stream (social-data paper)",
     "csparql_panes": "csparql panes (live)",
     "csparql_panes_replay": "csparql panes (replay)",
 }
@@ -31,9 +31,9 @@ INGEST_RATE = 150_000
 GRAPH_INGEST_RATE = 100_000
 PANES_AT = 30
 PANES_WORKLOAD = "topic_count"
-"""Issue 18's targets are judged on the sliding sweep's topic count (the workload its figures came from)."""
+"""The panes' targets are judged on the sliding sweep's topic count (the workload its figures came from)."""
 PANES_FRACTION = 1 / 5
-"""Issue 18: at RANGE/STEP = 30 the pane path costs at most this fraction of the recompute per stream minute."""
+"""The panes' target: at RANGE/STEP = 30 the pane path costs at most this fraction of the recompute per stream minute."""
 PLOTS = ("time_vs_window.png", "time_vs_history.png", "memory_vs_window.png", "cost_vs_sliding_ratio.png",
          "capacity_vs_queries.png")
 
@@ -316,10 +316,10 @@ def median_of(values: list[float]) -> float:
 
 
 def _panes_sliding(result: dict) -> dict:
-    """Issue 18: at RANGE/STEP = 30, compute per stream minute ≤ 1/5 of the full recompute (judged on the
+    """The panes' target: at RANGE/STEP = 30, compute per stream minute ≤ 1/5 of the full recompute (judged on the
     live schedule's steady state; the replay's figure is given beside it)."""
     target = {"id": "panes_sliding", "target": f"RANGE/STEP = {PANES_AT}: compute per stream minute ≤ 1/5 of full "
-              "recompute (issue 18; the live pane path's steady windows against csparql warm)"}
+              "recompute (the live pane path's steady windows against csparql warm)"}
     warm, live, replay = (find(result, "ratio", s, ratio_=PANES_AT, workload=PANES_WORKLOAD)
                           for s in ("csparql_warm", "csparql_panes", "csparql_panes_replay"))
     live_ratio = ratio(_per_minute(live), _per_minute(warm))
@@ -359,9 +359,9 @@ def _rows_per_pane(m: dict | None) -> float | None:
 
 
 def _panes_tumbling(result: dict) -> dict:
-    """Issue 18: at RANGE/STEP = 1 the default path (panes on, declined: the window recomputes) is no slower
+    """The panes' target: at RANGE/STEP = 1 the default path (panes on, declined: the window recomputes) is no slower
     than the recompute: its median within the recompute's repetitions (their spread is this run's noise)."""
-    target = {"id": "panes_tumbling", "target": "RANGE/STEP = 1: no slower than today (issue 18; panes on, which "
+    target = {"id": "panes_tumbling", "target": "RANGE/STEP = 1: no slower than today (panes on, which "
               "the planner declines for a tumbling window, against csparql warm: the median within the recompute's "
               "range of repetitions)"}
     warm, live = (find(result, "ratio", s, ratio_=1, workload=PANES_WORKLOAD) for s in ("csparql_warm", "csparql_panes"))
@@ -433,7 +433,7 @@ def markdown(result: dict) -> str:
     if histories:
         history_systems = ["csparql_warm", "csparql_filter", "spark_hand", "duckdb"]
         size = next(m["size"] for m in result["measurements"] if m["sweep"] == "history")
-        lines += ["", f"## Stored history: topic count (003 §5) over a {size:,}-triple window", "",
+        lines += ["", f"## Stored history: topic count (social-data paper) over a {size:,}-triple window", "",
                   "| history | stored triples | " + " | ".join(LABELS[s] for s in history_systems)
                   + " | files read (window) |", "|---:|---:|" + "---:|" * (len(history_systems) + 1)]
         for history in histories:
@@ -686,7 +686,7 @@ def plots(result: dict, folder: Path) -> list[Path]:
         if points:
             axes.plot(*zip(*sorted(points)), marker="o", label=LABELS[system])
     axes.set(xscale="log", yscale="log", xlabel="stored history (multiples of the window)",
-             ylabel="seconds per window (median)", title="Topic count (003 §5): time against stored history")
+             ylabel="seconds per window (median)", title="Topic count (social-data paper): time against stored history")
     axes.grid(True, which="both", alpha=0.3)
     if axes.get_legend_handles_labels()[0]:
         axes.legend(fontsize=8)

@@ -7,14 +7,14 @@ result as a canonical multiset, to check that all systems computed the same thin
 | system | what is timed |
 |---|---|
 | ``csparql_warm`` | ``Engine.evaluate(plan, at, write=False, panes="off")`` on the run's one SparkSession: Delta log, file pruning, optimizer, compiler, Spark, results collected (the window recomputed from its whole range: the reference of the pane path) |
-| ``csparql_panes`` | the pane path (issue 18) in a live schedule's steady state: with a fresh pane store, ``Engine.evaluate(..., panes="always")`` of the consecutive windows of the last ``windows`` STEPs up to ``at``, each timed; the figure is the median window after the first (which computes all its panes), each of those computing one new pane |
+| ``csparql_panes`` | the pane path in a live schedule's steady state: with a fresh pane store, ``Engine.evaluate(..., panes="always")`` of the consecutive windows of the last ``windows`` STEPs up to ``at``, each timed; the figure is the median window after the first (which computes all its panes), each of those computing one new pane |
 | ``csparql_panes_replay`` | ``Engine.replay(..., panes="always")`` over the same windows with a fresh pane store (their missing panes in one Spark job, then each window combined); the figure is the total ÷ the windows |
 | ``csparql_cold`` | one ``spark-submit`` of the packaged job ``csparql/jobs/evaluate_window.py`` (a new JVM and SparkSession), which also writes the window's results and run |
 | ``spark_hand`` | a hand-written DataFrame plan over the same Parquet files, results collected through Arrow |
 | ``duckdb`` | a hand-written SQL query over the same Parquet files (one connection per run, as cold as it gets for DuckDB) |
 | ``pyoxigraph`` | a new in-memory store, ``bulk_load`` of the exported window + static graph, the SPARQL 1.1 query, results materialised |
 | ``rdflib`` | a new ``Dataset``, parsing the exported window + static graph, the SPARQL 1.1 query, results materialised |
-| ``csparql_filter`` | ``Engine.evaluate`` of 003 §5's alternative: the whole stored stream with a FILTER on the timestamp |
+| ``csparql_filter`` | ``Engine.evaluate`` of The social-data paper's alternative: the whole stored stream with a FILTER on the timestamp |
 """
 
 from __future__ import annotations
@@ -146,9 +146,9 @@ class CsparqlWarm(System):
 
 
 class CsparqlFilter(CsparqlWarm):
-    """003 §5's FILTER approach on the same engine: the whole stored stream, a FILTER on the timestamp."""
+    """the FILTER approach of the social-data paper on the same engine: the whole stored stream, a FILTER on the timestamp."""
 
-    name, label = "csparql_filter", "FILTER over the stored stream (003 §5)"
+    name, label = "csparql_filter", "FILTER over the stored stream (social-data paper)"
 
     def plan_of(self, point: Point):
         from benchmarks.workloads import topic_filter_query

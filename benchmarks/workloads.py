@@ -11,7 +11,7 @@ A ``Workload`` is one query of the specification in every form the systems take:
 - ``spark``: a hand-written Spark DataFrame plan over the same Parquet files the engine reads;
 - ``sql``: a hand-written DuckDB query over the same Parquet files.
 
-A window is a set of triples (decision 2/3), so every hand-written form drops duplicate triples of a window
+A window is a set of triples (docs/semantics.md, *Logical windows* and *Physical windows*), so every hand-written form drops duplicate triples of a window
 before matching, as the engine does; otherwise they compute what the query says with no generality: the
 predicates are known, the static parts are small and broadcast, AGGREGATE's count per group is joined back.
 
@@ -410,7 +410,7 @@ def topic_count(step: str = "10s") -> Workload:
     if step != "10s":
         text = text.replace("STEP 10s", f"STEP {step}")
     return Workload(
-        "topic_count", "topics in 3 minutes (003 §5, 15)", "topics", "select", "15-topic-counts-3m-every-10s.rq",
+        "topic_count", "topics in 3 minutes (social-data paper, example 15)", "topics", "select", "15-topic-counts-3m-every-10s.rq",
         text, TOPICS_SPARQL, topics_spark, topics_sql, _select("topic", "number"), parameters={"step": step},
     )
 
@@ -453,7 +453,7 @@ def two_streams() -> Workload:
 
 
 def topic_filter_query(window: WindowFiles) -> str:
-    """003 §5's alternative: the whole stored stream (a window reaching back past every triple, so no file is
+    """The social-data paper's alternative: the whole stored stream (a window reaching back past every triple, so no file is
     pruned) with a FILTER on the timestamp selecting the same interval as the window of 15."""
     piece = window.stream(data.INTERACTIONS)
     start, end = format_instant(piece.start), format_instant(piece.end)
@@ -510,7 +510,7 @@ def _records(files) -> int | None:
 
 def ntriples_sql(window: WindowFiles, graphs: tuple[str, ...] = ()) -> str:
     """DuckDB SQL giving the evaluation's dataset as N-Quads lines: every window's triples and the static
-    graph in the default graph (decision 6), and each stream in ``graphs`` again in a graph named by it."""
+    graph in the default graph (docs/semantics.md, *The dataset of an evaluation*), and each stream in ``graphs`` again in a graph named by it."""
 
     def term(column: str) -> str:
         literal = (f"'\"' || replace(replace(replace(replace({column}.value, '\\', '\\\\'), '\"', '\\\"'), chr(10), "
@@ -541,7 +541,7 @@ def export_dataset(connection, window: WindowFiles, graphs: tuple[str, ...], pat
 # --- SRBench (004) ---------------------------------------------------------------------------------------------
 
 SRBENCH_QUERIES = (1, 4, 10, 12)
-"""The SRBench queries the benchmark measures (issue 7 asks for at least these four)."""
+"""The SRBench queries the benchmark measures (at least these four)."""
 SRBENCH_WINDOW_HOUR = {1: 6, 4: 3, 10: 24, 12: 3}
 """Per query, the hour of the generated scenario (``csparql.srbench.generator.Scenario``, 30 hours) whose
 window is measured: one with answers (the same hours as ``tests/srbench``'s windows with answers)."""
@@ -552,7 +552,7 @@ precision, the engine in double precision, rdflib in decimal (40.52667, 40.52666
 
 def srbench_sparql(cquery: str) -> str:
     """The SPARQL 1.1 form of an SRBench query in C-SPARQL: without ``REGISTER … AS`` and the ``FROM``
-    clauses (the exported window and the FROM graphs are the default graph, decision 6). The four measured
+    clauses (the exported window and the FROM graphs are the default graph: docs/semantics.md, *The dataset of an evaluation*). The four measured
     queries use nothing else of C-SPARQL (no timestamp(), AGGREGATE, entailment or ISTREAM)."""
     kept = [line for line in cquery.splitlines()
             if not line.lstrip().upper().startswith(("REGISTER ", "FROM "))]

@@ -130,7 +130,7 @@ def _registration(query: sx.Query) -> list[Diagnostic]:
             Diagnostic(
                 f"only CONSTRUCT and DESCRIBE queries can be registered as STREAM; "
                 f"this is a {form} query: write REGISTER QUERY {registration.name} instead of REGISTER STREAM "
-                f"(see the rule *Registration* in docs/semantics.md)",
+                f"(the rule 'Registration' in docs/semantics.md)",
                 query.form.span,
             )
         )
