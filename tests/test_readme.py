@@ -1,8 +1,9 @@
-"""The README's quick-start commands work as written in a fresh clone: every ``.venv/bin/csparql`` command of the
-*Writing queries*, *Streams in, results out* and *Registering queries with Airflow* sections is run, in order,
-in a fresh folder holding a copy of ``examples/`` (with ``$CSPARQL_WAREHOUSE`` and ``$CSPARQL_REGISTRY`` in
-it), and exits 0 printing what the README says it prints. The commands run in this process (the suite's Spark
-session serves those that run Spark), each parsed as the shell would; the first one also runs in a real shell.
+"""The README's and the getting-started guide's commands work as written in a fresh clone: every
+``.venv/bin/csparql`` command of the README's *Your first query*, and of the guide's *Writing queries*, *Streams
+in, results out* and *Registering queries with Airflow* sections, is run in order in a fresh folder holding a
+copy of ``examples/`` (with ``$CSPARQL_WAREHOUSE`` and ``$CSPARQL_REGISTRY`` in it), and exits 0 printing what
+the page says it prints. The commands run in this process (the suite's Spark session serves those that run
+Spark), each parsed as the shell would; the guide's first one also runs in a real shell.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from csparql.cli import main
 from support import ROOT
 
 README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "getting-started.md"
 QUICK_START_SECTIONS = ("Writing queries", "Streams in, results out", "Registering queries with Airflow")
 CSPARQL = ".venv/bin/csparql"
 
 
-def readme_sections() -> dict[str, str]:
-    """The README's ``## `` sections by title."""
-    parts = re.split(r"^## (.+)$", README.read_text(encoding="utf-8"), flags=re.M)
+def readme_sections(page=README) -> dict[str, str]:
+    """A page's ``## `` sections by title (the README's by default)."""
+    parts = re.split(r"^## (.+)$", page.read_text(encoding="utf-8"), flags=re.M)
     return dict(zip(parts[1::2], parts[2::2]))
 
 
@@ -38,11 +40,12 @@ def shell_commands(section: str) -> list[str]:
     return [line.strip() for block in blocks for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def quick_start_commands() -> list[list[str]]:
-    """Each ``csparql`` command of the quick-start sections, split as the shell splits it (comments dropped)."""
-    sections = readme_sections()
+def quick_start_commands(page=GUIDE, titles=QUICK_START_SECTIONS) -> list[list[str]]:
+    """Each ``csparql`` command of a page's sections (the guide's quick start by default), split as the shell
+    splits it (comments dropped)."""
+    sections = readme_sections(page)
     commands = []
-    for title in QUICK_START_SECTIONS:
+    for title in titles:
         for line in shell_commands(sections[title]):
             if line.startswith(CSPARQL + " "):  # not the airflow commands
                 commands.append(shlex.split(line, comments=True))
@@ -87,7 +90,7 @@ def test_the_quick_start_runs_as_written_in_a_fresh_clone(spark, fresh_clone, ca
     names = [words[1] for words in commands]
     for command in ("check", "explain", "translate", "samples", "ingest", "load-static", "streams", "run", "replay",
                     "results", "sql", "register"):
-        assert command in names, f"the README's quick start has no `csparql {command}`"
+        assert command in names, f"the guide's quick start has no `csparql {command}`"
     assert any(words[1] == "register" and "--warehouse" in words for words in commands)
     printed = []
     for words in commands:
@@ -129,14 +132,33 @@ def test_the_quick_start_runs_as_written_in_a_fresh_clone(spark, fresh_clone, ca
 
 
 def test_the_backfill_command_is_shown_with_the_stacks_airflow_home():
-    lines = shell_commands(readme_sections()["Registering queries with Airflow"])
-    backfill = next(i for i, line in enumerate(lines) if line.startswith("airflow backfill create"))
-    assert any("AIRFLOW_HOME=" in line and "source .airflow/env.sh" in line for line in lines[:backfill])
+    for section in (readme_sections()["Your first query"], readme_sections(GUIDE)["Registering queries with Airflow"]):
+        lines = shell_commands(section)
+        backfill = next(i for i, line in enumerate(lines) if line.startswith("airflow backfill create"))
+        assert any("AIRFLOW_HOME=" in line and "source .airflow/env.sh" in line for line in lines[:backfill])
 
 
-def test_the_readme_names_the_tables_run_sh_creates_and_where_demo_writes():
+def test_the_readme_s_first_query_runs_as_written_and_prints_what_the_readme_says(spark, fresh_clone, capsys):
+    section = readme_sections()["Your first query"]
+    commands = quick_start_commands(README, ("Your first query",))
+    assert [words[1] for words in commands] == ["samples", "ingest", "load-static", "check", "run", "sql", "register"]
+    printed = {words[1]: run_as_written(words, capsys) for words in commands}
+    told = re.search(r"`ingest` says `([^`]+)`", section).group(1).replace("\n", " ")
+    assert " ".join(told.split()) in printed["ingest"][0]
+    told = re.search(r"the Brera district had (\d+) passages, Baggio (\d+)", section).groups()
+    out, err = printed["run"]
+    assert len(out.splitlines()) == 1 + 5, out
+    for district, passages in zip(("Brera", "Baggio"), told):
+        assert f"<http://linkedurbandata.org/city#IT-MI-{district}>\t{passages}" in out.splitlines(), out
+    assert "window (2010-03-22T08:30:00Z, 2010-03-22T09:00:00Z]" in err
+    rows = printed["sql"][0].splitlines()
+    assert rows[0].split() == ["window_end", "district", "passages"] and "IT-MI-Brera" in rows[2]
+    assert printed["register"][0].startswith("registered CarsEnteringCityCenterPerDistrict: ")
+
+
+def test_the_guide_names_the_tables_run_sh_creates_and_where_demo_writes():
     from csparql.stack.embedded import EXAMPLES, example_name
 
-    install = readme_sections()["Install and run"]
+    install = readme_sections(GUIDE)["Install and run"]
     assert f"`{example_name(EXAMPLES / '04-cars-per-district.rq')}`" in install
     assert "--warehouse delta_tables/demo" in install

@@ -328,3 +328,22 @@ def test_run_without_the_triggerer_the_task_defers_from_the_worker_while_its_win
     trigger = deferred.value.trigger
     assert trigger.serialize()[1]["window_instant"] == "2010-03-22T08:50:00+00:00"
     assert trigger.missing() == [f"<{CITY_TOLLGATES}> until 2010-03-22T08:51:00Z (no watermark yet)"]
+
+
+def test_the_example_dag_files_give_every_registered_query_its_dag_and_the_user_s_own_dag(tmp_path, monkeypatch):
+    """``examples/dags/``, as a user copies it into a DAGs folder: the one-line factory file and a DAG of the user's
+    own around the operators, parsed by a real DagBag with the per-district count registered."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    dags = tmp_path / "dags"
+    shutil.copytree(REPOSITORY / "examples" / "dags", dags)
+    settings = Settings.from_environment({"CSPARQL_REGISTRY": str(tmp_path / "registry"),
+                                          "CSPARQL_WAREHOUSE": str(tmp_path / "warehouse")})
+    register(REPOSITORY / "examples" / "queries" / "04-cars-per-district.rq", settings)
+    monkeypatch.setenv("CSPARQL_REGISTRY", str(settings.registry))
+    monkeypatch.setenv("CSPARQL_WAREHOUSE", str(settings.warehouse.root))
+    bag = DagBag(str(dags))
+    assert bag.import_errors == {}
+    assert {"CarsEnteringCityCenterPerDistrict", "district_report"} <= set(bag.dag_ids), sorted(bag.dag_ids)
+    report = bag.dags["district_report"]
+    assert [t.task_id for t in report.topological_sort()] == ["land_tollgates", "count_per_district", "report"]
