@@ -83,11 +83,19 @@ def trial(kind, registry: Path, prefix: str, warehouse: str, at: str) -> list[fl
 
 
 def _rows(warehouse, name: str) -> list:
+    """What the query ``name`` wrote: its stored windows and their rows, or, for a ``REGISTER STREAM`` query, the
+    triples of its output stream with their timestamps."""
+    from csparql.storage import delta
     from csparql.storage.stored import StoredResults
+    from csparql.storage.warehouse import output_stream_iri
 
     def rows(result) -> list[str]:
         return sorted(map(repr, (result.rows if result.form == "select" else result.triples) or []))
 
+    stream = warehouse.stream(str(output_stream_iri(name)))
+    if delta.exists(stream):
+        table = delta.open_table(stream).to_pyarrow_table().select(["s", "p", "o", "ts"])
+        return sorted(map(repr, table.to_pylist()))
     return sorted((end, rows(result)) for _, end, result in StoredResults(warehouse, name).windows())
 
 
@@ -138,13 +146,20 @@ def main(queries: int = 20, trials: int = 5) -> dict[str, list[dict]]:
                 if number:
                     figures[way].append({"p50": statistics.median(ended),
                                          "p95": ended[math.ceil(0.95 * len(ended)) - 1], "last": ended[-1]})
+        _report(figures, queries, trials)
         for index in range(queries):
             name, _ = capacity.query_text(index, "1m")
             answers = {way: _rows(settings.warehouse, f"{way}_{name}") for way in WAYS}
             if len({repr(a) for a in answers.values()}) != 1:
                 raise AssertionError(f"{name}: the ways' windows differ")
+        print("every way's result tables hold the same windows and rows")
     finally:
         server.stop()
+    return figures
+
+
+def _report(figures: dict[str, list[dict]], queries: int, trials: int) -> None:
+    """Print each way's medians over the trials, and how much longer the last window waits alone."""
     print(f"{queries} windows due at once, {trials} trials (seconds from the triggers' start to each one's end; "
           "medians over the trials):")
     for way in WAYS:
@@ -152,6 +167,5 @@ def main(queries: int = 20, trials: int = 5) -> dict[str, list[dict]]:
         print(f"  {way:<11} p50 {row['p50']:.2f} s  p95 {row['p95']:.2f} s  last {row['last']:.2f} s")
     alone = statistics.median(t["last"] for t in figures["alone"])
     for way in WAYS[1:]:
-        print(f"  alone ÷ {way} (last window): {alone / statistics.median(t['last'] for t in figures[way]):.2f}×")
-    print("every way's result tables hold the same windows and rows")
-    return figures
+        print(f"  alone ÷ {way} (last window): {alone / statistics.median(t['last'] for t in figures[way]):.2f}×",
+              flush=True)
