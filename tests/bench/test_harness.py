@@ -416,3 +416,12 @@ def test_the_wake_measurement_refuses_a_number_of_trials_that_is_not_one():
 
     assert main(["--wake", "--set", "trials=two"]) == 2
     assert main(["--wake", "--set", "trials=0"]) == 2
+
+
+def test_the_due_together_measurement_refuses_counts_that_are_not_whole_numbers(capsys):
+    from benchmarks.cli import main
+
+    assert main(["--together", "--set", "queries=many"]) == 2
+    assert "--set queries=many: give a whole number, at least 1" in capsys.readouterr().out
+    assert main(["--together", "--set", "trials=0"]) == 2
+    assert "--set trials=0: give a whole number, at least 1" in capsys.readouterr().out
