@@ -28,7 +28,24 @@ def parse_query(text: str, source_name: str = "<query>", dialect: str | None = N
 
 
 def compile_query(text: str, source_name: str = "<query>", dialect: str | None = None) -> QueryPlan:
-    """The algebra of a valid query; raises ``QueryError`` (with every problem found) otherwise."""
+    """The algebra of a valid query: parsed, checked and translated.
+
+    Args:
+        text: The query, in C-SPARQL or RSP-QL.
+        source_name: What the messages call the text (a file's name).
+        dialect: ``csparql`` or ``rspql``; None reads the dialect the text is written in.
+
+    Returns:
+        The query's plan (``csparql.core.algebra.operators.QueryPlan``).
+
+    Raises:
+        QueryError: With every problem found, each with its line and column.
+
+    Example:
+        ```python
+        plan = compile_query(open("examples/queries/04-cars-per-district.rq").read(), "04-cars-per-district.rq")
+        plan.registration.name  # 'CarsEnteringCityCenterPerDistrict'
+        ```"""
     _, plan = _front_end(text, source_name, dialect)
     return plan
 

@@ -30,12 +30,27 @@ log = logging.getLogger(__name__)
 
 def csparql_dags(registry: str | os.PathLike | None = None, warehouse: str | os.PathLike | None = None, *,
                  conn_id: str | None = None, queries: bool = True, settings: Settings | None = None) -> dict[str, DAG]:
-    """Every DAG of the registry, keyed by DAG id: each registered query's (unless ``queries`` is False, as
-    when the registry's own loaders build them, one DAG file per query), the ingestion DAGs and the revision
-    DAGs. ``conn_id``: the Airflow connection Spark runs through (see ``connections``), read when each task
-    runs. A registry file that cannot be deployed is left out, with one logged line naming the file and the
-    problem; the other queries' DAGs are built all the same. The registry is looked at once
-    (``registry_snapshot``) for all of them."""
+    """Every DAG of the registry: each registered query's, the ingestion DAGs and the revision DAGs.
+
+    A registry file that cannot be deployed is left out, with one logged line naming the file and the problem;
+    the other queries' DAGs are built all the same. The registry is looked at once (``registry_snapshot``) for
+    all of them.
+
+    Args:
+        registry: The registry folder, else the settings' (``[csparql] registry``).
+        warehouse: The warehouse, else the settings'.
+        conn_id: The Airflow connection Spark runs through (see ``connections``), read when each task runs.
+        queries: False leaves the registered queries' own DAGs out, as when the registry's loaders build them
+            (one DAG file per query).
+        settings: The settings to deploy with, else those of the environment.
+
+    Returns:
+        The DAGs keyed by DAG id, for a DAG file's ``globals()``.
+
+    Example:
+        ```python
+        from csparql.orchestration.factory import csparql_dags; globals().update(csparql_dags())  # Airflow DAGs
+        ```"""
     settings = operator_settings(settings, warehouse, registry)
     snapshot = registry_snapshot(settings)
     dags: dict[str, DAG] = {}

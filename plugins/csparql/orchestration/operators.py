@@ -17,6 +17,7 @@ import os
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from airflow.exceptions import AirflowException
 from airflow.sdk import Asset, BaseOperator
@@ -88,14 +89,24 @@ def evaluation_assets(deployment: Deployment) -> tuple[list[Asset], list[Asset]]
 class CsparqlEvaluateWindowOperator(BaseOperator):
     """Evaluates one window of a C-SPARQL query per run.
 
-    ``query`` is a query file (``.rq``) or the name of a registered query; ``conn_id`` an Airflow connection of
-    type ``spark_connect`` (a Spark Connect server) or ``spark`` (spark-submit to a cluster), else Spark runs
-    where the settings say (``CSPARQL_SPARK``; a local Spark inside the task by default); ``warehouse`` the
-    warehouse folder, else the settings'; ``name`` what a query file's results are named (its file's stem by
-    default); ``api_conn_id`` the connection to Airflow's REST API through which a run evaluated on the
-    triggerer records its output stream's Asset event, else ``[csparql] api_conn_id`` (below). ``settings``
-    (``csparql.deploy.settings.Settings``) and a ``query`` that is already a ``Deployment`` are how the
-    registry's DAGs pass what they have built.
+    Args:
+        query: A query file (``.rq``) or the name of a registered query (the registry's DAGs pass the
+            ``Deployment`` they have built).
+        conn_id: An Airflow connection of type ``spark_connect`` (a Spark Connect server) or ``spark``
+            (spark-submit to a cluster); without it Spark runs where the settings say (``CSPARQL_SPARK``; a
+            local Spark inside the task by default).
+        warehouse: The warehouse (a folder, or ``s3://bucket/prefix``), else the settings'.
+        name: What a query file's results are named (its file's stem by default).
+        settings: The ``csparql.deploy.settings.Settings`` to evaluate with, else those of the environment.
+        api_conn_id: The connection to Airflow's REST API through which a run evaluated on the triggerer
+            records its output stream's Asset event, else ``[csparql] api_conn_id`` (below).
+        **kwargs: Airflow's ``BaseOperator`` arguments (``task_id``, ``pool``, ``retries``, …).
+
+    Example:
+        ```python
+        CsparqlEvaluateWindowOperator(task_id="evaluate", query="CarsEnteringCityCenterPerDistrict",
+                                      conn_id="csparql_spark")
+        ```
 
     The window a run evaluates is the one at its instant (``EVALUATION_INSTANT``): a manual run's logical
     date, else its data interval's end, else when it was triggered.
@@ -133,7 +144,7 @@ class CsparqlEvaluateWindowOperator(BaseOperator):
 
     def __init__(self, *, query: str | os.PathLike | Deployment, conn_id: str | None = None,
                  warehouse: str | os.PathLike | None = None, name: str | None = None,
-                 settings: Settings | None = None, api_conn_id: str | None = None, **kwargs) -> None:
+                 settings: Settings | None = None, api_conn_id: str | None = None, **kwargs: Any) -> None:
         settings = operator_settings(settings, warehouse)
         if api_conn_id is not None:
             settings = dataclasses.replace(settings, api_conn_id=api_conn_id or None)
@@ -285,15 +296,27 @@ class CsparqlIngestOperator(BaseOperator):
     machine or on a volume every Spark container mounts), else a local Spark inside the task (a standalone
     cluster takes only spark-submitted jobs).
 
-    ``stream`` is the stream's IRI; ``landing`` its landing folder, else the settings' (``CSPARQL_LANDING``,
-    one folder per stream); ``conn_id`` and ``warehouse`` as for ``CsparqlEvaluateWindowOperator``. The
-    stream's Asset gets an event only from a run that landed triples (or moved files an interrupted run had
-    landed), so that what is scheduled on it does not run every minute for nothing."""
+    The stream's Asset gets an event only from a run that landed triples (or moved files an interrupted run
+    had landed), so that what is scheduled on it does not run every minute for nothing.
+
+    Args:
+        stream: The stream's IRI.
+        landing: Its landing folder, else the settings' (``CSPARQL_LANDING``, one folder per stream).
+        conn_id: As for ``CsparqlEvaluateWindowOperator``.
+        warehouse: As for ``CsparqlEvaluateWindowOperator``.
+        settings: As for ``CsparqlEvaluateWindowOperator``.
+        **kwargs: Airflow's ``BaseOperator`` arguments.
+
+    Example:
+        ```python
+        CsparqlIngestOperator(task_id="land", stream="http://streams.org/citytollgates.trdf")
+        ```"""
 
     ui_color = "#e9f7ec"
 
     def __init__(self, *, stream: str, landing: str | os.PathLike | None = None, conn_id: str | None = None,
-                 warehouse: str | os.PathLike | None = None, settings: Settings | None = None, **kwargs) -> None:
+                 warehouse: str | os.PathLike | None = None, settings: Settings | None = None,
+                 **kwargs: Any) -> None:
         settings = operator_settings(settings, warehouse)
         kwargs["outlets"] = with_revisions(kwargs.get("outlets") or [stream_asset(stream)])
         super().__init__(**kwargs)
