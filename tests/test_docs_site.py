@@ -1,6 +1,7 @@
 """The documentation site builds strictly from ``docs/`` (``mkdocs.yml``): a broken link or anchor, a page
 missing from the navigation, a docstring the API reference cannot read fails the build, and so this test. The
-options table of the orchestration page is generated from the options the code reads."""
+options table of the orchestration page is generated from the options the code reads, and the tables page
+describes every column of every table csparql writes."""
 
 from __future__ import annotations
 
@@ -28,3 +29,22 @@ def test_the_site_builds_strictly_with_every_option_and_the_api_reference(tmp_pa
                  "compile_query"):
         assert f'id="csparql.' in api and name in api, name
     assert (site / "semantics" / "index.html").exists() and (site / "getting-started" / "index.html").exists()
+
+
+def test_the_tables_page_describes_every_column_of_every_table():
+    from csparql.storage import schema
+
+    page = (ROOT / "docs" / "tables.md").read_text(encoding="utf-8")
+    sections = dict(zip(*[iter(re.split(r"^#{2,3} (.+)$", page, flags=re.M)[1:])] * 2))
+
+    def described(heading: str) -> set[str]:
+        [body] = [text for title, text in sections.items() if title.startswith(heading)]
+        return set(re.findall(r"^\| `([a-z_0-9<>]+)` \|", body, flags=re.M))
+
+    for heading, table in [("SELECT", schema.WINDOW_COLUMNS + [schema.QUERY_VERSION, schema.REVISION]),
+                           ("ASK", [*schema.ANSWERS, schema.REVISION]), ("CONSTRUCT", [*schema.TRIPLES, schema.REVISION]),
+                           ("Streams", schema.STREAM), ("Static graphs", schema.STATIC), ("`runs`", schema.RUNS),
+                           ("`stale_windows`", schema.STALE_WINDOWS), ("`statistics`", schema.STATISTICS),
+                           ("`watermarks`", schema.WATERMARKS)]:
+        columns = {field.name for field in table}
+        assert columns <= described(heading), (heading, sorted(columns - described(heading)))
