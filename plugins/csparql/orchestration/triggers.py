@@ -122,6 +122,7 @@ class DueTogether:
 
     def _start_batch(self) -> None:
         gathered, self.gathering = self.gathering or [], None
+        gathered = [item for item in gathered if not item[3].done()]  # not the triggers cancelled meanwhile
         batch = EvaluationBatch(len(gathered))
         if len(gathered) > 1:
             logging.getLogger(__name__).info("%d windows due together: evaluated as batch %s, %d at a time",
