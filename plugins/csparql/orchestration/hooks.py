@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
@@ -32,12 +33,22 @@ class Submission:
 
 def evaluation_submission(request: EvaluationRequest, python: str,
                           s3_conf: dict[str, str] | None = None) -> Submission:
-    """The spark-submit that evaluates the window ``request`` names (its instant set): the job's arguments
-    (``job_arguments``: the query, name, instant, completeness, and the warehouse, registry and revision
-    horizon of its settings), the interpreter ``python`` for the driver and the executors (its
-    ``spark-submit`` when it has one beside it), UTC everywhere, no Spark UI, and ``s3_conf`` (the ``s3a``
-    settings and jars) when the warehouse is in S3. The driver JVM starts before the job runs, so its options
-    are given here."""
+    """The spark-submit that evaluates the window ``request`` names.
+
+    The driver JVM starts before the job runs, so its options are given here: UTC everywhere, no Spark UI.
+
+    Args:
+        request: The evaluation, its instant set: the job's arguments (``job_arguments``: the query, name,
+            instant, completeness, and the warehouse, registry and revision horizon of its settings).
+        python: The interpreter of the driver and the executors (its ``spark-submit`` when it has one beside it).
+        s3_conf: The ``s3a`` settings and jars, given when the warehouse is in S3.
+
+    Returns:
+        The parts of the submission, as ``SparkSubmitHook`` takes them (``Submission.hook_arguments``).
+
+    Raises:
+        ValueError: The request has no instant.
+    """
     if request.at is None:
         raise ValueError("a submitted evaluation needs the instant of its window")
     settings = request.settings
@@ -64,7 +75,7 @@ class EvaluationSubmitHook(SparkSubmitHook):
     provider's private ``_process_spark_submit_log``, the only method the hook hands that output to:
     ``tests/orchestration/test_provider_internals.py`` pins it to the provider series it was written for."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.record: dict | None = None
 
