@@ -1,4 +1,4 @@
-"""csparql as an installable distribution (issue 26): nothing in the package resolves a path relative to the
+"""csparql as an installable distribution: nothing in the package resolves a path relative to the
 source tree, files needed at run time are package data found through ``importlib.resources``, the provider
 info and the entry points say what Airflow needs, and the settings' defaults live under ``AIRFLOW_HOME``
 (Airflow's components) or the working directory (the command line), never under the installed package.

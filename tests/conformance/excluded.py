@@ -3,7 +3,7 @@
 Keys are test names as ``conformance.w3c`` builds them: ``suite/folder/local-name`` of the manifest entry.
 ``test_totals.py`` checks that every key names a loaded test and every reason is given. A test is only
 listed here when it needs something csparql deliberately does not do or when its expected result is wrong
-for the semantics csparql follows (RDF 1.1, SPARQL 1.1, decision 6); a test the engine fails for any other
+for the semantics csparql follows (RDF 1.1, SPARQL 1.1, docs/semantics.md); a test the engine fails for any other
 reason is a bug and stays in the suite.
 """
 

@@ -639,7 +639,7 @@ def q_graph(b: _Builder) -> None:
         b.gen.kinds["?g"] = "graph"
         if rng.random() < 0.4:
             b.where.append(f"FILTER (?g = {STREAM_NAMES[streams[1]]})")
-    elif shape == 2:  # GRAPH <s1> { … } UNION GRAPH <s2> { … } (000 §5.8)
+    elif shape == 2:  # GRAPH <s1> { … } UNION GRAPH <s2> { … } (the C-SPARQL article, §5.8)
         streams = _streams_for(rng, 2)
         for stream in streams:
             b.stream(stream)

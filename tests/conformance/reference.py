@@ -4,16 +4,16 @@ Nothing here calls the engine's evaluation, its window arithmetic or its algebra
 engine's front end (``csparql.core.frontend.parse_query``, the syntax tree only) and printed back as SPARQL 1.1
 with the C-SPARQL parts rewritten; the data of each window is selected here with simple code of its own.
 
-Dataset (decision 6). Each window is a named graph named by its stream IRI (or, for an RSP-QL query reading one
-stream through several different windows, by the window's own name). The default graph is one graph
-built here as the union (a set) of the ``FROM STREAM`` windows and the ``FROM`` graphs — or of the windows and
-the default static graph when the query names no ``FROM`` graph. The named graphs are every window, and the
-``FROM NAMED`` graphs (every named static graph when the query names no static graph at all). All ``FROM``
-clauses are dropped from the text and the dataset is given to pyoxigraph explicitly.
+Dataset (docs/semantics.md, *The dataset of an evaluation*). Each window is a named graph named by its stream
+IRI (or, for an RSP-QL query reading one stream through several different windows, by the window's own name).
+The default graph is one graph built here as the union (a set) of the ``FROM STREAM`` windows and the ``FROM``
+graphs — or of the windows and the default static graph when the query names no ``FROM`` graph. The named graphs
+are every window, and the ``FROM NAMED`` graphs (every named static graph when the query names no static graph
+at all). All ``FROM`` clauses are dropped from the text and the dataset is given to pyoxigraph explicitly.
 
-Windows (decisions 2–3). Logical ``[RANGE ρ STEP σ]`` at t: the window ending at t_f = ⌊t/σ⌋·σ holds the
-triples with t_f − ρ < τ ≤ t_f. Physical ``[TRIPLES n]`` at t: the n triples with the greatest (τ, position
-in the stream list) among those with τ ≤ t.
+Windows (*Logical windows*, *Physical windows*). Logical ``[RANGE ρ STEP σ]`` at t: the window ending at t_f =
+⌊t/σ⌋·σ holds the triples with t_f − ρ < τ ≤ t_f. Physical ``[TRIPLES n]`` at t: the n triples with the greatest
+(τ, position in the stream list) among those with τ ≤ t.
 
 Rewriting to SPARQL 1.1:
 
@@ -23,10 +23,10 @@ Rewriting to SPARQL 1.1:
   in the results. Relative IRIs (kept as written by the engine when there is no BASE) are mapped to
   ``urn:cq:relative:…`` and back.
 - ``GRAPH <s> { … } UNION GRAPH <t> { … }`` gets braces around each operand.
-- An ``AGGREGATE { (?n, F(?x), {?g…}) FILTER(e) }`` clause (decision 7) becomes a join with a grouped
-  sub-select over a copy of the WHERE pattern. Group keys are ``COALESCE(?g, <urn:cq:unbound>)`` so that an
-  unbound group value is a group of its own. COUNT → ``COUNT(*)`` / ``COUNT([DISTINCT] ?x)``; SUM and AVG skip
-  unbound values (``SUM(COALESCE(?x, 0))``, ``SUM(…)/COUNT(?x)``); MIN and MAX are computed over the bound
+- An ``AGGREGATE { (?n, F(?x), {?g…}) FILTER(e) }`` clause (*The AGGREGATE clause*) becomes a join with a
+  grouped sub-select over a copy of the WHERE pattern. Group keys are ``COALESCE(?g, <urn:cq:unbound>)`` so that
+  an unbound group value is a group of its own. COUNT → ``COUNT(*)`` / ``COUNT([DISTINCT] ?x)``; SUM and AVG
+  skip unbound values (``SUM(COALESCE(?x, 0))``, ``SUM(…)/COUNT(?x)``); MIN and MAX are computed over the bound
   values only (``FILTER(BOUND(?x))`` in the sub-select) and joined with OPTIONAL, so a group without bound
   values gets no value. Every clause's FILTER goes at the end of the outer group (clauses are independent, so
   filtering after all of them is the same as after each).
@@ -34,15 +34,15 @@ Rewriting to SPARQL 1.1:
   an error; the SPARQL 1.1 definition excludes unbound values from the multiset, errors only propagate from
   expressions). MIN, MAX, GROUP_CONCAT and SAMPLE are printed as they are: the generator only aggregates
   variables bound in every solution with them.
-- ``timestamp(?v [, s])`` (decision 8): after every triples block, each triple pattern k gets, for every
-  stream i it reads, ``BIND(<urn:cq:stamp>(s, p, o, <S_i>) AS ?__cq_ts_k_i)``: the greatest τ of that triple
-  in that window (a Python function over the window data, registered with pyoxigraph). In ``GRAPH ?g { … }``
-  the binds go right after the GRAPH element and count only when ?g is the stream. ``timestamp(?v)`` is the
-  greatest of the stamps of the triple patterns that contain ?v (``<urn:cq:max>``); unbound stamps (patterns
-  of branches that did not match, of groups out of scope) count for nothing, which is what "the stream triples
-  that bound ?v in the solution" means. Supported shapes: triple patterns with terms, property lists and
-  object lists (no paths, collections or ``[ … ]`` around a timestamped variable); not inside a ``GRAPH ?g``
-  body; not through a sub-select. Anything else raises ``Unsupported``.
+- ``timestamp(?v [, s])`` (*The timestamp function*): after every triples block, each triple pattern k gets, for
+  every stream i it reads, ``BIND(<urn:cq:stamp>(s, p, o, <S_i>) AS ?__cq_ts_k_i)``: the greatest τ of that
+  triple in that window (a Python function over the window data, registered with pyoxigraph). In
+  ``GRAPH ?g { … }`` the binds go right after the GRAPH element and count only when ?g is the stream.
+  ``timestamp(?v)`` is the greatest of the stamps of the triple patterns that contain ?v (``<urn:cq:max>``);
+  unbound stamps (patterns of branches that did not match, of groups out of scope) count for nothing, which is
+  what "the stream triples that bound ?v in the solution" means. Supported shapes: triple patterns with terms,
+  property lists and object lists (no paths, collections or ``[ … ]`` around a timestamped variable); not inside
+  a ``GRAPH ?g`` body; not through a sub-select. Anything else raises ``Unsupported``.
 - Comparisons (``= != < > <= >=``, and ``IN``/``NOT IN`` as the ``||``/``&&`` of ``=``/``!=`` they are
   defined as, §17.4.1.9) call ``<urn:cq:compare-…>``, the operator mapping of SPARQL 1.1 §17.3 written here in
   Python: numbers, strings, booleans and date-times compare by value within their kind; language-tagged
@@ -57,8 +57,8 @@ Rewriting to SPARQL 1.1:
 - An ASK with GROUP BY or HAVING is run as ``SELECT (COUNT(*) AS ?…)`` with the same modifiers (true when a
   group remains): pyoxigraph does not parse aggregates in an ASK's HAVING.
 - ``f:timestamp(?s, ?p, ?o)`` becomes ``<urn:cq:triple-stamp>(?s, ?p, ?o)``: the greatest τ of that triple in
-  any window of the query. ``NOW()`` becomes the end of the evaluation's window — the latest end of its
-  logical windows, else the evaluation instant — which identifies an evaluation (decision 11), as the
+  any window of the query. ``NOW()`` becomes the end of the evaluation's window — the latest end of its logical
+  windows, else the evaluation instant — which identifies an evaluation (*One result per window*), as the
   engine's NOW() does.
 """
 

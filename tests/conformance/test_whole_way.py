@@ -85,7 +85,7 @@ def test_the_share_taken_the_whole_way():
 
 
 def _window_end(case, at: int) -> int:
-    """The end of the window the evaluation at ``at`` reads (the engine's schedule: decision 4)."""
+    """The end of the window the evaluation at ``at`` reads (docs/semantics.md, *When a query is evaluated*)."""
     from csparql.core.frontend import compile_query
     from csparql.core.schedule import evaluation_at
 
@@ -137,7 +137,7 @@ landed in this module's warehouses (the in-memory harness does not go through th
 
 
 def test_pane_decomposable_cases_equal_recompute_and_the_oracle(conformance_spark, warehouses, evaluations):
-    """Every whole-way case and every generated conformance query that is pane-decomposable (issue 18), over the
+    """Every whole-way case and every generated conformance query that is pane-decomposable, over the
     warehouse statistics: at each of its instants, its window by panes equals full recompute and the
     independent evaluator. The whole-way cases were evaluated through panes above (their stored panes make a
     second evaluation compute none); the other generated ones compute their panes here."""

@@ -4,7 +4,8 @@ has results at the evaluation instant (2010-03-22T10:30:00Z).
 
 Streams hold what the papers put in them (registrations, transactions, posts). Where an example reads a
 stream window as a named graph (``GRAPH <citytollgates> { ?tollgate t:registers ?car . ?tollgate c:placedIn
-?street }``, 000 §5.8) the window must hold the static facts too, so those streams also carry them.
+?street }``, the C-SPARQL article, §5.8) the window must hold the static facts too, so those streams also
+carry them.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def _static_city() -> list:
     triples += [(c("S20"), c("placedIn"), c("Oak-Avenue")), (c("S21"), c("placedIn"), c("Pine-Park"))]
     for street, capacity in {"Oak-Avenue": 2, "Palm-Street": 3, "Pine-Park": 10, "Elm-Road": 1}.items():
         triples.append((c(street), c("hasCapacity"), num(capacity)))
-    # cameras at traffic lights (000 §5.9): camera 1 watches Oak Avenue, camera 2 Palm Street, same light
+    # cameras at traffic lights (the C-SPARQL article, §5.9): camera 1 watches Oak Avenue, camera 2 Palm
+    # Street, same light
     triples += [
         (c("CAM1"), c("monitors"), c("Oak-Avenue")),
         (c("CAM2"), c("monitors"), c("Palm-Street")),

@@ -1,5 +1,6 @@
-"""The golden case of the specification (000 §5.5): ingest the stream, load the static graph, run the worked
-example at 2010-03-22T10:10:00Z through the command line, and get exactly the expected bindings."""
+"""The golden case of the specification (the C-SPARQL article, §5.5): ingest the stream, load the static graph,
+run the worked example at 2010-03-22T10:10:00Z through the command line, and get exactly the expected
+bindings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stored panes are a cache (issue 25): whatever happens to them, a window combined from panes equals the
+"""Stored panes are a cache: whatever happens to them, a window combined from panes equals the
 independent evaluator's, and its run succeeds.
 
 Over real Delta tables and the shared SparkSession:

@@ -1,4 +1,4 @@
-"""Windows computed from panes (issue 18) against full recompute and the independent evaluator, window by window.
+"""Windows computed from panes against full recompute and the independent evaluator, window by window.
 
 A seeded random test over real Delta tables and the shared SparkSession: each case draws a sliding window
 (RANGE/STEP from 2 to 30, RANGE not always a multiple of STEP, so the pane is their gcd), a pane-decomposable
@@ -44,7 +44,8 @@ T0 = 1_704_067_200 * SECOND  # 2024-01-01T00:00:00Z
 PREFIXES = f"PREFIX : <{EX}>\nPREFIX xsd: <{XSD}>\n"
 
 CASES = 12
-"""Random cases (seeds 0 … CASES − 1); the first three fix the window shapes the issue names."""
+"""Random cases (seeds 0 … CASES − 1); the first three fix the window shapes: a RANGE not a multiple of its
+STEP, thirty panes of one STEP each, and a RANGE of two STEPs."""
 FIXED_WINDOWS = {0: (5 * MINUTE, 2 * MINUTE), 1: (30 * MINUTE, MINUTE), 2: (4 * MINUTE, 2 * MINUTE)}
 WINDOWS_PER_CASE = 4
 """Consecutive windows evaluated live, then one quiet window (no stream triple in it)."""

@@ -191,7 +191,7 @@ def test_tables_written_before_revisions_gain_the_columns_and_their_windows_coun
 
 def test_after_a_run_of_an_unregistered_query_ingest_succeeds_and_finds_its_stale_windows(
         spark, tmp_path, capsys, monkeypatch):
-    """Issue 25 (4): a run of a query nobody registered, then an ingest into another stream, exited 3 (the
+    """Before the fix, a run of a query nobody registered, then an ingest into another stream, exited 3 (the
     runs table was filtered with an empty set of queries); late triples of the stream that query read made
     none of its windows stale."""
     from csparql.cli import main

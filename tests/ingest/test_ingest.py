@@ -591,7 +591,7 @@ def test_cli_watermark_refuses_an_instant_beyond_the_skew_unless_told(tmp_path, 
 
 def test_a_skew_longer_than_100_years_is_refused_and_no_watermark_leaves_the_instants_csparql_evaluates(
         spark, tmp_path, capsys, monkeypatch):
-    """Issue 25 (5): ``--max-future-skew 3000000d`` accepted a triple dated 9999-12-31, and the stream's
+    """Before the fix, ``--max-future-skew 3000000d`` accepted a triple dated 9999-12-31, and the stream's
     watermark stayed there for good, outside 1500..9500."""
     from csparql.ingest.ingest import future_limit
     from csparql.ingest.landing import land_waiting_files
@@ -649,7 +649,7 @@ def readings(path: Path, count: int, first_ms: int = 1269252000000) -> Path:
 
 def test_cli_ingest_of_content_that_landed_lands_nothing_and_says_where_unless_told_again(
         spark, tmp_path, capsys):
-    """Issue 25 (3): ingesting the same file twice stored every triple twice."""
+    """Before the fix, ingesting the same file twice stored every triple twice."""
     warehouse = Warehouse(tmp_path / "wh")
     base = ["ingest", "--warehouse", str(warehouse.root), "--master", "local[2]", "--stream", STREAM]
     source = readings(tmp_path / "readings.nq", 20)
@@ -686,7 +686,7 @@ def test_cli_ingest_of_content_that_landed_lands_nothing_and_says_where_unless_t
 
 def test_an_ingest_killed_between_its_commit_and_its_watermark_completes_it_when_run_again(
         spark, tmp_path, capsys, monkeypatch):
-    """Issue 25 (3): killed after its data commit and before its watermark commit, then run again, an ingest
+    """Before the fix, killed after its data commit and before its watermark commit, then run again, an ingest
     stored every triple twice."""
     from csparql.storage.watermarks import watermark
 
@@ -714,7 +714,7 @@ def test_an_ingest_killed_between_its_commit_and_its_watermark_completes_it_when
 
 
 def test_load_static_of_content_the_graph_holds_lands_nothing_unless_told_again(spark, tmp_path, capsys):
-    """Issue 25 (3), static graphs: loading the same file twice stored its blank-node triples twice."""
+    """Static graphs, before the fix: loading the same file twice stored its blank-node triples twice."""
     warehouse = Warehouse(tmp_path / "wh")
     graph = "http://example.org/city"
     base = ["load-static", "--warehouse", str(warehouse.root), "--master", "local[2]", "--graph", graph]

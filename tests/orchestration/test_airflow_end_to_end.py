@@ -627,11 +627,11 @@ def _land(stack: AirflowStack, dag: str, landing: Path, name: str, triples: list
 
 
 def test_a_file_lands_while_evaluations_wait_for_every_slot_of_the_spark_pool(world):
-    # Issue 25: a file dropped while the examples' backfills ran waited 8 minutes, its ingest queued behind every
-    # backfilled evaluation in the one pool they shared. Here the evaluations' pool has no free slot at all (as
-    # when a backlog holds them all) while two runs of the user's DAG wait for it: the file lands all the same.
-    # (Its evaluations resume in a worker, which takes a slot of the pool; an evaluation the triggerer ends over
-    # Spark Connect takes none.)
+    # Before ingests had a pool of their own, a file dropped while the examples' backfills ran waited 8 minutes,
+    # its ingest queued behind every backfilled evaluation in the one pool they shared. Here the evaluations'
+    # pool has no free slot at all (as when a backlog holds them all) while two runs of the user's DAG wait for
+    # it: the file lands all the same. (Its evaluations resume in a worker, which takes a slot of the pool; an
+    # evaluation the triggerer ends over Spark Connect takes none.)
     stack, settings, files = world["stack"], world["settings"], world["files"]
     pool = stack.api("GET", f"pools/{settings.pool}")
 
@@ -662,7 +662,7 @@ def test_a_file_lands_while_evaluations_wait_for_every_slot_of_the_spark_pool(wo
 
 def test_no_airflow_component_exited_while_the_module_ran(world):
     # the supervisor restarts a component that exits (supervise_in_background), as a safety net: on SQLite the
-    # scheduler exited with StaleDataError when a backfill's clean-up deleted runs it had started (issue 25)
+    # scheduler exited with StaleDataError when a backfill's clean-up deleted runs it had started
     assert not world["stack"].restarts, world["stack"].restarts
 
 

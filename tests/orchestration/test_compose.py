@@ -499,7 +499,8 @@ def test_the_database_urls_match_the_postgres_service_and_their_drivers_are_inst
 
 
 def test_the_init_creates_the_pools_the_tasks_run_in():
-    # the evaluations' pool and the ingests' own (issue 25: an ingest queued behind every backfilled evaluation)
+    # the evaluations' pool and the ingests' own (in one shared pool, an ingest queued behind every backfilled
+    # evaluation)
     tokens = command(INIT)
     script = tokens[-1] if tokens[:2] in (["bash", "-c"], ["sh", "-c"]) else shlex.join(tokens)
     steps = [shlex.split(step) for step in re.split(r"&&|;", script)]

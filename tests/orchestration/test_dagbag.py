@@ -270,8 +270,9 @@ def test_every_stream_the_queries_read_gets_an_ingestion_dag(bag):
 
 
 def test_ingests_have_a_pool_of_their_own_and_go_first_so_a_backlog_of_evaluations_never_delays_fresh_data(bag):
-    # Issue 25: a file landed while the examples' backfills ran waited 8 minutes, its ingest queued behind every
-    # backfilled evaluation in the one shared pool. What the scheduler reads is the serialized DAG.
+    # Before ingests had a pool of their own, a file landed while the examples' backfills ran waited 8 minutes,
+    # its ingest queued behind every backfilled evaluation in the one shared pool. What the scheduler reads is
+    # the serialized DAG.
     evaluations = [serialized(bag.dags[d]).get_task(t) for d, t in (("q04_cars_per_district", "evaluate_window"),
                                                                     ("revise_q04_cars_per_district", "revise_stale_windows"))]
     ingests = [serialized(bag.dags[d]).get_task("ingest_landed_files") for d in bag.dag_ids if d.startswith("ingest_")]

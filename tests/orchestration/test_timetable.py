@@ -1,6 +1,7 @@
-"""The query timetable: runs on the aligned window ends of decisions 2–4, the same sequence whether the
-scheduler catches up, a backfill enumerates (Airflow's own code, on the DAG as the scheduler stores it), or
-``csparql replay`` evaluates the range."""
+"""The query timetable: runs on the aligned window ends (docs/semantics.md, *Logical windows*, *Physical
+windows* and *When a query is evaluated*), the same sequence whether the scheduler catches up, a backfill
+enumerates (Airflow's own code, on the DAG as the scheduler stores it), or ``csparql replay`` evaluates the
+range."""
 
 from __future__ import annotations
 

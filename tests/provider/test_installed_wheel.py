@@ -1,4 +1,4 @@
-"""csparql as a data engineer installs it into their own Airflow (issue 26): the wheel built from this
+"""csparql as a data engineer installs it into their own Airflow: the wheel built from this
 repository, installed with the pins of ``constraints.txt`` into a fresh virtual environment (not ``.venv``);
 a plain Airflow 3.3 of that environment — api-server, scheduler, triggerer, DAG processor — with its
 ``AIRFLOW_HOME`` in a temporary folder, no checkout on ``PYTHONPATH`` or as the working directory, configured

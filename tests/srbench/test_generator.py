@@ -1,4 +1,4 @@
-"""The SRBench data generator: faithful to the schema of 004 §4, seeded, and at any size."""
+"""The SRBench data generator: faithful to the schema of SRBench, §4, seeded, and at any size."""
 
 from __future__ import annotations
 

@@ -168,7 +168,7 @@ def test_the_sample_stream_lands_and_windows_are_evaluated_on_the_stacks_connect
     assert session in stack.task_logs(ingest_dag_id(MILAN), "ingest_landed_files")
     assert session in stack.task_logs(QUERY, "evaluate_window")
     assert f"the Spark Connect server answers on 127.0.0.1:{stack.connect_port}" in stack.text()
-    # the supervisor's restart is a safety net, not the normal path (issue 25: the scheduler exited on SQLite)
+    # the supervisor's restart is a safety net, not the normal path (the scheduler once exited on SQLite)
     restarts = [line for line in stack.text().splitlines() if re.search(r"the Airflow \S+ exited with code", line)]
     assert not restarts, restarts
 

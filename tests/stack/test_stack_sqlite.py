@@ -4,9 +4,9 @@ transaction (``Session.begin_nested()``) begun outside a transaction is part of 
 Airflow creates a backfill that way: the backfill committed, then one nested block per run, all committed by
 the outer session at the end. With Python's ``sqlite3`` as it is, each run was committed on its own when its
 block ended, the scheduler started them, and when the api-server then failed (a write after a stale read:
-"database is locked") its clean-up deleted them under the scheduler, which exited with ``StaleDataError``
-(issue 25). The same pattern here on a real SQLite file in WAL mode, as the stack runs it; the other process
-is a second connection.
+"database is locked") its clean-up deleted them under the scheduler, which exited with ``StaleDataError``.
+The same pattern here on a real SQLite file in WAL mode, as the stack runs it; the other process is a second
+connection.
 
 And the api-server's audit log, written on its event loop while a request served in a worker thread holds the
 write lock until the event loop runs that request's clean-up: the wait stopped the api-server, and every

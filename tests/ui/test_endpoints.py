@@ -326,7 +326,7 @@ GROUP BY ?gate
 
 
 def test_the_register_endpoints_take_rspql_as_they_take_csparql(ui, registered):
-    """Issue 19: the editor's check, registering and the query's JSON, through the real api-server, for a
+    """The editor's check, registering and the query's JSON, through the real api-server, for a
     query in rsp-rs's spelling (ON STREAM, milliseconds); a broken one gets its line and column, and nothing
     is stored for it."""
     with client(ui, ui.token()) as admin:

@@ -1,5 +1,5 @@
-"""Which queries compute their windows from panes, and the reason the others recompute (issue 18, the pure
-decision of ``csparql.core.panes``), on the examples, the SRBench queries and queries written to probe each
+"""Which queries compute their windows from panes, and the reason the others recompute (the pure decision of
+``csparql.core.panes``), on the examples, the SRBench queries and queries written to probe each
 rule; the per-query setting that turns panes off; and ``csparql explain``'s section."""
 
 from __future__ import annotations
