@@ -73,7 +73,12 @@ class EvaluationSubmitHook(SparkSubmitHook):
     """``SparkSubmitHook`` that also keeps the job's ``CSPARQL_RESULT`` line (``record``: its evaluation, the
     stale windows it found included) from the driver's output it logs (client deploy mode). It overrides the
     provider's private ``_process_spark_submit_log``, the only method the hook hands that output to:
-    ``tests/orchestration/test_provider_internals.py`` pins it to the provider series it was written for."""
+    ``tests/orchestration/test_provider_internals.py`` pins it to the provider series it was written for.
+
+    Args:
+        **kwargs: ``SparkSubmitHook``'s arguments, e.g. ``evaluation_submission(...).hook_arguments()`` and the
+            connection (``conn_id``).
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

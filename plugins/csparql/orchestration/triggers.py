@@ -214,10 +214,18 @@ class WindowCompleteTrigger(BaseTrigger):
     ``evaluation`` (``EvaluationRequest.to_dict``) and Spark Connect, evaluates the window instead and ends the
     task (see the module's docstring).
 
-    ``wait`` is the query's ``WindowWait.to_dict()``; ``window_instant`` the run's instant (ISO 8601). When the
-    task starts on the triggerer (``start_from_trigger``) the triggerer renders ``window_instant`` from the
-    run — it is a template field of the task too (``CsparqlEvaluateWindowOperator``) — before ``run``. The wait's
-    timeout is Airflow's (the task instance's trigger timeout), not the trigger's."""
+    When the task starts on the triggerer (``start_from_trigger``) the triggerer renders ``window_instant`` from
+    the run — it is a template field of the task too (``CsparqlEvaluateWindowOperator``) — before ``run``. The
+    wait's timeout is Airflow's (the task instance's trigger timeout), not the trigger's.
+
+    Args:
+        warehouse: The warehouse the window's inputs and results are in (a folder or ``s3://…``).
+        wait: The query's ``WindowWait.to_dict()``: what its windows wait for.
+        window_instant: The run's instant (ISO 8601).
+        poll_seconds: How long it waits between two looks at the latest.
+        evaluation: The task's ``EvaluationRequest.to_dict()``, when the trigger may evaluate the window itself
+            (Spark Connect); None: it only waits.
+    """
 
     def __init__(self, warehouse: str, wait: dict, window_instant: str, poll_seconds: float,
                  evaluation: dict | None = None) -> None:
