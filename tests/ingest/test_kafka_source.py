@@ -291,3 +291,16 @@ def test_offsets_deleted_before_they_were_read_are_reported_as_a_gap(kafka_broke
     delete_before(1, 10)  # at the source's position: nothing it had not read
     assert consume(warehouse, STREAM, source, reader_of(kafka_broker, topic), tmp_path / "rejected").gaps == []
     assert Counter(cars_landed(warehouse).values()) == Counter({1: 24})
+
+
+def test_the_broker_s_cluster_ids_are_never_read_as_an_option_by_the_storage_tool():
+    """One URL-safe base64 UUID in 64 starts with ``-``, which ``kafka-storage format -t`` took for an option:
+    the broker's storage then failed to format, once in a while, for every test using it."""
+    import base64
+
+    from services.kafka_broker import cluster_id
+
+    identifiers = [cluster_id() for _ in range(2000)]
+    assert not [identifier for identifier in identifiers if identifier.startswith("-")]
+    assert {len(base64.urlsafe_b64decode(identifier + "==")) for identifier in identifiers} == {16}
+    assert len(set(identifiers)) == len(identifiers)

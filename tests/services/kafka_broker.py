@@ -108,8 +108,12 @@ def broker_classpath() -> tuple[str, str]:
 
 
 def cluster_id() -> str:
-    """A new KRaft cluster id: a UUID in URL-safe base64, as ``kafka-storage random-uuid`` prints one."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A new KRaft cluster id: a UUID in URL-safe base64, as ``kafka-storage random-uuid`` prints one, never
+    starting with ``-`` (which the storage tool's argument parser would read as an option)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
 
 
 LOG4J2 = """status = error
@@ -177,7 +181,7 @@ class KafkaBroker:
                 f"-Dkafka.logs.dir={self.folder}", "-cp", self.classpath, main, *arguments]
 
     def _format(self) -> None:
-        run = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c",
+        run = subprocess.run(self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id()}", "-c",
                                         str(self.properties), "--ignore-formatted"),
                              capture_output=True, text=True, timeout=120)
         if run.returncode != 0:
