@@ -16,6 +16,7 @@ middle of the batch and run again, every window is there once."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -256,6 +257,8 @@ def test_windows_due_together_are_evaluated_as_one_batch_each_as_pyoxigraph_eval
     batches = {json.dumps(e["value"]["batch"], sort_keys=True) for e in ended}
     assert len(batches) == 1 and json.loads(batches.pop())["windows"] == len(DUE_TOGETHER), ended
     assert f"{len(DUE_TOGETHER)} windows due together: evaluated as batch" in out + err, out[-4000:]
+    jobs = re.findall(r"(\d+) windows evaluated in one Spark job", out + err)
+    assert jobs == [str(len(DUE_TOGETHER))], (jobs, out[-4000:] + err[-4000:])  # their plans in one job
     assert_each_window_once_as_pyoxigraph_gives_it(warehouse, samples, at, "together_")
 
 

@@ -11,9 +11,11 @@ import dataclasses
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import ArrayType
 from rdflib import Variable
 
 from csparql.core.algebra import operators as alg
@@ -36,6 +38,7 @@ class CompiledEvaluation:
     df: DataFrame  # SELECT: one column per projected variable (term structs); graphs: s, p, o
     columns: dict[Variable, str]
     compact: bool = False  # compiled for one partition (``is_compact``)
+    ordered: bool = False  # its rows come in the query's ORDER BY
 
     def result(self) -> QueryResult:
         """Run the plan (one Spark action) and collect its results to the driver through Arrow.
@@ -59,6 +62,56 @@ class CompiledEvaluation:
                 return QueryResult("select", vars=vars_, terms=terms_table([], [], self.df.count()))
             return QueryResult("select", vars=vars_, terms=_to_arrow(self.df, names))
         return QueryResult(self.form, terms=_to_arrow(self.df, ["s", "p", "o"]))
+
+
+def combinable(compiled: CompiledEvaluation) -> bool:
+    """Whether the evaluation's results can come out of one Spark job with other evaluations'
+    (``results_together``): a SELECT, CONSTRUCT or DESCRIBE whose rows need no order."""
+    return compiled.form in ("select", "construct", "describe") and not compiled.ordered
+
+
+def results_together(evaluations: list[CompiledEvaluation]) -> list[QueryResult]:
+    """The results of several compiled evaluations of one Spark session, each as its own ``result()`` gives
+    it, from one Spark action: each evaluation's rows packed as ``(its position, the array of its term
+    columns)``, the packed plans unioned and collected at once through Arrow, and unpacked on the driver. The
+    packing keeps every term, unbound ones as nulls, and every row, also of solutions without variables. All
+    must be ``combinable`` and of one session; they run with ``COMPACT_SETTINGS`` when all are compact."""
+    if not evaluations:
+        return []
+    if not all(combinable(e) for e in evaluations):
+        raise ValueError("only SELECT, CONSTRUCT and DESCRIBE results without ORDER BY are collected together")
+    packed = None
+    for position, evaluation in enumerate(evaluations):
+        terms = F.array(*[F.col(name).cast(NULLABLE_TERM_STRUCT) for name in _term_columns(evaluation)])
+        rows = evaluation.df.select(F.lit(position).alias(_POSITION), terms.cast(_PACKED_TERMS).alias(_TERMS))
+        packed = rows if packed is None else packed.unionAll(rows)
+    if all(e.compact for e in evaluations):
+        with compact_execution(packed.sparkSession):
+            table = arrow_table(packed)
+    else:
+        table = arrow_table(packed)
+    return [_unpacked(evaluation, table.filter(pc.equal(table[_POSITION], position)))
+            for position, evaluation in enumerate(evaluations)]
+
+
+_POSITION, _TERMS = "csparql_position", "csparql_terms"
+_PACKED_TERMS = ArrayType(NULLABLE_TERM_STRUCT, containsNull=True)
+
+
+def _term_columns(evaluation: CompiledEvaluation) -> list[str]:
+    if evaluation.form == "select":
+        return [evaluation.columns[var] for var in evaluation.plan.form.vars]
+    return ["s", "p", "o"]
+
+
+def _unpacked(evaluation: CompiledEvaluation, rows: pa.Table) -> QueryResult:
+    names = _term_columns(evaluation)
+    if evaluation.form == "select" and not names:
+        return QueryResult("select", vars=evaluation.plan.form.vars, terms=terms_table([], [], rows.num_rows))
+    terms = pa.table({name: pc.list_element(rows[_TERMS], index) for index, name in enumerate(names)})
+    if evaluation.form == "select":
+        return QueryResult("select", vars=evaluation.plan.form.vars, terms=terms)
+    return QueryResult(evaluation.form, terms=terms)
 
 
 def _to_arrow(df: DataFrame, term_columns: list[str]) -> pa.Table:
@@ -127,7 +180,7 @@ def compile_plan(
         df = compiler.ordered(solutions)
         columns = {var: compiler.column(var) for var in form.vars}
         df = df.select(*[F.col(columns[var]) for var in form.vars])
-        return CompiledEvaluation(plan, "select", df, columns, compact)
+        return CompiledEvaluation(plan, "select", df, columns, compact, bool(solutions.ordering))
     if isinstance(form, alg.AskResult):
         return CompiledEvaluation(plan, "ask", solutions.df, {}, compact)
     if isinstance(form, alg.ConstructResult):

@@ -17,7 +17,8 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from typing import TypeVar
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ from csparql.storage.watermarks import advance_watermark
 from csparql.storage.warehouse import Warehouse, check_query_name, output_stream_iri
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -69,6 +71,36 @@ class Evaluation:
     output_table: Path | None = None  # the Delta table the results went to (the output stream of REGISTER STREAM)
     output_version: int | None = None  # the version of the commit that wrote them
     revision: int | None = None  # which evaluation of its window this is, from 0 (None: nothing written)
+
+
+@dataclass
+class SparkStep:
+    """The Spark part of one evaluation, as ``Engine.evaluation_steps`` hands it out. ``compiled``: the plan
+    whose results are the evaluation's, when the window is recomputed from its streams (``scans``: what its
+    reader read), which can run in one Spark job with other evaluations' (``csparql.engine.together``);
+    None when the window comes from panes or could not be prepared. ``alone()``: the part run by itself,
+    returning what the evaluation goes on with, ``(result, pane use, scans)``."""
+
+    compiled: CompiledEvaluation | None
+    scans: dict
+    phases: Phases
+    alone: Callable[[], tuple]
+
+
+def evaluated_alone(steps: Generator[SparkStep, tuple, T]) -> T:
+    """Drive an evaluation's steps (``Engine.evaluation_steps`` and the generators built on it), each Spark
+    step run by itself; what the steps return. An error of a step is thrown into the steps."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                outcome = step.alone()
+            except Exception as error:  # noqa: BLE001 - the evaluation's failure, recorded by the steps
+                step = steps.throw(error)
+            else:
+                step = steps.send(outcome)
+    except StopIteration as done:
+        return done.value
 
 
 class Phases:
@@ -233,18 +265,6 @@ class RunRecord:
         }
 
 
-def recorded_as_running(evaluate):
-    """``Engine.evaluate`` recorded as running while it runs (``csparql.storage.running``), so that a vacuum
-    with a short retention does not delete the files it reads."""
-
-    @functools.wraps(evaluate)
-    def evaluating(self, plan: alg.QueryPlan, at: int, name: str, *args, **kwargs):
-        with running(self.warehouse, uuid.uuid4().hex, name, at):
-            return evaluate(self, plan, at, name, *args, **kwargs)
-
-    return evaluating
-
-
 class Engine:
     """Evaluates plans over a warehouse with one SparkSession (created on first use)."""
 
@@ -329,7 +349,6 @@ class Engine:
                     return None
             return computer
 
-    @recorded_as_running
     def evaluate(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True, complete: bool | None = None,
                  version: str | None = None, panes: str = AUTO, owner: TextOwner | None = None,
                  inputs_complete_at: int | None = None) -> Evaluation:
@@ -343,8 +362,26 @@ class Engine:
         ``inputs_complete_at``: when the last of the window's inputs was committed, recorded with the run.
 
         Writing first records the runs of earlier evaluations of the query whose process died between their
-        result commit and their runs commit (``record_lost_runs``), so live results always have their run."""
+        result commit and their runs commit (``record_lost_runs``), so live results always have their run.
+        The evaluation is recorded as running while it runs (``csparql.storage.running``), so that a vacuum
+        with a short retention does not delete the files it reads."""
+        return evaluated_alone(self.evaluation_steps(plan, at, name, write, complete, version, panes, owner,
+                                                     inputs_complete_at))
+
+    def evaluation_steps(self, plan: alg.QueryPlan, at: int, name: str, write: bool = True,
+                         complete: bool | None = None, version: str | None = None, panes: str = AUTO,
+                         owner: TextOwner | None = None,
+                         inputs_complete_at: int | None = None) -> Generator[SparkStep, tuple, Evaluation]:
+        """``evaluate``, as a generator that hands out its Spark part: it yields one ``SparkStep`` and goes on
+        with what is sent back (the step's ``alone()``, or its compiled plan's results computed with other
+        evaluations' by ``csparql.engine.together``); an error thrown in is the evaluation's failure. It
+        returns the ``Evaluation``."""
         check_query_name(name)
+        with running(self.warehouse, uuid.uuid4().hex, name, at):
+            return (yield from self._evaluation_steps(plan, at, name, write, complete, version, panes, owner,
+                                                      inputs_complete_at))
+
+    def _evaluation_steps(self, plan, at, name, write, complete, version, panes, owner, inputs_complete_at):
         window = evaluation_at(plan, at)
         clock = time.perf_counter()
         phases = Phases()
@@ -359,28 +396,9 @@ class Engine:
                     self.record_lost_runs(plan, name)
                     # a failed run's; the run that commits results takes its number on the commit's version
                     run.revision = rv.next_revision(self.warehouse, name, window.end)
-
             prepared = PreparedPlan(self.catalog, self.plans, plan, phases)
-
-            def compute():  # Spark's part: run again on a new session when the Connect server lost it
-                use = None
-                computer = self.pane_computer(plan, name, phases, window, panes, prepared)
-                if computer is not None:
-                    try:
-                        result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end,
-                                                               phases)
-                        run.read(scans)
-                        return result, use, scans
-                    except PanesUnavailable as error:
-                        log.warning("%s: the window ending %s is recomputed from its streams: %s", name,
-                                    _iso(window.end), error)
-                compiled, reader = self.compile(plan, window, phases, prepared)
-                run.read(reader.scans)
-                with phases("spark"):
-                    return compiled.result(), use, reader.scans
-
-            result, use, scans = retry_on_lost_session(compute, lambda: self._spark,
-                                                       what=f"{name}'s window ending {_iso(window.end)}")
+            result, use, scans = yield self._spark_step(plan, name, window, phases, panes, prepared, run)
+            run.read(scans)
             if write:
                 with phases("write"):
                     rows = self._write(plan, name, window, result, version, run, clock, owner)
@@ -399,6 +417,43 @@ class Engine:
         output = self._result_table(plan, name) if write else None
         return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use,
                           output, run.result_version, run.revision if write else None)
+
+    def _spark_step(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, phases: Phases, panes: str,
+                    prepared: PreparedPlan, run: RunRecord) -> SparkStep:
+        """The evaluation's Spark part: its window from panes when they serve it, else its compiled plan
+        (which ``csparql.engine.together`` may run with others'); alone, run again on a new session when the
+        Connect server lost it."""
+
+        def compute(computer: PaneComputer | None, compiled=None):
+            if computer is not None:
+                try:
+                    result, use, scans = computer.evaluate(computer.window_bounds(window.streams), window.end, phases)
+                    run.read(scans)
+                    return result, use, scans
+                except PanesUnavailable as error:
+                    log.warning("%s: the window ending %s is recomputed from its streams: %s", name,
+                                _iso(window.end), error)
+            evaluation, reader = compiled or self.compile(plan, window, phases, prepared)
+            run.read(reader.scans)
+            with phases("spark"):
+                return evaluation.result(), None, reader.scans
+
+        first: list[tuple] = []
+        try:  # what the first attempt takes; when it cannot be had here, the attempts make it
+            computer = self.pane_computer(plan, name, phases, window, panes, prepared)
+            first.append((computer, None if computer is not None else self.compile(plan, window, phases, prepared)))
+        except Exception as error:  # noqa: BLE001 - raised again, with the retries, by alone()
+            log.debug("%s: the window ending %s is prepared again when it runs: %s", name, _iso(window.end), error)
+
+        def attempt():
+            return compute(*first.pop()) if first else compute(self.pane_computer(plan, name, phases, window,
+                                                                                  panes, prepared))
+
+        def alone():
+            return retry_on_lost_session(attempt, lambda: self._spark, what=f"{name}'s window ending {_iso(window.end)}")
+
+        compiled = first[0][1] if first and first[0][1] is not None else None
+        return SparkStep(compiled[0] if compiled else None, compiled[1].scans if compiled else {}, phases, alone)
 
     def replay(self, plan: alg.QueryPlan, start: int, end: int, name: str, write: bool = True,
                version: str | None = None, panes: str = AUTO,

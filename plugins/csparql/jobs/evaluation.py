@@ -2,7 +2,8 @@
 
 The window task in a worker (a local Spark or a Spark Connect client), the same task evaluated on the
 triggerer (Spark Connect), the spark-submit job (``evaluate_window.py``) and the revision task all call
-``evaluate_deployment_window``. It evaluates the window (``Engine.evaluate``: results replaced, the run
+``evaluate_deployment_window`` (or its steps, ``deployment_window_steps``, when windows due together run their
+Spark parts as one job: ``csparql.engine.together``). It evaluates the window (``Engine.evaluate``: results replaced, the run
 recorded) and then runs the staleness check promised after every evaluation (``csparql.deploy.revisions``):
 the commits made to the query's streams while it ran (``check_evaluation``) and, for a ``REGISTER STREAM``
 query, the consumers' windows its output commit made stale (``detect_after_commits``). It imports no Airflow:
@@ -25,7 +26,9 @@ from csparql.storage.stale_windows import StaleWindow
 from csparql.storage.watermarks import inputs_complete_at
 
 if TYPE_CHECKING:  # the engine loads Spark: a DAG file that imports this module must not
-    from csparql.engine.runner import Engine, Evaluation
+    from collections.abc import Generator
+
+    from csparql.engine.runner import Engine, Evaluation, SparkStep
 
 
 @dataclass(frozen=True)
@@ -119,15 +122,24 @@ def evaluate_deployment_window(engine: Engine, deployment: Deployment, settings:
     windows found stale by the check after every evaluation: by commits to the query's streams since it
     started, and, for a ``REGISTER STREAM`` query, the consumers' windows its output commit reaches.
     ``EvaluationFailed`` (the run recorded failed) when the evaluation fails; nothing is checked then."""
+    from csparql.engine.runner import evaluated_alone
+
+    return evaluated_alone(deployment_window_steps(engine, deployment, settings, at, complete))
+
+
+def deployment_window_steps(engine: Engine, deployment: Deployment, settings: Settings, at: int,
+                            complete: bool | None) -> Generator[SparkStep, tuple, WindowEvaluation]:
+    """``evaluate_deployment_window`` as steps (``csparql.engine.runner.Engine.evaluation_steps``), so that
+    its Spark part can run with other windows' (``csparql.engine.together``)."""
     output = settings.warehouse.stream(deployment.output_stream) if deployment.output_stream else None
     output_before = table_version(output) if output is not None else None
     started = time.time_ns() // 1000
     needs = deployment.requirements(at) if complete else None
-    evaluation = engine.evaluate(deployment.plan, at, deployment.name, complete=complete,
-                                 version=deployment.version, panes=deployment.panes,
-                                 owner=text_owner(deployment.text, deployment.name, settings, registered=True),
-                                 inputs_complete_at=inputs_complete_at(settings.warehouse, needs.streams,
-                                                                       needs.producer_windows) if needs else None)
+    evaluation = yield from engine.evaluation_steps(
+        deployment.plan, at, deployment.name, complete=complete, version=deployment.version,
+        panes=deployment.panes, owner=text_owner(deployment.text, deployment.name, settings, registered=True),
+        inputs_complete_at=inputs_complete_at(settings.warehouse, needs.streams,
+                                              needs.producer_windows) if needs else None)
     stale = check_evaluation(settings, deployment, evaluation.window.end, started)
     if output_before is not None:
         stale += detect_after_commits(settings, deployment.output_stream, output_before)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import functools
 import logging
 import threading
 import uuid
@@ -86,8 +85,9 @@ class DueTogether:
     complete waits ``BATCH_GATHER_SECONDS`` for the others completing with it (a commit that completes many
     queries' windows wakes all their triggers at once: ``CommitWatch``); those gathered form one
     ``EvaluationBatch``, logged as one, whose windows share its engines and run as concurrent jobs of one Spark
-    session, at most ``[csparql] triggerer_evaluations`` of the loop's windows at a time
-    (``evaluations_per_triggerer``): the Spark Connect server overlaps their planning and their jobs. Each
+    session, at most ``[csparql] triggerer_evaluations`` parts of the batch at a time
+    (``evaluations_per_triggerer``): each part is up to ``WINDOWS_PER_JOB`` windows whose compiled plans run as
+    one Spark job (``csparql.engine.together``), and the Spark Connect server overlaps the parts. Each
     window is still its own evaluation — its own result commit, runs row, revision, staleness check, lineage
     and task end — and its trigger is answered as soon as that window is done, not when its whole batch is."""
 
@@ -125,23 +125,50 @@ class DueTogether:
         gathered = [item for item in gathered if not item[3].done()]  # not the triggers cancelled meanwhile
         batch = EvaluationBatch(len(gathered))
         if len(gathered) > 1:
-            logging.getLogger(__name__).info("%d windows due together: evaluated as batch %s, %d at a time",
-                                             len(gathered), batch.id, min(self.places, len(gathered)))
-        for trigger, complete, context, answer in gathered:
-            running = asyncio.wrap_future(self.pool.submit(context.run, trigger.evaluate, complete, batch),
-                                          loop=self.loop)
-            running.add_done_callback(functools.partial(_answer, answer))
+            logging.getLogger(__name__).info(
+                "%d windows due together: evaluated as batch %s, %d at a time, up to %d in one Spark job",
+                len(gathered), batch.id, min(self.places, len(gathered)), WINDOWS_PER_JOB)
+        for first in range(0, len(gathered), WINDOWS_PER_JOB):
+            self.pool.submit(self._evaluate_together, gathered[first:first + WINDOWS_PER_JOB], batch)
+
+    def _evaluate_together(self, part: list, batch: EvaluationBatch) -> None:
+        """In a thread of the pool: the windows of ``part`` evaluated together (``csparql.engine.together``),
+        each trigger answered as soon as its window is done."""
+        from csparql.engine.together import Stepped, evaluate_together
+
+        answers: dict[int, asyncio.Future] = {}
+        evaluations = []
+        for trigger, complete, context, answer in part:
+            if answer.done():  # cancelled while waiting for a place
+                continue
+            evaluation = Stepped(trigger.evaluation_steps(complete, batch), context.run)
+            answers[id(evaluation)] = answer
+            evaluations.append(evaluation)
+
+        def finished(evaluation: Stepped) -> None:
+            self.loop.call_soon_threadsafe(_answer, answers[id(evaluation)], evaluation.value, evaluation.error)
+
+        try:
+            evaluate_together(evaluations, finished)
+        except BaseException as error:  # the windows not answered yet end with it
+            for answer in answers.values():
+                self.loop.call_soon_threadsafe(_answer, answer, None, error)
+            raise
 
 
-def _answer(answer: asyncio.Future, running: asyncio.Future) -> None:
+WINDOWS_PER_JOB = 6
+"""At most how many windows of a batch run their Spark parts as one Spark job (``csparql.engine.together``):
+each part of the batch waits for the slowest window of its job, so small jobs answer the first windows
+sooner while still saving most of a job's fixed cost."""
+
+
+def _answer(answer: asyncio.Future, value, error: BaseException | None) -> None:
     if answer.done():  # the trigger was cancelled meanwhile
         return
-    if running.cancelled():
-        answer.cancel()
-    elif running.exception() is not None:
-        answer.set_exception(running.exception())
+    if error is not None:
+        answer.set_exception(error)
     else:
-        answer.set_result(running.result())
+        answer.set_result(value)
 
 
 COMMIT_WATCH_SECONDS = 0.2
@@ -316,7 +343,14 @@ class WindowCompleteTrigger(BaseTrigger):
         record), an event with the evaluation's record; ``complete`` (resume in a worker, which evaluates) when
         Spark is not a Spark Connect server. ``batch``: the windows evaluated with it (their shared engine;
         the task's value names the batch)."""
-        from csparql.jobs.evaluation import evaluate_deployment_window
+        from csparql.engine.runner import evaluated_alone
+
+        return evaluated_alone(self.evaluation_steps(complete, batch))
+
+    def evaluation_steps(self, complete: TriggerEvent, batch: EvaluationBatch | None = None):
+        """``evaluate`` as steps (``csparql.engine.runner.Engine.evaluation_steps``), whose Spark part can run
+        in one Spark job with the other windows of its batch (``csparql.engine.together``)."""
+        from csparql.jobs.evaluation import deployment_window_steps
         from csparql.orchestration.connections import evaluation_engine, settings_for_connection
 
         at = parse_instant(str(self.window_instant))
@@ -332,7 +366,7 @@ class WindowCompleteTrigger(BaseTrigger):
             self.log.info("window ending %s is complete: evaluating it on the triggerer (Spark Connect)%s",
                           format_instant(self.requirements().window_end), together)
             engine = batch.engine(settings) if batch is not None else evaluation_engine(settings)
-            evaluated = evaluate_deployment_window(engine, deployment, settings, at, True)
+            evaluated = yield from deployment_window_steps(engine, deployment, settings, at, True)
         except Exception as error:  # noqa: BLE001 - every failure ends the task failed, with its message logged
             message = " ".join(str(error).split()) or type(error).__name__
             self.log.error("the evaluation of the window at %s failed: %s", format_instant(at), message)
