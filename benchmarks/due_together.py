@@ -1,5 +1,6 @@
-"""Windows due together on one triggerer: evaluated one by one on two places, as before batching, and as
-batches (``csparql.orchestration.triggers.DueTogether``) of two and of four at a time, side by side in one run
+"""Windows due together on one triggerer: evaluated one by one on two places, as before batching; as a batch
+(``csparql.orchestration.triggers.DueTogether``) whose windows each run their own Spark job; and as a batch
+whose windows' plans run up to 4 or 8 to a Spark job (``csparql.engine.together``); side by side in one run
 (``./bench.sh --together --set queries=20 --set trials=5``).
 
 One Spark Connect server (the product's launcher, ``local[2]``) and one warehouse holding an hour of the sample
@@ -25,9 +26,11 @@ import pendulum
 
 from benchmarks import capacity, data
 
-WAYS = ("alone", "together_2", "together_4")
-"""``alone``: each window evaluated in its own thread, two at a time (the trigger before batching);
-``together_N``: batched, N at a time (``[csparql] triggerer_evaluations``)."""
+WAYS = {"alone": (2, None), "one_job_each": (2, 1), "jobs_of_4": (2, 4), "jobs_of_8": (2, 8)}
+"""Each way's places (``[csparql] triggerer_evaluations``) and windows per Spark job
+(``csparql.orchestration.triggers.WINDOWS_PER_JOB``). ``alone``: each window evaluated in its own thread, two
+at a time (the trigger before batching); ``one_job_each``: batched, each window's plan its own Spark job (the
+batch before its plans were combined); ``jobs_of_N``: batched, up to N windows' plans in one Spark job."""
 
 CONNECTION = "bench_connect"
 
@@ -132,15 +135,19 @@ def main(queries: int = 20, trials: int = 5) -> dict[str, list[dict]]:
                               .replace(f"REGISTER STREAM {name}", f"REGISTER STREAM {way}_{name}"),
                               settings, name=f"{way}_{name}", replace=True, source_name=f"{way}_{name}.rq")
         kinds = {"alone": _alone_trigger()}
+        from csparql.orchestration import triggers
         from csparql.orchestration.triggers import WindowCompleteTrigger
+
+        ways = list(WAYS)
 
         figures: dict[str, list[dict]] = {way: [] for way in WAYS}
         first = samples.start + 10 * 60_000_000
         for number in range(trials + 1):  # the first round warms the server up and is not counted
             at = format_instant(first + number * 60_000_000)
-            for way in WAYS[number % len(WAYS):] + WAYS[:number % len(WAYS)]:  # each way first in turn
-                places = "2" if way == "alone" else way.rsplit("_", 1)[-1]
-                os.environ["AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS"] = places
+            for way in ways[number % len(ways):] + ways[:number % len(ways)]:  # each way first in turn
+                places, per_job = WAYS[way]
+                os.environ["AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS"] = str(places)
+                triggers.WINDOWS_PER_JOB = per_job or 1
                 ended = trial(kinds.get(way, WindowCompleteTrigger), settings.registry, f"{way}_",
                               str(settings.warehouse.root), at)
                 if number:
@@ -164,8 +171,8 @@ def _report(figures: dict[str, list[dict]], queries: int, trials: int) -> None:
           "medians over the trials):")
     for way in WAYS:
         row = {key: statistics.median(t[key] for t in figures[way]) for key in ("p50", "p95", "last")}
-        print(f"  {way:<11} p50 {row['p50']:.2f} s  p95 {row['p95']:.2f} s  last {row['last']:.2f} s")
+        print(f"  {way:<12} p50 {row['p50']:.2f} s  p95 {row['p95']:.2f} s  last {row['last']:.2f} s")
     alone = statistics.median(t["last"] for t in figures["alone"])
-    for way in WAYS[1:]:
+    for way in list(WAYS)[1:]:
         print(f"  alone ÷ {way} (last window): {alone / statistics.median(t['last'] for t in figures[way]):.2f}×",
               flush=True)
