@@ -61,7 +61,9 @@ def profile(out: Path, master: str | None = None, names: tuple[str, ...] = WORKL
                        data.build(spark, workload.dataset, out / "data", SIZES[name], 1, seed))
             at = dataset.at
         point = _profile_point(spark, workload, dataset, at, warmups, repetitions)
-        point.update(_pyoxigraph(workload, dataset, at, out / "work" / workload.name, repetitions, point))
+        answer = point.pop("answer")
+        point.update(_pyoxigraph(workload, dataset, at, out / "work" / workload.name, repetitions, answer))
+        point.update(_rsp_rs(workload, dataset, at, out / "work" / workload.name / "rsp-rs", repetitions, answer))
         points.append(point)
     result = {"master": master or "local[2]", "warmups": warmups, "repetitions": repetitions, "points": points,
               "versions": _git_commit()}
@@ -95,9 +97,9 @@ def _existing_srbench(folder: Path, seed: int):
     return data.Dataset("srbench", 0, data.SRBENCH_HOURS, 0, warehouse, seed=seed), generated
 
 
-def _pyoxigraph(workload, dataset, at: int, work: Path, repetitions: int, point: dict) -> dict:
+def _pyoxigraph(workload, dataset, at: int, work: Path, repetitions: int, answer) -> dict:
     """pyoxigraph over the same window (see the module docstring): its median milliseconds, and whether its
-    answer is the engine's."""
+    answer is the engine's (``answer``)."""
     from benchmarks.systems import Point, Pyoxigraph
 
     system = Pyoxigraph()
@@ -110,8 +112,20 @@ def _pyoxigraph(workload, dataset, at: int, work: Path, repetitions: int, point:
         raw = system.run(window)
         if repetition:
             times.append((time.perf_counter() - clock) * 1000)
-    agrees = workloads.agree(point.pop("answer"), system.answer(window, raw), workload.tolerance)
+    agrees = workloads.agree(answer, system.answer(window, raw), workload.tolerance)
     return {"pyoxigraph_ms": statistics.median(times), "same_answer": agrees}
+
+
+def _rsp_rs(workload, dataset, at: int, work: Path, repetitions: int, answer) -> dict:
+    """rsp-rs over the same window where it can be measured (``benchmarks.rsp_rs_peer``): its median
+    milliseconds and whether its answer is the engine's, else why it was not run."""
+    from benchmarks import rsp_rs_peer
+    from benchmarks.systems import Point
+
+    measured = rsp_rs_peer.measure(workload, Point("profile", workload, dataset, at, work).window, work, repetitions)
+    if "rsp_rs_answer" in measured:
+        measured["rsp_rs_same_answer"] = workloads.agree(answer, measured.pop("rsp_rs_answer"), workload.tolerance)
+    return measured
 
 
 def _profile_point(spark, workload, dataset, at: int, warmups: int, repetitions: int) -> dict:
@@ -236,11 +250,12 @@ def table(result: dict) -> str:
     """The profile as a Markdown table: medians in milliseconds."""
     phases = sorted({p for point in result["points"] for p in point["phases_ms"]}, key=_phase_order)
     header = ["workload", "triples read", "total", *phases, "Spark jobs", "stages", "pyoxigraph", "ratio",
-              "same answer"]
+              "same answer", "rsp-rs", "ratio", "same answer"]
     lines = [f"Warm evaluations on `{result['master']}`, medians of {result['repetitions']} (after "
              f"{result['warmups']} warm-ups), milliseconds; commit {result['versions'].get('commit')}, engine "
              f"`{result['versions'].get('engine')}`; pyoxigraph: median of {result['repetitions']} over the same "
-             "window (load + query).", "",
+             "window (load + query); rsp-rs: median of as many, from the first event pushed to the last binding "
+             "(benchmarks/rsp_rs_peer.py).", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for point in result["points"]:
         cells = [point["title"], f"{point['triples_read']:,}", f"{point['total_ms']:.0f}"]
@@ -249,5 +264,8 @@ def table(result: dict) -> str:
         oxigraph = point.get("pyoxigraph_ms")
         cells += ["—", "—", "—"] if oxigraph is None else [
             f"{oxigraph:.0f}", f"{point['total_ms'] / oxigraph:.1f}×", "yes" if point["same_answer"] else "**no**"]
+        peer = point.get("rsp_rs_ms")
+        cells += [f"not run: {point.get('rsp_rs_reason', '')}", "—", "—"] if peer is None else [
+            f"{peer:.1f}", f"{point['total_ms'] / peer:.0f}×", "yes" if point["rsp_rs_same_answer"] else "**no**"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -508,9 +508,8 @@ def _records(files) -> int | None:
     return None if any(f.records is None for f in files) else sum(f.records for f in files)
 
 
-def ntriples_sql(window: WindowFiles, graphs: tuple[str, ...] = ()) -> str:
-    """DuckDB SQL giving the evaluation's dataset as N-Quads lines: every window's triples and the static
-    graph in the default graph (docs/semantics.md, *The dataset of an evaluation*), and each stream in ``graphs`` again in a graph named by it."""
+def ntriples_line() -> str:
+    """DuckDB SQL of one triple's N-Triples line (without its final `` .``), from its columns s, p, o."""
 
     def term(column: str) -> str:
         literal = (f"'\"' || replace(replace(replace(replace({column}.value, '\\', '\\\\'), '\"', '\\\"'), chr(10), "
@@ -520,7 +519,13 @@ def ntriples_sql(window: WindowFiles, graphs: tuple[str, ...] = ()) -> str:
         return (f"CASE {column}.kind WHEN 1 THEN '<' || {column}.value || '>' WHEN 2 THEN '_:' || {column}.value "
                 f"ELSE {literal} END")
 
-    line = f"{term('s')} || ' ' || {term('p')} || ' ' || {term('o')}"
+    return f"{term('s')} || ' ' || {term('p')} || ' ' || {term('o')}"
+
+
+def ntriples_sql(window: WindowFiles, graphs: tuple[str, ...] = ()) -> str:
+    """DuckDB SQL giving the evaluation's dataset as N-Quads lines: every window's triples and the static
+    graph in the default graph (docs/semantics.md, *The dataset of an evaluation*), and each stream in ``graphs`` again in a graph named by it."""
+    line = ntriples_line()
     parts = [f"SELECT s, p, o FROM ({sql_window(piece)})" for piece in window.streams.values()]
     if window.static:
         parts.append(f"SELECT s, p, o FROM read_parquet({_files(window.static)})")

@@ -245,6 +245,42 @@ def test_the_triggerer_evaluates_after_the_server_closed_its_idle_session(city_h
     assert "INVALID_HANDLE.SESSION_CLOSED" in log.read_text()
 
 
+_OTHER_THREAD = """
+import json, sys, threading, time
+from csparql.runtime.session import spark_session
+
+url, idle = sys.argv[1], float(sys.argv[2])
+first = spark_session(url)
+first.range(2).count()  # the process's default session, active in the main thread only
+time.sleep(idle)  # the server closes it
+answer = {}
+
+def in_a_pool_thread():  # where the triggerer evaluates: no active session, the default one is closed
+    try:
+        session = spark_session(url)
+        answer.update(rows=session.range(3).count(), new=session.session_id != first.session_id)
+    except Exception as error:
+        answer["error"] = " ".join(str(error).split())[:500]
+
+thread = threading.Thread(target=in_a_pool_thread)
+thread.start()
+thread.join()
+print(RESULT_PREFIX + json.dumps(answer), flush=True)
+"""
+
+
+def test_a_thread_asking_for_a_session_after_the_server_closed_the_idle_default_one_gets_a_new_one(server,
+                                                                                                    tmp_path):
+    url = server.wait_until_answering()
+    run = subprocess.run([sys.executable, "-c", f"RESULT_PREFIX = {RESULT_PREFIX!r}\n{_OTHER_THREAD}", url,
+                          str(IDLE_TIMEOUT + 4)], env=client_environment(tmp_path), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    printed = [line for line in run.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    assert printed, run.stdout[-2000:] + run.stderr[-4000:]
+    assert json.loads(printed[-1][len(RESULT_PREFIX):]) == {"rows": 3, "new": True}, run.stderr[-4000:]
+    assert "the server lost this process's session" in run.stderr
+
+
 def test_a_client_without_the_token_fails_with_the_grpc_status_and_details(city_hour, server, tmp_path):
     _, warehouse, samples = city_hour
     server.wait_until_answering()

@@ -250,13 +250,22 @@ def wait_for_server(url: str, timeout: float = CONNECT_WAIT_SECONDS) -> None:
 
 
 def _connect_session(url: str, app_name: str) -> SparkSession:
-    """A session of the Spark Connect server at ``url`` (the process's default one if it has a live one),
-    its requests retried as ``REQUEST_RETRY`` says; ``SparkUnavailable`` when no server listens there."""
+    """A session of the Spark Connect server at ``url`` (the process's default one if the server still has it,
+    else a new one), its requests retried as ``REQUEST_RETRY`` says; ``SparkUnavailable`` when no server
+    listens there."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     wait_for_server(url)
     log.info("Spark: a session of the Spark Connect server %s", without_secrets(url))
-    session = configure(SparkSession.builder.remote(url), url, app_name).getOrCreate()
+    try:
+        session = configure(SparkSession.builder.remote(url), url, app_name).getOrCreate()
+    except Exception as error:  # the default session's settings are sent to the server, which may have lost it
+        if not session_lost(error):
+            raise
+        log.warning("Spark Connect: the server lost this process's session (%s); opening a new one",
+                    " ".join(str(error).split())[:300])
+        _drop_unlocked(None)  # spark_session holds _LOCK
+        session = configure(SparkSession.builder.remote(url), url, app_name).getOrCreate()
     if session.session_id not in _session_urls:
         session.client.set_retry_policies([DefaultPolicy(**REQUEST_RETRY)])
         _session_urls[session.session_id] = url
@@ -302,18 +311,23 @@ def drop_session(session=None) -> None:
     one): its channel closed, without asking the server to release it (the server has lost it, or drops it
     after its idle timeout), so that the next ``spark_session`` opens a new one. A classic session is left
     alone, and so is a new session another thread opened meanwhile."""
+    with _LOCK:
+        _drop_unlocked(session)
+
+
+def _drop_unlocked(session=None) -> None:
+    """``drop_session``, its caller holding ``_LOCK``."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    with _LOCK:
-        found = [session] if session is not None else [
-            ConnectSession._default_session, getattr(ConnectSession._active_session, "session", None)]
-        for each in {id(s): s for s in found if s is not None}.values():
-            if not is_connect_session(each):
-                continue
-            each.release_session_on_close = False
-            each.stop()  # also when the client closed itself: stop() forgets it as default and active session
-            if ConnectSession._default_session is each:
-                ConnectSession._default_session = None
+    found = [session] if session is not None else [
+        ConnectSession._default_session, getattr(ConnectSession._active_session, "session", None)]
+    for each in {id(s): s for s in found if s is not None}.values():
+        if not is_connect_session(each):
+            continue
+        each.release_session_on_close = False
+        each.stop()  # also when the client closed itself: stop() forgets it as default and active session
+        if ConnectSession._default_session is each:
+            ConnectSession._default_session = None
 
 
 def session_in_use(session, master: str | None = None, app_name: str = "csparql"):
