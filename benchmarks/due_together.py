@@ -28,7 +28,7 @@ from benchmarks import capacity, data
 
 WAYS = {"alone": (2, None), "one_job_each": (2, 1), "jobs_of_4": (2, 4), "jobs_of_8": (2, 8)}
 """Each way's places (``[csparql] triggerer_evaluations``) and windows per Spark job
-(``csparql.orchestration.triggers.WINDOWS_PER_JOB``). ``alone``: each window evaluated in its own thread, two
+(``[csparql] triggerer_windows_per_job``). ``alone``: each window evaluated in its own thread, two
 at a time (the trigger before batching); ``one_job_each``: batched, each window's plan its own Spark job (the
 batch before its plans were combined); ``jobs_of_N``: batched, up to N windows' plans in one Spark job."""
 
@@ -135,7 +135,6 @@ def main(queries: int = 20, trials: int = 5) -> dict[str, list[dict]]:
                               .replace(f"REGISTER STREAM {name}", f"REGISTER STREAM {way}_{name}"),
                               settings, name=f"{way}_{name}", replace=True, source_name=f"{way}_{name}.rq")
         kinds = {"alone": _alone_trigger()}
-        from csparql.orchestration import triggers
         from csparql.orchestration.triggers import WindowCompleteTrigger
 
         ways = list(WAYS)
@@ -147,7 +146,7 @@ def main(queries: int = 20, trials: int = 5) -> dict[str, list[dict]]:
             for way in ways[number % len(ways):] + ways[:number % len(ways)]:  # each way first in turn
                 places, per_job = WAYS[way]
                 os.environ["AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS"] = str(places)
-                triggers.WINDOWS_PER_JOB = per_job or 1
+                os.environ["AIRFLOW__CSPARQL__TRIGGERER_WINDOWS_PER_JOB"] = str(per_job or 1)
                 ended = trial(kinds.get(way, WindowCompleteTrigger), settings.registry, f"{way}_",
                               str(settings.warehouse.root), at)
                 if number:

@@ -138,7 +138,7 @@ def test_the_provider_info_describes_every_option_with_airflow_home_defaults():
     section = info["config"][SECTION]
     assert list(section["options"]) == [option.key for option in OPTIONS]
     for key, option in section["options"].items():
-        assert option["description"] and option["type"] == ("integer" if key in ("triggerer_evaluations", "push_max_bytes") else "string"), key
+        assert option["description"] and option["type"] == ("integer" if key in ("triggerer_evaluations", "triggerer_windows_per_job", "push_max_bytes") else "string"), key
         assert "site-packages" not in option["default"] and not Path(option["default"]).is_absolute(), key
     assert section["options"]["warehouse"]["default"].startswith("{AIRFLOW_HOME}/")
     assert section["options"]["registry"]["default"].startswith("{AIRFLOW_HOME}/")

@@ -42,6 +42,8 @@ def test_settings_refuse_unusable_values_naming_the_variable():
 def test_the_triggerer_evaluates_two_windows_at_a_time_unless_told_a_whole_number_of_at_least_one():
     assert Settings.from_environment({}).triggerer_evaluations == 2
     assert Settings.from_environment({"CSPARQL_TRIGGERER_EVALUATIONS": " 6 "}).triggerer_evaluations == 6
+    assert Settings.from_environment({}).triggerer_windows_per_job == 1
+    assert Settings.from_environment({"CSPARQL_TRIGGERER_WINDOWS_PER_JOB": "6"}).triggerer_windows_per_job == 6
     with pytest.raises(ValueError, match="CSPARQL_TRIGGERER_EVALUATIONS='0': must be at least 1"):
         Settings.from_environment({"CSPARQL_TRIGGERER_EVALUATIONS": "0"})
     with pytest.raises(ValueError, match="CSPARQL_TRIGGERER_EVALUATIONS='many': not a whole number"):

@@ -105,6 +105,10 @@ OPTIONS: tuple[SettingOption, ...] = (
     SettingOption("triggerer_evaluations", "CSPARQL_TRIGGERER_EVALUATIONS", "2", "2", "integer",
                   "With Spark Connect, how many windows one triggerer process evaluates at a time (at least 1); "
                   "complete windows beyond it wait for a place."),
+    SettingOption("triggerer_windows_per_job", "CSPARQL_TRIGGERER_WINDOWS_PER_JOB", "1", "1", "integer",
+                  "With Spark Connect, how many windows due together one Spark job of the triggerer may evaluate "
+                  "(at least 1): above 1, their plans without ORDER BY run as one job, each window still its own "
+                  "result commit; on two cores this saved no time (docs/performance/keeping-up.md)."),
     SettingOption("connect_session_timeout", "CSPARQL_CONNECT_SESSION_TIMEOUT", "10m", "10m", "string",
                   "How long the Spark Connect server of `csparql stack` keeps a session nobody uses (at least "
                   "1s); a client whose session it dropped opens a new one and evaluates again."),
@@ -196,6 +200,7 @@ class Settings:
     wait_timeout: int = 600_000_000
     poll_interval: int = 2_000_000
     triggerer_evaluations: int = 2
+    triggerer_windows_per_job: int = 1
     connect_session_timeout: int = 600_000_000
     api_conn_id: str | None = None
     aws_conn_id: str | None = None
@@ -314,6 +319,7 @@ class Settings:
             wait_timeout=duration("wait_timeout"),
             poll_interval=max(duration("poll_interval"), 1_000_000),
             triggerer_evaluations=count("triggerer_evaluations"),
+            triggerer_windows_per_job=count("triggerer_windows_per_job"),
             connect_session_timeout=max(duration("connect_session_timeout"), 1_000_000),
             api_conn_id=values["api_conn_id"][0].strip() or None,
             aws_conn_id=values["aws_conn_id"][0].strip() or None,
@@ -365,6 +371,7 @@ class Settings:
             "wait_timeout": format_duration(self.wait_timeout),
             "poll_interval": format_duration(self.poll_interval),
             "triggerer_evaluations": str(self.triggerer_evaluations),
+            "triggerer_windows_per_job": str(self.triggerer_windows_per_job),
             "connect_session_timeout": format_duration(self.connect_session_timeout),
             "api_conn_id": self.api_conn_id or "",
             "max_future_skew": format_duration(self.max_future_skew),

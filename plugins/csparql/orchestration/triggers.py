@@ -39,18 +39,21 @@ from csparql.storage.warehouse import Warehouse
 from csparql.storage.watermarks import missing_for_window
 from csparql.core.windows import format_instant, parse_instant
 
-def evaluations_per_triggerer() -> int:
-    """How many windows one triggerer process evaluates at a time: the ``[csparql] triggerer_evaluations``
-    option of its Airflow configuration (``AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS``, else
-    ``CSPARQL_TRIGGERER_EVALUATIONS``; default 2, the evaluation pool's default slots); runs beyond it wait,
-    their windows complete, for a free place. A value that cannot be used is logged and the default taken."""
+def evaluations_per_triggerer() -> tuple[int, int]:
+    """How one triggerer process evaluates the windows due together: how many parts of a batch at a time, the
+    ``[csparql] triggerer_evaluations`` option of its Airflow configuration (``AIRFLOW__CSPARQL__TRIGGERER_EVALUATIONS``,
+    else ``CSPARQL_TRIGGERER_EVALUATIONS``; default 2, the evaluation pool's default slots; windows beyond them
+    wait, complete, for a free place), and how many windows a part holds, ``triggerer_windows_per_job`` (default
+    1). A value that cannot be used is logged and the defaults taken."""
     from airflow.configuration import conf
 
-    try:  # the option alone: reading connections on the event loop would block it
-        return Settings.from_airflow(conf).triggerer_evaluations
+    try:  # the options alone: reading connections on the event loop would block it
+        settings = Settings.from_airflow(conf)
+        return settings.triggerer_evaluations, settings.triggerer_windows_per_job
     except ValueError as error:
-        logging.getLogger(__name__).error("%s; evaluating %d windows at a time", error, Settings.triggerer_evaluations)
-        return Settings.triggerer_evaluations
+        logging.getLogger(__name__).error("%s; evaluating %d windows at a time, each its own Spark job", error,
+                                          Settings.triggerer_evaluations)
+        return Settings.triggerer_evaluations, Settings.triggerer_windows_per_job
 
 
 BATCH_GATHER_SECONDS = 0.1
@@ -86,15 +89,16 @@ class DueTogether:
     queries' windows wakes all their triggers at once: ``CommitWatch``); those gathered form one
     ``EvaluationBatch``, logged as one, whose windows share its engines and run as concurrent jobs of one Spark
     session, at most ``[csparql] triggerer_evaluations`` parts of the batch at a time
-    (``evaluations_per_triggerer``): each part is up to ``WINDOWS_PER_JOB`` windows whose compiled plans run as
-    one Spark job (``csparql.engine.together``), and the Spark Connect server overlaps the parts. Each
+    (``evaluations_per_triggerer``): each part is one window, or up to ``triggerer_windows_per_job`` windows
+    whose compiled plans run as one Spark job (``csparql.engine.together``), and the Spark Connect server
+    overlaps the parts. Each
     window is still its own evaluation — its own result commit, runs row, revision, staleness check, lineage
     and task end — and its trigger is answered as soon as that window is done, not when its whole batch is."""
 
     _loops: dict[int, DueTogether] = {}
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, places: int) -> None:
-        self.loop, self.places = loop, places
+    def __init__(self, loop: asyncio.AbstractEventLoop, places: int, windows_per_job: int = 1) -> None:
+        self.loop, self.places, self.windows_per_job = loop, places, windows_per_job
         self.pool = concurrent.futures.ThreadPoolExecutor(places, thread_name_prefix="csparql-evaluation")
         self.gathering: list[tuple[WindowCompleteTrigger, TriggerEvent, contextvars.Context,
                                    asyncio.Future]] | None = None
@@ -107,7 +111,7 @@ class DueTogether:
         if due is None or due.loop is not loop:
             for key in [k for k, d in cls._loops.items() if d.loop.is_closed()]:
                 cls._loops.pop(key).pool.shutdown(wait=False)
-            due = cls._loops[id(loop)] = cls(loop, evaluations_per_triggerer())
+            due = cls._loops[id(loop)] = cls(loop, *evaluations_per_triggerer())
         return due
 
     async def evaluate(self, trigger: WindowCompleteTrigger, complete: TriggerEvent) -> TriggerEvent:
@@ -125,11 +129,11 @@ class DueTogether:
         gathered = [item for item in gathered if not item[3].done()]  # not the triggers cancelled meanwhile
         batch = EvaluationBatch(len(gathered))
         if len(gathered) > 1:
-            logging.getLogger(__name__).info(
-                "%d windows due together: evaluated as batch %s, %d at a time, up to %d in one Spark job",
-                len(gathered), batch.id, min(self.places, len(gathered)), WINDOWS_PER_JOB)
-        for first in range(0, len(gathered), WINDOWS_PER_JOB):
-            self.pool.submit(self._evaluate_together, gathered[first:first + WINDOWS_PER_JOB], batch)
+            together = f", up to {self.windows_per_job} in one Spark job" if self.windows_per_job > 1 else ""
+            logging.getLogger(__name__).info("%d windows due together: evaluated as batch %s, %d at a time%s",
+                                             len(gathered), batch.id, min(self.places, len(gathered)), together)
+        for first in range(0, len(gathered), self.windows_per_job):
+            self.pool.submit(self._evaluate_together, gathered[first:first + self.windows_per_job], batch)
 
     def _evaluate_together(self, part: list, batch: EvaluationBatch) -> None:
         """In a thread of the pool: the windows of ``part`` evaluated together (``csparql.engine.together``),
@@ -154,12 +158,6 @@ class DueTogether:
             for answer in answers.values():
                 self.loop.call_soon_threadsafe(_answer, answer, None, error)
             raise
-
-
-WINDOWS_PER_JOB = 6
-"""At most how many windows of a batch run their Spark parts as one Spark job (``csparql.engine.together``):
-each part of the batch waits for the slowest window of its job, so small jobs answer the first windows
-sooner while still saving most of a job's fixed cost."""
 
 
 def _answer(answer: asyncio.Future, value, error: BaseException | None) -> None:
