@@ -107,20 +107,54 @@ def _export(window, piece, work: Path) -> dict[str, Path]:
     return paths
 
 
-_TERM = re.compile(r'\?(\w+)\s*:?=?\s*(<[^>]*>|"(?:[^"\\]|\\.)*"(?:\^\^<[^>]*>|@[\w-]+)?|_:\w+)')
+_STRING = r'"((?:[^"\\]|\\.)*)"'
+_BINDING = re.compile(
+    r'Variable \{ name: "(\w+)" \}: (?:'
+    rf'NamedNode\(NamedNode \{{ iri: {_STRING} \}}\)'
+    r'|(BlankNode)\('
+    rf'|Literal\(Literal\(String\({_STRING}\)\)\)'
+    rf'|Literal\(Literal\(LanguageTaggedString \{{ value: {_STRING}, language: {_STRING} \}}\)\)'
+    rf'|Literal\(Literal\(TypedLiteral \{{ value: {_STRING}, datatype: NamedNode \{{ iri: {_STRING} \}} \}}\)\))')
+"""One binding of Oxigraph's ``QuerySolution`` in Rust's debug form: an IRI, a blank node (whose label that
+form does not print), a simple, language-tagged or typed literal."""
+_ESCAPE = re.compile(r'\\(u\{[0-9a-fA-F]+\}|.)')
 
 
-def parse_bindings(bindings: list[str]) -> list[dict[str, str]]:
-    """rsp-rs's bindings (Rust's debug form of each Oxigraph solution) as variable → term in N-Triples."""
-    return [dict(_TERM.findall(binding.replace('\\"', '"'))) for binding in bindings]
+def _unescaped(text: str) -> str:
+    """A string as Rust's debug form printed it, unescaped."""
+    def one(match: re.Match) -> str:
+        escape = match.group(1)
+        if escape.startswith("u{"):
+            return chr(int(escape[2:-1], 16))
+        return {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(escape, escape)
+
+    return _ESCAPE.sub(one, text)
+
+
+def parse_bindings(bindings: list[str]) -> list[dict]:
+    """rsp-rs's bindings (Rust's debug form of each Oxigraph solution) as variable → rdflib term."""
+    from rdflib import BNode, Literal, URIRef
+
+    rows = []
+    for binding in bindings:
+        row = {}
+        for name, iri, blank, simple, tagged, language, typed, datatype in _BINDING.findall(binding):
+            if iri:
+                row[name] = URIRef(_unescaped(iri))
+            elif blank:
+                row[name] = BNode()
+            elif language:
+                row[name] = Literal(_unescaped(tagged), lang=language)
+            elif datatype:
+                row[name] = Literal(_unescaped(typed), datatype=URIRef(_unescaped(datatype)))
+            else:
+                row[name] = Literal(_unescaped(simple))
+        rows.append(row)
+    return rows
 
 
 def answer_of_bindings(bindings: list[str], variables: tuple[str, ...]):
-    """rsp-rs's bindings as a ``benchmarks.workloads.Answer`` (rows of ``variables``' terms, as rdflib reads
-    them)."""
-    from rdflib.util import from_n3
-
+    """rsp-rs's bindings as a ``benchmarks.workloads.Answer`` (rows of ``variables``' terms)."""
     from benchmarks.workloads import answer_of_rows
 
-    return answer_of_rows([tuple(from_n3(row[name]) if name in row else None for name in variables)
-                           for row in parse_bindings(bindings)])
+    return answer_of_rows([tuple(row.get(name) for name in variables) for row in parse_bindings(bindings)])

@@ -266,6 +266,6 @@ def table(result: dict) -> str:
             f"{oxigraph:.0f}", f"{point['total_ms'] / oxigraph:.1f}×", "yes" if point["same_answer"] else "**no**"]
         peer = point.get("rsp_rs_ms")
         cells += [f"not run: {point.get('rsp_rs_reason', '')}", "—", "—"] if peer is None else [
-            f"{peer:.1f}", f"{point['total_ms'] / peer:.0f}×", "yes" if point["rsp_rs_same_answer"] else "**no**"]
+            f"{peer:.1f}", f"{point['total_ms'] / peer:.1f}×", "yes" if point["rsp_rs_same_answer"] else "**no**"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -425,3 +425,39 @@ def test_the_due_together_measurement_refuses_counts_that_are_not_whole_numbers(
     assert "--set queries=many: give a whole number, at least 1" in capsys.readouterr().out
     assert main(["--together", "--set", "trials=0"]) == 2
     assert "--set trials=0: give a whole number, at least 1" in capsys.readouterr().out
+
+
+# What the rsp-rs harness (benchmarks/rsp_rs) printed for a window holding a typed count, a language-tagged
+# literal with quotes, a simple literal with a non-ASCII letter and a blank node.
+RSP_RS_PRINTED = [
+    '{Variable { name: "district" }: NamedNode(NamedNode { iri: "http://e/d1" }), Variable { name: "passages" }: '
+    'Literal(Literal(TypedLiteral { value: "2", datatype: NamedNode { iri: '
+    '"http://www.w3.org/2001/XMLSchema#integer" } }))}',
+    '{Variable { name: "g" }: NamedNode(NamedNode { iri: "http://e/g2" }), Variable { name: "car" }: Literal(Literal(LanguageTaggedString { value: "car \\"3\\"", language: "en" }))}',
+    '{Variable { name: "g" }: NamedNode(NamedNode { iri: "http://e/g1" }), Variable { name: "car" }: Literal(Literal(String("plain é")))}',
+    '{Variable { name: "g" }: BlankNode(BlankNode(Anonymous { id: [177, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], str: IdStr([98, 49, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]) })), Variable { name: "car" }: NamedNode(NamedNode { iri: "http://e/c" })}',
+]
+
+
+def test_rsp_rs_bindings_are_read_as_the_terms_they_print():
+    from rdflib import BNode, Literal, URIRef
+    from rdflib.namespace import XSD
+
+    from benchmarks.rsp_rs_peer import answer_of_bindings, parse_bindings
+
+    rows = parse_bindings(RSP_RS_PRINTED)
+    assert rows[0] == {"district": URIRef("http://e/d1"), "passages": Literal("2", datatype=XSD.integer)}
+    assert rows[1] == {"g": URIRef("http://e/g2"), "car": Literal('car "3"', lang="en")}
+    assert rows[2] == {"g": URIRef("http://e/g1"), "car": Literal("plain \u00e9")}
+    assert isinstance(rows[3]["g"], BNode) and rows[3]["car"] == URIRef("http://e/c")
+    assert sum(answer_of_bindings(RSP_RS_PRINTED[:1], ("district", "passages")).values()) == 1
+
+
+def test_rsp_rs_is_reported_as_not_run_with_the_reason_without_cargo(monkeypatch, tmp_path):
+    from benchmarks import rsp_rs_peer, workloads
+
+    monkeypatch.setattr(rsp_rs_peer.shutil, "which", lambda name: None)
+    assert rsp_rs_peer.measure(workloads.district_count(), None, tmp_path, 1) == {
+        "rsp_rs_reason": "cargo is not on the PATH"}
+    assert rsp_rs_peer.measure(workloads.topic_count(), None, tmp_path, 1) == {
+        "rsp_rs_reason": "no RSP-QL form of this workload"}
