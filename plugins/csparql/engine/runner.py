@@ -36,7 +36,7 @@ from csparql.engine.panes import pane_min_triples as pane_min_triples_setting
 from csparql.core.frontend import compile_query
 from csparql.core.optimizer import optimize
 from csparql.core.panes import AUTO, OFF, PaneDecision, PanePlan, automatic_refusal, pane_mode, pane_plan
-from csparql.runtime.session import retry_on_lost_session
+from csparql.runtime.session import retry_on_lost_session, session_lost
 from csparql.spark.compiler import COMPACT_TRIPLES
 from csparql.core.windows import parse_evaluation_instant
 from csparql.core.schedule import EvaluationWindow, evaluation_at, previous_evaluation, scheduled_evaluations
@@ -442,8 +442,11 @@ class Engine:
         try:  # what the first attempt takes; when it cannot be had here, the attempts make it
             computer = self.pane_computer(plan, name, phases, window, panes, prepared)
             first.append((computer, None if computer is not None else self.compile(plan, window, phases, prepared)))
-        except Exception as error:  # noqa: BLE001 - raised again, with the retries, by alone()
-            log.debug("%s: the window ending %s is prepared again when it runs: %s", name, _iso(window.end), error)
+        except Exception as error:
+            if not session_lost(error):  # the evaluation's failure, as it would be in its attempts
+                raise
+            log.debug("%s: the window ending %s is prepared again on a new session: %s", name, _iso(window.end),
+                      error)
 
         def attempt():
             return compute(*first.pop()) if first else compute(self.pane_computer(plan, name, phases, window,
