@@ -149,24 +149,21 @@ class OptimizedPlans:
         """``optimize(plan, statistics)``, or the plan optimized last time for this plan object when it was
         optimized with equal statistics."""
         with self._lock:
-            return self._optimized(plan, statistics)
-
-    def _optimized(self, plan: alg.QueryPlan, statistics) -> alg.QueryPlan:
-        kept = self._latest.get(id(plan))
-        if kept is not None and kept.plan is plan and kept.statistics == statistics:
+            kept = self._latest.get(id(plan))
+            if kept is not None and kept.plan is plan and kept.statistics == statistics:
+                self._latest.move_to_end(id(plan))
+                return kept.optimized
+            optimized = optimize(plan, statistics)
+            if kept is not None and kept.plan is plan and kept.optimized == optimized:
+                # other statistics, the same optimized plan: it keeps its pane decision
+                self._latest[id(plan)] = _Optimized(plan, statistics, kept.optimized, kept.decision)
+                optimized = kept.optimized
+            else:
+                self._latest[id(plan)] = _Optimized(plan, statistics, optimized)
             self._latest.move_to_end(id(plan))
-            return kept.optimized
-        optimized = optimize(plan, statistics)
-        if kept is not None and kept.plan is plan and kept.optimized == optimized:
-            # other statistics, the same optimized plan: it keeps its pane decision
-            self._latest[id(plan)] = _Optimized(plan, statistics, kept.optimized, kept.decision)
-            optimized = kept.optimized
-        else:
-            self._latest[id(plan)] = _Optimized(plan, statistics, optimized)
-        self._latest.move_to_end(id(plan))
-        while len(self._latest) > self.capacity:
-            self._latest.popitem(last=False)
-        return optimized
+            while len(self._latest) > self.capacity:
+                self._latest.popitem(last=False)
+            return optimized
 
     def pane_decision(self, plan: alg.QueryPlan, optimized: alg.QueryPlan) -> PaneDecision:
         """``pane_plan(optimized)``, decided once per optimized plan kept for ``plan``."""
@@ -378,45 +375,42 @@ class Engine:
         returns the ``Evaluation``."""
         check_query_name(name)
         with running(self.warehouse, uuid.uuid4().hex, name, at):
-            return (yield from self._evaluation_steps(plan, at, name, write, complete, version, panes, owner,
-                                                      inputs_complete_at))
-
-    def _evaluation_steps(self, plan, at, name, write, complete, version, panes, owner, inputs_complete_at):
-        window = evaluation_at(plan, at)
-        clock = time.perf_counter()
-        phases = Phases()
-        run = RunRecord(uuid.uuid4().hex, name, window.start, window.end, time.time_ns() // 1000, complete, version,
-                        inputs_complete_at=inputs_complete_at)
-        scans: dict[URIRef, Scan] = {}
-        use = None
-        try:
-            self.catalog.check_tables(plan)  # a table csparql cannot read: refused before Spark starts
-            if write:
-                with phases("lost runs"):
-                    self.record_lost_runs(plan, name)
-                    # a failed run's; the run that commits results takes its number on the commit's version
-                    run.revision = rv.next_revision(self.warehouse, name, window.end)
-            prepared = PreparedPlan(self.catalog, self.plans, plan, phases)
-            result, use, scans = yield self._spark_step(plan, name, window, phases, panes, prepared, run)
-            run.read(scans)
-            if write:
-                with phases("write"):
-                    rows = self._write(plan, name, window, result, version, run, clock, owner)
-            else:
-                rows = 0
-        except Exception as error:
-            run.status, run.error = "failed", _describe(error)
+            window = evaluation_at(plan, at)
+            clock = time.perf_counter()
+            phases = Phases()
+            run = RunRecord(uuid.uuid4().hex, name, window.start, window.end, time.time_ns() // 1000, complete,
+                            version, inputs_complete_at=inputs_complete_at)
+            scans: dict[URIRef, Scan] = {}
+            use = None
+            try:
+                self.catalog.check_tables(plan)  # a table csparql cannot read: refused before Spark starts
+                if write:
+                    with phases("lost runs"):
+                        self.record_lost_runs(plan, name)
+                        # a failed run's; the run that commits results takes its number on the commit's version
+                        run.revision = rv.next_revision(self.warehouse, name, window.end)
+                prepared = PreparedPlan(self.catalog, self.plans, plan, phases)
+                result, use, scans = yield self._spark_step(plan, name, window, phases, panes, prepared, run)
+                run.read(scans)
+                if write:
+                    with phases("write"):
+                        rows = self._write(plan, name, window, result, version, run, clock, owner)
+                else:
+                    rows = 0
+            except Exception as error:
+                run.status, run.error = "failed", _describe(error)
+                run.duration_ms = _elapsed_ms(clock)
+                if write:
+                    self._append_runs([run])
+                raise EvaluationFailed(
+                    f"{name}: the evaluation of the window ending {_iso(window.end)} failed: {run.error}") from error
             run.duration_ms = _elapsed_ms(clock)
             if write:
-                self._append_runs([run])
-            raise EvaluationFailed(f"{name}: the evaluation of the window ending {_iso(window.end)} failed: {run.error}") from error
-        run.duration_ms = _elapsed_ms(clock)
-        if write:
-            with phases("record"):
-                self._append_runs([run])
-        output = self._result_table(plan, name) if write else None
-        return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use,
-                          output, run.result_version, run.revision if write else None)
+                with phases("record"):
+                    self._append_runs([run])
+            output = self._result_table(plan, name) if write else None
+            return Evaluation(name, window, result, rows, run.duration_ms, run.run_id, dict(scans), phases.ms, use,
+                              output, run.result_version, run.revision if write else None)
 
     def _spark_step(self, plan: alg.QueryPlan, name: str, window: EvaluationWindow, phases: Phases, panes: str,
                     prepared: PreparedPlan, run: RunRecord) -> SparkStep:
@@ -452,9 +446,8 @@ class Engine:
             return compute(*first.pop()) if first else compute(self.pane_computer(plan, name, phases, window,
                                                                                   panes, prepared))
 
-        def alone():
-            return retry_on_lost_session(attempt, lambda: self._spark, what=f"{name}'s window ending {_iso(window.end)}")
-
+        alone = functools.partial(retry_on_lost_session, attempt, lambda: self._spark,
+                                  what=f"{name}'s window ending {_iso(window.end)}")
         compiled = first[0][1] if first and first[0][1] is not None else None
         return SparkStep(compiled[0] if compiled else None, compiled[1].scans if compiled else {}, phases, alone)
 
