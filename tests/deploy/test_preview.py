@@ -126,3 +126,23 @@ def test_a_register_request_compiles_its_text_once_for_the_preview_the_checks_an
     with pytest.raises(Exception, match="broken.rq"):
         register_text(text.replace("SELECT", "SELEKT"), settings, name="Broken", source_name="broken.rq")
     assert len(compiled) == 2
+
+
+def test_a_register_request_checks_the_text_without_optimizing_or_printing_plans_it_does_not_show(
+        settings, monkeypatch):
+    """The check a register or save request runs (``plans=False``) finds what the full preview finds — the
+    name, the schedule, every problem — and neither optimizes the plan nor prints it."""
+    import csparql.deploy.preview as preview_module
+
+    optimized = []
+    optimize = preview_module.optimize
+    monkeypatch.setattr(preview_module, "optimize", lambda *args: optimized.append(args) or optimize(*args))
+    checked = preview(QUERY, settings, plans=False)
+    assert checked.ok and (checked.name, checked.form, checked.schedule) == ("Tollgates", "select", "every 5m")
+    assert (checked.algebra, checked.optimized, checked.next_runs) == (None, None, ()) and not optimized
+    full = preview(QUERY, settings, now=T0, count=2)
+    assert full.optimized and len(full.next_runs) == 2 and len(optimized) == 1
+    for text in (QUERY.replace("?gate t:registers ?car .", "?gate t:registers ."), PRODUCER.replace(
+            "<http://example.org/in>", "<urn:csparql:stream:Busy>")):
+        assert preview(text, settings, plans=False).problems == preview(text, settings).problems != ()
+    assert len(optimized) == 1  # a text with problems is never optimized

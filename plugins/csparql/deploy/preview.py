@@ -9,6 +9,7 @@ Nothing is written. Needs neither Airflow nor Spark.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from csparql.core.algebra.sexpr import format_plan
@@ -93,10 +94,12 @@ def _problems(error: QueryError, text: str) -> tuple[Problem, ...]:
 
 
 def preview(text: str, settings: Settings, name: str | None = None, now: int | None = None,
-            statistics: SourceStatistics | None = None, count: int = 5) -> Preview:
+            statistics: SourceStatistics | None = None, count: int = 5, plans: bool = True) -> Preview:
     """Check ``text`` as the registry would under ``name`` (default: its REGISTER name) and, when it can be
     registered, its optimized plan and its next ``count`` evaluations after ``now`` (µs; default: the
-    current time). Never raises for a bad text or name: every problem is in ``problems``."""
+    current time). Never raises for a bad text or name: every problem is in ``problems``. ``plans=False``:
+    the check alone, without the plans and the next evaluations (a request that registers the text shows
+    neither)."""
     import time
 
     if len(text) > MAX_TEXT:
@@ -119,9 +122,7 @@ def preview(text: str, settings: Settings, name: str | None = None, now: int | N
         deployment = deployment_of_text(compiled, name, settings)
     except RegistrationError as error:
         return Preview((Problem(error.message.strip()),), name=name)
-    optimized = optimize(plan, statistics or SourceStatistics({}))
-    moment = time.time_ns() // 1000 if now is None else now
-    return Preview(
+    checked = Preview(
         problems=(),
         name=name,
         form=result_form(plan),
@@ -129,10 +130,13 @@ def preview(text: str, settings: Settings, name: str | None = None, now: int | N
         period=deployment.schedule.period if deployment.schedule else None,
         streams=tuple((iri, str(window)) for iri, window in deployment.schedule.windows) if deployment.schedule else (),
         output_stream=deployment.output_stream,
-        algebra=format_plan(plan),
-        optimized=format_plan(optimized),
-        next_runs=next_runs(deployment, moment, count),
     )
+    if not plans:
+        return checked
+    moment = time.time_ns() // 1000 if now is None else now
+    return dataclasses.replace(checked, algebra=format_plan(plan),
+                               optimized=format_plan(optimize(plan, statistics or SourceStatistics({}))),
+                               next_runs=next_runs(deployment, moment, count))
 
 
 def result_form(plan) -> str:

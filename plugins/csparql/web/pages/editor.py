@@ -61,7 +61,7 @@ def register_query(request: Request, text: str = Form(""), name: str = Form(""),
     try:
         if name:
             check_registry_name(name, settings)
-        outcome = preview(text, settings, name or None)
+        outcome = preview(text, settings, name or None, plans=False)
         if not outcome.ok:
             raise Refused(400, "the query was not registered: " + "; ".join(
                 problem_text(p) for p in outcome.problems), "editor.html", editor)
@@ -91,7 +91,7 @@ def save_query(request: Request, name: str, text: str = Form(""), upload: Upload
     require(request, "PUT", name, f"edit {name}")
     text = uploaded_text(upload) if upload is not None and upload.filename else text
     editor = {"mode": "edit", "name": name, "text": text, "can_save": True}
-    outcome = preview(text, settings, name)
+    outcome = preview(text, settings, name, plans=False)
     if not outcome.ok:
         raise Refused(400, "the change was not saved: " + "; ".join(problem_text(p) for p in outcome.problems),
                       "editor.html", editor)
