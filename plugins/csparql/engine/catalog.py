@@ -17,6 +17,8 @@ twice, as one the previous evaluation of an ISTREAM query also read does).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -134,7 +136,11 @@ class DeltaSourceReader:
         self._static_tables: dict = {}
         self._chosen: dict[StreamWindowKey, list[FileInfo]] = {}
         self._versions: dict[URIRef, int] = {}  # each stream table's version its files were chosen from
-        self.closures = DeltaClosureStore(spark, catalog.warehouse)
+
+    @functools.cached_property
+    def closures(self) -> DeltaClosureStore:
+        """The warehouse's closure store, made when an evaluation's entailment or paths first ask for it."""
+        return DeltaClosureStore(self.spark, self.catalog.warehouse)
 
     def static_version(self, source: alg.StaticGraph) -> str:
         """The Delta version of a static graph's table as this evaluation reads it ("absent" when there is none):
