@@ -18,7 +18,6 @@ twice, as one the previous evaluation of an ISTREAM query also read does).
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
