@@ -15,6 +15,11 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +35,61 @@ sessions of Airflow tasks): the quick compiler only and a single-threaded collec
 queries in short-lived JVMs on two cores, where the optimising compiler's and the parallel collector's threads
 cost more than they win (the W3C file: 134 s → 123 s in one process). They change no answer."""
 os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
+
+CLASS_ARCHIVE_WORKLOAD = """
+import tempfile
+from pyspark.sql import SparkSession, functions as F
+session = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+left = session.createDataFrame([(i % 7, f"s{i}", i * 1.5) for i in range(200)], "k int, s string, v double")
+right = session.createDataFrame([(i, f"z{i}") for i in range(7)], "k int, z string")
+joined = left.join(right, "k").groupBy("z").agg(F.count("*").alias("n"), F.sum("v"), F.collect_set("s"))
+with tempfile.TemporaryDirectory() as folder:
+    joined.write.partitionBy("z").parquet(folder + "/t")
+    session.read.parquet(folder + "/t").where("n > 1").orderBy("z").toArrow()
+session.sql("SELECT explode(sequence(1, 5)) AS x").distinct().collect()
+session.stop()
+"""
+"""What the JVM that writes the class archive runs: a session with a join, an aggregate, Parquet written and
+read back, results collected through Arrow — the classes every Spark driver of the tests loads."""
+
+
+def write_class_archive(folder: Path) -> Path | None:
+    """A class-data archive (the JVM's CDS) of a Spark driver's classes, written by one short ``spark-submit``
+    into ``folder``; None if it could not be written. Every Spark driver the tests start maps it
+    (``-XX:SharedArchiveFile`` in ``SPARK_SUBMIT_OPTS``) instead of loading and verifying its ~10,000 classes
+    from the jars again: 2–3 s less CPU for each of the suite's hundreds of JVM starts. A JVM whose class path
+    differs (another Spark, another ``SPARK_CONF_DIR``) silently loads its classes as before; no answer
+    changes."""
+    import pyspark
+
+    archive, workload = folder / "spark-driver.jsa", folder / "workload.py"
+    workload.write_text(CLASS_ARCHIVE_WORKLOAD, encoding="utf-8")
+    spark_home = Path(pyspark.__file__).resolve().parent
+    environment = {**os.environ, "SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": sys.executable,
+                   "SPARK_SUBMIT_OPTS": f"{os.environ['SPARK_SUBMIT_OPTS']} -XX:ArchiveClassesAtExit={archive}"}
+    for name in ("SPARK_CONF_DIR", "SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS"):
+        environment.pop(name, None)
+    try:
+        subprocess.run([str(Path(sys.executable).parent / "spark-submit"), str(workload)], env=environment,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=300, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return archive if archive.exists() else None
+
+
+def pytest_configure(config):
+    """In the process that starts the workers (or runs the tests), before any JVM: the class archive of
+    ``write_class_archive`` for every Spark driver of the run, the workers included (they inherit it)."""
+    if hasattr(config, "workerinput") or "-XX:SharedArchiveFile" in os.environ["SPARK_SUBMIT_OPTS"]:
+        return
+    if config.option.collectonly or "not spark" in (config.option.markexpr or ""):
+        return  # no Spark driver will start
+    folder = Path(tempfile.mkdtemp(prefix="csparql-test-jvm-"))
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    archive = write_class_archive(folder)
+    if archive is not None:
+        os.environ["SPARK_SUBMIT_OPTS"] += f" -XX:SharedArchiveFile={archive}"
 
 SPARK_FIXTURES = {"spark", "conformance_spark"}
 AIRFLOW_FIXTURES = {"ui"}

@@ -20,7 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,15 +49,14 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def spark_environment(work: Path) -> dict[str, str]:
-    """The environment of every Spark process started here: the wheel as SPARK_HOME, everything on
-    127.0.0.1, this interpreter for Python workers, UTC, and the work and log folders under ``work``."""
-    conf = work / "conf"  # empty: no spark-defaults.conf or spark-env.sh from elsewhere
-    conf.mkdir(parents=True, exist_ok=True)
+def spark_environment(work: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of every Spark process started here: ``base`` (this process's environment unless
+    given) with the wheel as SPARK_HOME, everything on 127.0.0.1, this interpreter for Python workers, UTC, and
+    the work and log folders under ``work``; with the wheel's own configuration folder (it ships none: no
+    spark-defaults.conf or spark-env.sh from elsewhere), as the project's sessions and Connect servers have."""
     env = {
-        **os.environ,
+        **(os.environ if base is None else base),
         "SPARK_HOME": str(SPARK_HOME),
-        "SPARK_CONF_DIR": str(conf),
         "SPARK_LOCAL_IP": HOST,
         "SPARK_LOCAL_HOSTNAME": "localhost",
         "SPARK_WORKER_DIR": str(work / "worker"),
@@ -68,8 +67,8 @@ def spark_environment(work: Path) -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "TZ": "UTC",
     }
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
-    env.pop("CSPARQL_SPARK_MASTER", None)
+    for name in ("SPARK_CONF_DIR", "PYSPARK_SUBMIT_ARGS", "CSPARQL_SPARK_MASTER"):
+        env.pop(name, None)
     return env
 
 
@@ -151,14 +150,14 @@ def _master_state(ui_port: int) -> dict | None:
 
 @contextmanager
 def standalone_cluster(work: Path, timeout: float = 90.0, worker_memory: str = "1g", workers: int = 1,
-                       hidden: Sequence[Path] = ()) -> Iterator[str]:
+                       hidden: Sequence[Path] = (), environment: Mapping[str, str] | None = None) -> Iterator[str]:
     """A master and ``workers`` workers (1 core each) on 127.0.0.1, each worker with a working folder of its
     own (``work/worker-N`` from the second on); yields the master URL ``spark://127.0.0.1:PORT``. The workers,
     and so their executors, run where the ``hidden`` folders are empty (an empty file system mounted over
     each, in a mount namespace of their own: ``hides_folders``), as on machines that share no disk with
-    the driver."""
+    the driver. The daemons' environment is built on ``environment`` (this process's unless given)."""
     work = Path(work)
-    env = spark_environment(work)
+    env = spark_environment(work, environment)
     logs = Path(env["SPARK_LOG_DIR"])
     port, ui_port = free_port(), free_port()
     url = f"spark://{HOST}:{port}"

@@ -109,12 +109,11 @@ def server_command(port: int, master: str = DEFAULT_MASTER, memory: str | None =
     return command
 
 
-def server_environment(work: Path, token: str | None) -> dict[str, str]:
-    """The server's environment: the wheel as SPARK_HOME with an empty configuration folder (no
-    spark-defaults.conf from elsewhere), everything on 127.0.0.1, UTC, this interpreter for Python workers with
-    the folder of this csparql package first on their path, and the token."""
-    conf = work / "conf"
-    conf.mkdir(parents=True, exist_ok=True)
+def server_environment(token: str | None) -> dict[str, str]:
+    """The server's environment: the wheel as SPARK_HOME with its own configuration folder, as the local
+    sessions have (the wheel ships none, so no spark-defaults.conf or spark-env.sh from elsewhere: a caller's
+    SPARK_CONF_DIR is dropped), everything on 127.0.0.1, UTC, this interpreter for Python workers with the
+    folder of this csparql package first on their path, and the token."""
     env = dict(os.environ)
     for key in (*CLIENT_MODE_VARIABLES, "PYSPARK_SUBMIT_ARGS", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET",
                 "SPARK_CONF_DIR", TOKEN_VARIABLE):
@@ -125,7 +124,6 @@ def server_environment(work: Path, token: str | None) -> dict[str, str]:
     path = [str(package_folder()), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env.update({
         "SPARK_HOME": str(SPARK_HOME),
-        "SPARK_CONF_DIR": str(conf),
         "SPARK_LOCAL_IP": HOST,
         "SPARK_LOCAL_HOSTNAME": "localhost",
         "PYSPARK_PYTHON": sys.executable,
@@ -177,7 +175,7 @@ class ConnectServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
-                self.command(), env=server_environment(self.work, self.token), cwd=self.work, stdout=out,
+                self.command(), env=server_environment(self.token), cwd=self.work, stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def exit_code(self) -> int | None:
