@@ -38,24 +38,33 @@ os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
 
 CLASS_ARCHIVE_WORKLOAD = """
 import tempfile
-from pyspark.sql import SparkSession, functions as F
+import pyarrow as pa
+from pyspark.sql import SparkSession, Window, functions as F
 session = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-left = session.createDataFrame([(i % 7, f"s{i}", i * 1.5) for i in range(200)], "k int, s string, v double")
-right = session.createDataFrame([(i, f"z{i}") for i in range(7)], "k int, z string")
-joined = left.join(right, "k").groupBy("z").agg(F.count("*").alias("n"), F.sum("v"), F.collect_set("s"))
+left = session.createDataFrame(pa.table({"k": [i % 7 for i in range(200)], "s": [f"s{i}" for i in range(200)],
+                                         "v": [i * 1.5 for i in range(200)]}).to_pandas())
+right = session.createDataFrame([(i, f"z{i}") for i in range(7)], "k int, z string").cache()
+joined = left.join(right.hint("broadcast"), "k").groupBy("z").agg(F.count("*").alias("n"), F.sum("v"),
+                                                                   F.collect_set("s"), F.countDistinct("s"))
+ranked = left.withColumn("r", F.row_number().over(Window.partitionBy("k").orderBy("v"))).unionByName(
+    left.crossJoin(right.select("z")).select("k", "s", "v", F.lit(0).alias("r")).limit(5))
+mapped = left.mapInArrow(lambda batches: (b for b in batches), left.schema).localCheckpoint()
 with tempfile.TemporaryDirectory() as folder:
     joined.write.partitionBy("z").parquet(folder + "/t")
     session.read.parquet(folder + "/t").where("n > 1").orderBy("z").toArrow()
+    ranked.persist().write.mode("append").parquet(folder + "/r")
+    session.read.parquet(folder + "/r").join(mapped, ["k", "s"], "left_anti").toArrow()
 session.sql("SELECT explode(sequence(1, 5)) AS x").distinct().collect()
 session.stop()
 """
-"""What the JVM that writes the class archive runs: a session with a join, an aggregate, Parquet written and
-read back, results collected through Arrow — the classes every Spark driver of the tests loads."""
+"""What the JVM that writes the class archive runs: a session doing what the engine's do (Arrow and pandas
+in, broadcast and cross joins, aggregates, window functions, unions, ``mapInArrow``, caches and checkpoints,
+Parquet written and read back, results collected through Arrow), so that it loads the classes they load."""
 
 
 def write_class_archive(folder: Path) -> Path | None:
     """A class-data archive (the JVM's CDS) of a Spark driver's classes, written by one short ``spark-submit``
-    into ``folder``; None if it could not be written. Every Spark driver the tests start maps it
+    into ``folder`` (about 35 s); None if it could not be written. Every Spark driver the tests start maps it
     (``-XX:SharedArchiveFile`` in ``SPARK_SUBMIT_OPTS``) instead of loading and verifying its ~10,000 classes
     from the jars again: 2–3 s less CPU for each of the suite's hundreds of JVM starts. A JVM whose class path
     differs (another Spark, another ``SPARK_CONF_DIR``) silently loads its classes as before; no answer
