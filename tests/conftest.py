@@ -9,10 +9,14 @@ minutes start first (``LONG_FILES``) so that the two workers end together.
 Markers (registered in pyproject.toml): a test that uses a Spark fixture is marked ``spark`` here, one that
 uses the ``ui`` stack ``airflow``; modules that start Spark, import or run Airflow, or drive a browser
 otherwise say so with ``pytestmark``. ``pytest -m "not spark and not airflow and not browser"`` runs the rest,
-the pure tests, in seconds."""
+the pure tests, in seconds.
+
+The Spark drivers of a run map one class-data archive of a driver's classes (``class_archive``), written before
+the workers start and kept for later runs."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -62,43 +66,59 @@ in, broadcast and cross joins, aggregates, window functions, unions, ``mapInArro
 Parquet written and read back, results collected through Arrow), so that it loads the classes they load."""
 
 
-def write_class_archive(folder: Path) -> Path | None:
-    """A class-data archive (the JVM's CDS) of a Spark driver's classes, written by one short ``spark-submit``
-    into ``folder`` (about 35 s); None if it could not be written. Every Spark driver the tests start maps it
-    (``-XX:SharedArchiveFile`` in ``SPARK_SUBMIT_OPTS``) instead of loading and verifying its ~10,000 classes
-    from the jars again: 2–3 s less CPU for each of the suite's hundreds of JVM starts. A JVM whose class path
-    differs (another Spark, another ``SPARK_CONF_DIR``) silently loads its classes as before; no answer
-    changes."""
+def class_archive() -> Path | None:
+    """A class-data archive (the JVM's CDS) of the classes a Spark driver of the tests loads, written by one
+    short ``spark-submit`` of ``CLASS_ARCHIVE_WORKLOAD`` (about 35 s) and kept in the temporary folder for the
+    next runs with the same Java, Spark, JVM options and workload; None if it could not be written. Every Spark
+    driver the tests start maps it (``-XX:SharedArchiveFile`` in ``SPARK_SUBMIT_OPTS``) instead of loading and
+    verifying its ~10,000 classes from the jars again: 2–4 s less CPU for each of the suite's hundreds of JVM
+    starts. A JVM whose class path differs (another Spark, another ``SPARK_CONF_DIR``) or that another Java
+    runs silently loads its classes as before; no answer changes."""
     import pyspark
 
-    archive, workload = folder / "spark-driver.jsa", folder / "workload.py"
-    workload.write_text(CLASS_ARCHIVE_WORKLOAD, encoding="utf-8")
     spark_home = Path(pyspark.__file__).resolve().parent
-    environment = {**os.environ, "SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": sys.executable,
-                   "SPARK_SUBMIT_OPTS": f"{os.environ['SPARK_SUBMIT_OPTS']} -XX:ArchiveClassesAtExit={archive}"}
-    for name in ("SPARK_CONF_DIR", "SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS"):
-        environment.pop(name, None)
-    try:
-        subprocess.run([str(Path(sys.executable).parent / "spark-submit"), str(workload)], env=environment,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=300, check=True)
-    except (OSError, subprocess.SubprocessError):
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else shutil.which("java")
+    if java is None:
         return None
-    return archive if archive.exists() else None
+    java = Path(java).resolve()
+    options = os.environ["SPARK_SUBMIT_OPTS"]
+    key = hashlib.sha256("\0".join([str(java), str(java.stat().st_mtime_ns), str(spark_home), pyspark.__version__,
+                                     options, CLASS_ARCHIVE_WORKLOAD]).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / "csparql-test-jvm"
+    archive = folder / f"spark-driver-{key}.jsa"
+    if archive.exists():
+        return archive
+    folder.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as work:
+        written, workload = Path(work) / "archive.jsa", Path(work) / "workload.py"
+        workload.write_text(CLASS_ARCHIVE_WORKLOAD, encoding="utf-8")
+        environment = {**os.environ, "SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": sys.executable,
+                       "SPARK_SUBMIT_OPTS": f"{options} -XX:ArchiveClassesAtExit={written}"}
+        for name in ("SPARK_CONF_DIR", "SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS"):
+            environment.pop(name, None)
+        try:
+            subprocess.run([str(Path(sys.executable).parent / "spark-submit"), str(workload)], env=environment,
+                           cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=300, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if not written.exists():
+            return None
+        os.replace(written, archive)  # whole or not at all, for a run starting beside this one
+    return archive
 
 
 def pytest_configure(config):
-    """In the process that starts the workers (or runs the tests), before any JVM: the class archive of
-    ``write_class_archive`` for every Spark driver of the run, the workers included (they inherit it)."""
+    """In the process that starts the workers (or runs the tests), before any JVM: ``class_archive`` for every
+    Spark driver of the run, the workers included (they inherit the setting)."""
     if hasattr(config, "workerinput") or "-XX:SharedArchiveFile" in os.environ["SPARK_SUBMIT_OPTS"]:
         return
     if config.option.collectonly or "not spark" in (config.option.markexpr or ""):
         return  # no Spark driver will start
-    folder = Path(tempfile.mkdtemp(prefix="csparql-test-jvm-"))
-    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
-    archive = write_class_archive(folder)
+    archive = class_archive()
     if archive is not None:
         os.environ["SPARK_SUBMIT_OPTS"] += f" -XX:SharedArchiveFile={archive}"
+
 
 SPARK_FIXTURES = {"spark", "conformance_spark"}
 AIRFLOW_FIXTURES = {"ui"}

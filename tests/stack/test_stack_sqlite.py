@@ -94,3 +94,49 @@ def test_a_write_on_an_event_loop_is_refused_at_once_while_a_transaction_it_woul
         request.commit()
     asyncio.run(audit_log())  # nothing open any more: written
     assert run_ids(path) == ["manual__07:35", "audit"]
+
+
+def test_a_request_the_api_server_refused_with_its_database_error_is_sent_again_once_it_stored_nothing(tmp_path):
+    """``AirflowStack.api`` against a stand-in for the api-server on loopback (a real HTTP server answering
+    as Airflow's does when such a refusal rolls a request back: 500 with ``"reason": "Database error"``): a
+    POST, which is not sent twice on other server errors, is sent again after that answer and creates its run
+    once; another 500 is still an error at once."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from csparql.stack.airflow_stack import AirflowStack, ServerError
+
+    refusal = {"detail": {"reason": "Database error", "statement": "hidden", "orig_error": "hidden",
+                          "message": "Serious error when handling your request. Check logs for more details"}}
+    answers = {"dags/refused/dagRuns": [(500, refusal), (200, {"dag_run_id": "manual__1"})],
+               "dags/broken/dagRuns": [(500, {"detail": "Internal Server Error"}), (200, {"dag_run_id": "x"})]}
+    received = []
+
+    class StandIn(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the name http.server calls
+            path = self.path.removeprefix("/api/v2/")
+            self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(path)
+            status, body = answers[path].pop(0)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *arguments):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        stack = AirflowStack(home=tmp_path, dags=tmp_path, settings_environment={}, port=server.server_address[1])
+        stack._token = "token"  # no login endpoint in the stand-in
+        assert stack.api("POST", "dags/refused/dagRuns", {"logical_date": None}) == {"dag_run_id": "manual__1"}
+        with pytest.raises(ServerError, match="answered 500"):
+            stack.api("POST", "dags/broken/dagRuns", {"logical_date": None})
+    finally:
+        server.shutdown()
+    assert received == ["dags/refused/dagRuns", "dags/refused/dagRuns", "dags/broken/dagRuns"]

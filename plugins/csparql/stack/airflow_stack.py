@@ -72,6 +72,17 @@ API_CONNECTION_ID = "csparql_airflow_api"
 ``REGISTER STREAM`` run evaluated on the triggerer records its output stream's Asset event, with no worker."""
 
 
+def rolled_back(answer: str) -> bool:
+    """Whether an api-server's error answer is its "Database error": the request's database transaction failed
+    and was rolled back (SQLite busy under load, or refused at once by ``sqlite_settings``), so nothing of the
+    request was stored and sending it again cannot make a second copy."""
+    try:
+        detail = json.loads(answer).get("detail")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(detail, dict) and detail.get("reason") == "Database error"
+
+
 class StackError(RuntimeError):
     """The stack could not be set up or did not become healthy; the message says which component and why."""
 
@@ -393,7 +404,8 @@ class AirflowStack:
             attempts: int = 5, idempotent: bool | None = None) -> dict:
         """Call the REST API (``/api/v2/...``) as the admin; ``StackError`` on an unexpected status. Reads and
         idempotent writes (GET, PATCH, or a call said to be ``idempotent``) are tried again on a server error
-        (SQLite busy under load), and every call when the api-server does not answer in time."""
+        (SQLite busy under load); every call when the api-server refused it with its "Database error" (the
+        request's transaction was rolled back, so nothing of it was stored) or did not answer in time."""
         if idempotent is None:
             idempotent = method in ("GET", "PATCH")
         attempt = 0
@@ -412,7 +424,7 @@ class AirflowStack:
                 if error.code in allow:
                     return {"status": error.code}
                 detail = error.read().decode(errors="replace")[:2000]
-                if error.code >= 500 and idempotent and attempt < attempts:
+                if error.code >= 500 and (idempotent or rolled_back(detail)) and attempt < attempts:
                     time.sleep(2)
                     continue
                 kind = ServerError if error.code >= 500 else StackError
