@@ -22,7 +22,10 @@ not catch up: only the latest window is run on unpausing) and five more. For eac
 - **commit latency**: a window's end to its results committed (the run's end in the runs table), p50 and p95
   over every committed window of every query; and the same over the windows that closed after the queries
   were unpaused (the first window of each query closed before: its latency includes the time the query was
-  paused, and all N first windows are due at once);
+  paused, and all N first windows are due at once). Those windows' latency is also split where their last
+  input was committed (the runs table's ``inputs_complete_at``): the wait for the stream's data (window end →
+  inputs complete, p50), which the stream's landing cadence sets, and the rest (inputs complete → committed,
+  p50 and p95: the wake, the queue for an evaluation place and the evaluation), which is csparql's;
 - **CPU**: the machine's busy share of its cores over the observation (``psutil.cpu_times``), and the load.
 
 N is **kept up with** when no window is missed, no run failed and no query's lag grows (slope under
@@ -125,6 +128,8 @@ def summarize(count: int, trials: list[dict], cpu_busy: float | None, load: floa
     slopes = [t["lag_slope"] for t in trials if t["lag_slope"] is not None]
     latencies = [value for t in trials for value in t["commit_latency_seconds"]]
     latencies_unpaused = [value for t in trials for value in t.get("commit_latency_unpaused_seconds", ())]
+    waited = [value for t in trials for value in t.get("inputs_wait_seconds", ())]
+    after_inputs = [value for t in trials for value in t.get("after_inputs_seconds", ())]
     durations = [value for t in trials for value in t["evaluation_seconds"]]
     never_committed = [t["dag"] for t in trials if not t["lag_samples"]]
     worst_slope = max(slopes) if slopes else None
@@ -143,6 +148,9 @@ def summarize(count: int, trials: list[dict], cpu_busy: float | None, load: floa
         "commit_latency_p95_seconds": percentile(latencies, 0.95),
         "commit_latency_unpaused_p50_seconds": percentile(latencies_unpaused, 0.50),
         "commit_latency_unpaused_p95_seconds": percentile(latencies_unpaused, 0.95),
+        "inputs_wait_p50_seconds": percentile(waited, 0.50),
+        "after_inputs_p50_seconds": percentile(after_inputs, 0.50),
+        "after_inputs_p95_seconds": percentile(after_inputs, 0.95),
         "evaluation_median_seconds": statistics.median(durations) if durations else None,
         "cpu_busy_percent": cpu_busy,
         "load_average": load,

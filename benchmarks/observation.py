@@ -72,6 +72,7 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
                      for r in succeeded]
         latency = sorted(seconds for _, seconds in latencies)
         latency_while_on = sorted(seconds for end, seconds in latencies if end > started)
+        waited, after_data = _split_at_inputs(r for r in succeeded if micros_of(r["window_end"]) > started)
         lag = samples[name]
         slope = linear_slope(lag[len(lag) // 3:]) if len(lag) >= 6 else linear_slope(lag)
         # no lag sample at all means no window was committed while observed: it did not keep up
@@ -89,10 +90,29 @@ def observe(stack, warehouse, names: list[str], period: str, seconds: float, dra
             "lag_at_end_seconds": lag[-1][1] if lag else None,
             "commit_latency_seconds": latency,
             "commit_latency_unpaused_seconds": latency_while_on,
+            "inputs_wait_seconds": waited,
+            "after_inputs_seconds": after_data,
             "evaluation_seconds": sorted(r["duration_ms"] / 1000 for r in succeeded),
             "keeps_up": keeps_up,
         })
     return trials
+
+
+def _split_at_inputs(runs) -> tuple[list[float], list[float]]:
+    """Each run's window end → committed, split where its last input was committed (the runs table's
+    ``inputs_complete_at``): the time waiting for the stream's data (window end → inputs complete), then the
+    time after it (inputs complete → committed: the wake, the queue for an evaluation place, the evaluation).
+    Runs without ``inputs_complete_at`` (an incomplete window, a runs table older than the column) are left
+    out; both lists are sorted."""
+    waited, after = [], []
+    for run in runs:
+        complete = run.get("inputs_complete_at")
+        if complete is None:
+            continue
+        committed = micros_of(run["started_at"]) + run["duration_ms"] * 1000
+        waited.append((micros_of(complete) - micros_of(run["window_end"])) / 1e6)
+        after.append((committed - micros_of(complete)) / 1e6)
+    return sorted(waited), sorted(after)
 
 
 def _drain(stack, dag: str, ended: int, timeout: float = 300) -> None:

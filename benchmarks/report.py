@@ -620,8 +620,9 @@ def _capacity_lines(capacity: dict) -> list[str]:
     lines += [capacity.get("description", ""), "",
               "| queries | windows due | evaluated | missed | failed runs | lag growth (s per s, worst) | "
               "window end → committed p50 | p95 | the same, windows closed after the unpause: p50 | p95 | "
+              "of which waiting for the data: p50 | inputs complete → committed: p50 | p95 | "
               "evaluation (median) | CPU busy | load | kept up |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for point in capacity["points"]:
         cpu = point.get("cpu_busy_percent")
         load = point.get("load_average")
@@ -631,6 +632,8 @@ def _capacity_lines(capacity: dict) -> list[str]:
             f"{_fmt_s(point.get('commit_latency_p50_seconds'))} | {_fmt_s(point.get('commit_latency_p95_seconds'))} | "
             f"{_fmt_s(point.get('commit_latency_unpaused_p50_seconds'))} | "
             f"{_fmt_s(point.get('commit_latency_unpaused_p95_seconds'))} | "
+            f"{_fmt_s(point.get('inputs_wait_p50_seconds'))} | {_fmt_s(point.get('after_inputs_p50_seconds'))} | "
+            f"{_fmt_s(point.get('after_inputs_p95_seconds'))} | "
             f"{_fmt_s(point.get('evaluation_median_seconds'))} | {'–' if cpu is None else f'{cpu:.0f} %'} | "
             f"{'–' if load is None else f'{load:.1f}'} | {'yes' if point['kept_up'] else 'no'} |")
     lines += ["", f"- capacity at COMPUTED EVERY {capacity['period']}: "

@@ -337,6 +337,44 @@ def test_capacity_kept_up_needs_every_window_no_failure_and_a_flat_lag(trials, k
     assert point["commit_latency_unpaused_p50_seconds"] == 4.0 and point["commit_latency_unpaused_p95_seconds"] == 6.0
 
 
+def test_a_window_s_latency_is_split_where_its_last_input_was_committed_and_reported_per_count():
+    from datetime import datetime, timezone
+
+    from benchmarks.capacity import summarize
+    from benchmarks.observation import _split_at_inputs
+    from benchmarks.report import _capacity_lines
+
+    def at(seconds):
+        return datetime.fromtimestamp(1_800_000_000 + seconds, tz=timezone.utc)
+
+    runs = [  # window end 0 s: data complete at 3 s, started at 4 s, 1.5 s of evaluation
+        {"window_end": at(0), "inputs_complete_at": at(3), "started_at": at(4), "duration_ms": 1500},
+        {"window_end": at(60), "inputs_complete_at": at(61), "started_at": at(61.5), "duration_ms": 500},
+        {"window_end": at(120), "inputs_complete_at": None, "started_at": at(130), "duration_ms": 700},
+    ]
+    waited, after = _split_at_inputs(runs)
+    assert waited == [1.0, 3.0] and after == [1.0, 2.5]  # the incomplete window has no split
+
+    trials = [dict(_trial("a", 3, 3), inputs_wait_seconds=waited, after_inputs_seconds=after),
+              _trial("b", 3, 3)]  # a trial of a runs table without the column
+    point = summarize(2, trials, 50.0, 1.0)
+    assert point["inputs_wait_p50_seconds"] == 1.0
+    assert point["after_inputs_p50_seconds"] == 1.0 and point["after_inputs_p95_seconds"] == 2.5
+    header, rule, row = [line for line in _capacity_lines(
+        {"status": "ok", "period": "1m", "points": [point], "capacity": 2}) if line.startswith("|")]
+    assert header.count("|") == rule.count("|") == row.count("|")
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    names = [cell.strip() for cell in header.strip("|").split("|")]
+    assert cells[names.index("of which waiting for the data: p50")] == _fmt(1.0)
+    assert cells[names.index("inputs complete → committed: p50")] == _fmt(1.0)
+
+
+def _fmt(seconds):
+    from benchmarks.report import _fmt_s
+
+    return _fmt_s(seconds)
+
+
 @pytest.mark.parametrize("kind", ["urban", "topics", "two_streams"])
 def test_the_trig_of_a_data_set_lands_the_events_its_line_file_lands(tmp_path, kind):
     from csparql.storage import delta
