@@ -12,6 +12,7 @@ so each has its hand-written RSP-QL form; every other workload is reported as no
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -44,8 +45,10 @@ VARIABLES = {"district_count": ("district", "passages")}
 """Each measured workload's projected variables, in the order of its answer's rows."""
 
 
+@functools.cache
 def harness_binary() -> tuple[Path | None, str]:
-    """The built harness, or None and why it is not there (no cargo, or the build's last lines)."""
+    """The built harness, or None and why it is not there (no cargo, or why the build failed: one line). Built,
+    or found unbuildable, once per process: a failed build is not tried again for the next workload."""
     cargo = shutil.which("cargo")
     if cargo is None:
         return None, "cargo is not on the PATH"
@@ -53,8 +56,18 @@ def harness_binary() -> tuple[Path | None, str]:
                            capture_output=True, text=True, timeout=3600)
     binary = HARNESS / "target" / "release" / "csparql-rsp-rs-peer"
     if build.returncode != 0 or not binary.exists():
-        return None, "the rsp-rs harness did not build: " + " ".join(build.stderr.split()[-40:])
+        return None, "the rsp-rs harness did not build: " + build_failure(build.stderr)
     return binary, ""
+
+
+def build_failure(output: str) -> str:
+    """Why a cargo build failed, in one line: its first error line, and what to install when the reason is
+    the missing libclang that RocksDB's bindings (a dependency of rsp-rs's Oxigraph) are generated with."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    first = next((line for line in lines if line.startswith("error")), lines[-1] if lines else "no output")
+    if "libclang" in output:
+        return f"{first} (it needs libclang: on Debian, apt-get install libclang-dev)"
+    return first
 
 
 def measure(workload, window, work: Path, repetitions: int) -> dict:

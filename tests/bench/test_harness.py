@@ -494,8 +494,35 @@ def test_rsp_rs_bindings_are_read_as_the_terms_they_print():
 def test_rsp_rs_is_reported_as_not_run_with_the_reason_without_cargo(monkeypatch, tmp_path):
     from benchmarks import rsp_rs_peer, workloads
 
+    rsp_rs_peer.harness_binary.cache_clear()
     monkeypatch.setattr(rsp_rs_peer.shutil, "which", lambda name: None)
     assert rsp_rs_peer.measure(workloads.district_count(), None, tmp_path, 1) == {
         "rsp_rs_reason": "cargo is not on the PATH"}
     assert rsp_rs_peer.measure(workloads.topic_count(), None, tmp_path, 1) == {
         "rsp_rs_reason": "no RSP-QL form of this workload"}
+    rsp_rs_peer.harness_binary.cache_clear()
+
+
+# The end of what `cargo build` printed on a machine without libclang (shortened)
+CARGO_WITHOUT_LIBCLANG = """   Compiling librocksdb-sys v0.17.1+9.9.3
+error: failed to run custom build command for `librocksdb-sys v0.17.1+9.9.3`
+
+Caused by:
+  process didn't exit successfully: `/x/target/release/build/librocksdb-sys-1/build-script-build` (exit status: 101)
+  --- stderr
+  thread 'main' panicked at bindgen-0.72.0/lib.rs:616:27:
+  Unable to find libclang: "couldn't find any valid shared libraries matching: ['libclang.so']"
+  stack backtrace:
+     0: rust_begin_unwind
+     5: std::sync::once_lock::OnceLock<T>::get_or_init::{{closure}}
+"""
+
+
+def test_a_failed_rsp_rs_build_is_reported_in_one_line_with_what_to_install():
+    from benchmarks.rsp_rs_peer import build_failure
+
+    reason = build_failure(CARGO_WITHOUT_LIBCLANG)
+    assert "\n" not in reason and "backtrace" not in reason and "OnceLock" not in reason
+    assert reason.startswith("error: failed to run custom build command for `librocksdb-sys")
+    assert reason.endswith("(it needs libclang: on Debian, apt-get install libclang-dev)")
+    assert build_failure("error: could not compile `x`\nmore") == "error: could not compile `x`"
