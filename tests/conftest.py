@@ -117,7 +117,13 @@ def pytest_configure(config):
         return  # no Spark driver will start
     archive = class_archive()
     if archive is not None:
-        os.environ["SPARK_SUBMIT_OPTS"] += f" -XX:SharedArchiveFile={archive}"
+        os.environ["SPARK_SUBMIT_OPTS"] += f" -XX:SharedArchiveFile={archive} {ARCHIVE_WARNINGS_TO_STDERR}"
+
+
+ARCHIVE_WARNINGS_TO_STDERR = "-Xlog:cds*=warning:stderr -Xlog:cds*=off:stdout"
+"""A JVM that cannot map the class archive (now and then the address it needs is taken) loads its classes as
+before and says so, by default on its standard output, where a test reading a child's first line, or a job's
+result line, would read it instead: the archive's warnings go to standard error."""
 
 
 SPARK_FIXTURES = {"spark", "conformance_spark"}

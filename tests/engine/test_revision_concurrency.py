@@ -22,6 +22,7 @@ from csparql.engine.runner import Engine
 from csparql.storage import revisions as rv
 from csparql.storage.statistics import read_table
 from engine.test_revisions import EX, MINUTE, QUERY, STREAM, T0, cars, nquads, settings_for
+from storage.helpers import wait_until_ready
 
 WORKER = textwrap.dedent('''
     import sys, time
@@ -80,7 +81,7 @@ def test_late_triples_landing_while_their_window_is_evaluated_end_in_one_copy_of
     worker = subprocess.Popen([sys.executable, "-c", WORKER, mode, str(settings.registry), str(settings.warehouse.root),
                                str(window), str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert worker.stdout.readline().strip() == "ready", worker.stderr.read()
+        wait_until_ready(worker)
         before = rv.table_version(settings.warehouse.stream(STREAM))
         nquads(tmp_path / "late.nq", [("g1", "late1", window - 20_000_000), ("g3", "late2", window - 10_000_000)])
         go.touch()

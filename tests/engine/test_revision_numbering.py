@@ -24,7 +24,7 @@ from csparql.storage.statistics import read_table
 from csparql.storage.tables import RUN_METADATA
 from csparql.storage.warehouse import Warehouse
 from csparql.core.windows import format_instant
-from storage.helpers import kill_when_signalled
+from storage.helpers import kill_when_signalled, wait_until_ready
 from engine.test_revisions import EX, MINUTE, QUERY, STREAM, T0, cars, nquads
 
 CHILD_ENVIRONMENT = {**os.environ, "PYTHONPATH": str(Path(csparql.__file__).resolve().parents[1])}
@@ -136,7 +136,7 @@ def test_two_processes_replaying_one_query_at_once_number_its_windows_0_and_1_bo
                  for _ in range(2)]
     try:
         for replayer in replayers:
-            assert replayer.stdout.readline().strip() == "ready", replayer.stderr.read()
+            wait_until_ready(replayer)
         go.touch()
         for replayer in replayers:
             out, err = replayer.communicate(timeout=300)

@@ -65,3 +65,14 @@ def kill_when_signalled(child: subprocess.Popen, signal_file: Path, point: str, 
         time.sleep(0.2)
     os.killpg(child.pid, signal.SIGKILL)
     child.wait(30)
+
+
+def wait_until_ready(child) -> None:
+    """Read the first line of a child started with piped ``stdout`` and ``stderr``, which must be ``ready``.
+    Anything else fails the test at once with everything the child wrote, the child killed first: reading its
+    ``stderr`` while it still runs (it waits for the test's signal) would block forever."""
+    line = child.stdout.readline()
+    if line.strip() != "ready":
+        child.kill()
+        out, err = child.communicate(timeout=60)
+        raise AssertionError(f"the child wrote {line!r} instead of 'ready'; then:\n{out}\n{err}")
