@@ -29,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="the full sizes (window 10k → 10M, history 1× → 100×, ratio 1 → 30): hours")
     mode.add_argument("--profile", dest="mode", action="store_const", const="profile",
-                      help="where a warm window evaluation's time goes, phase by phase (benchmarks/window_profile.py)")
+                      help="where a warm window evaluation's time goes, phase by phase (benchmarks/window_profile.py; "
+                           "--set warmups=2 --set repetitions=7)")
     mode.add_argument("--soak", dest="mode", action="store_const", const="soak",
                       help="the embedded stack for hours (default 2) with streams landing live, idle gaps, a "
                            "component killed every 20 minutes and vacuums; every due window checked against "
@@ -107,7 +108,15 @@ def main(argv: list[str] | None = None) -> int:
 
         out = Path(args.out) if args.out else DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-profile"
         names = tuple(args.workloads.split(",")) if args.workloads else window_profile.WORKLOADS
-        window_profile.profile(out.resolve(), master=args.master, names=names,
+        given = dict(a.split("=", 1) for a in args.set if "=" in a)
+        counts = {"warmups": given.get("warmups", "2"), "repetitions": given.get("repetitions", "7")}
+        wrong = [f"{key}={value}" for key, value in counts.items()
+                 if not value.isdigit() or int(value) < (0 if key == "warmups" else 1)]
+        if wrong:
+            print(f"bench: --set {wrong[0]}: give a whole number (warm-ups at least 0, repetitions at least 1)")
+            return 2
+        window_profile.profile(out.resolve(), master=args.master, names=names, warmups=int(counts["warmups"]),
+                               repetitions=int(counts["repetitions"]),
                                data_folder=Path(args.data).resolve() if args.data else None)
         print((out / "profile.md").read_text(encoding="utf-8"))
         return 0

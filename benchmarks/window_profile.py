@@ -5,7 +5,11 @@ Spark Connect server) evaluates its window ``warmups`` times, then ``repetitions
 registered query's run does (``Engine.evaluate``): each repetition's phases (``csparql.engine.runner.Phases``:
 recording lost runs, statistics, Delta logs and pruning, the optimizer and the Spark plan, Spark's planning,
 run and collection, the result commit, the runs commit), and on a classic session the Spark jobs and stages
-it ran. The report is the median of each. pyoxigraph answers the same window in the same run (a new in-memory
+it ran and the time its JVM spent compiling code just in time (``jit``). The report is the median of each.
+
+A JVM keeps compiling Spark's own code for hundreds of evaluations after it starts: "warm" after the default 2
+warm-ups is warm for csparql's caches, not for the JIT. ``--set warmups=200`` profiles the evaluations of a
+process that has been running a while, as a deployment's are; the ``jit`` column tells which one a table shows. pyoxigraph answers the same window in the same run (a new in-memory
 store, ``bulk_load`` of the exported window and static graphs, the SPARQL 1.1 query:
 ``benchmarks.systems.Pyoxigraph``), ``repetitions`` times after one warm-up; its median is reported beside the
 engine's, and whether both gave the same answer.
@@ -29,7 +33,7 @@ from pathlib import Path
 
 from benchmarks import data, workloads
 
-PHASES = ("lost runs", "statistics", "sources", "plan", "spark", "write", "record")
+PHASES = ("lost runs", "statistics", "sources", "plan", "spark", "write", "record", "jit")
 WORKLOADS = ("district_count", "two_streams", "srbench_q01", "srbench_q04", "srbench_q12")
 SIZES = {"district_count": 10_000, "two_streams": 10_000}
 SRBENCH_STATIONS = 12
@@ -140,10 +144,13 @@ def _profile_point(spark, workload, dataset, at: int, warmups: int, repetitions:
         wrapped.times.clear()
         group = f"csparql-profile-{workload.name}-{repetition}"
         jobs = _JobCounter(spark, group)
+        compiling = jit_milliseconds(spark)
         clock = time.perf_counter()
         evaluation = engine.evaluate(plan, at, f"profile_{workload.name}")
         total = (time.perf_counter() - clock) * 1000
         phases = dict(getattr(evaluation, "phases", None) or wrapped.phases())
+        if compiling is not None:
+            phases["jit"] = jit_milliseconds(spark) - compiling
         if repetition >= warmups:
             runs.append({"total": total, "phases": phases, **jobs.counts(), "rows": len(evaluation.result),
                          "triples_read": sum(scan.rows for scan in evaluation.scans.values())})
@@ -158,6 +165,14 @@ def _profile_point(spark, workload, dataset, at: int, warmups: int, repetitions:
         "answer": workloads.answer_of_rows(evaluation.result.rows) if evaluation.result.form == "select"
         else workloads.answer_of_triples(evaluation.result.triples),
     }
+
+
+def jit_milliseconds(spark) -> float | None:
+    """The milliseconds the session's JVM has spent compiling just in time since it started, summed over its
+    compiler threads (``CompilationMXBean``); None over Spark Connect, whose JVM is the server's."""
+    if _is_connect(spark):
+        return None
+    return float(spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime())
 
 
 def _phase_order(phase: str) -> tuple[int, str]:
@@ -255,7 +270,9 @@ def table(result: dict) -> str:
              f"{result['warmups']} warm-ups), milliseconds; commit {result['versions'].get('commit')}, engine "
              f"`{result['versions'].get('engine')}`; pyoxigraph: median of {result['repetitions']} over the same "
              "window (load + query); rsp-rs: median of as many, from the first event pushed to the last binding "
-             "(benchmarks/rsp_rs_peer.py).", "",
+             "(benchmarks/rsp_rs_peer.py); jit: the milliseconds the session's JVM spent compiling just in time "
+             "during an evaluation, beside its phases (not one of them: compiler threads run beside the others).",
+             "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for point in result["points"]:
         cells = [point["title"], f"{point['triples_read']:,}", f"{point['total_ms']:.0f}"]

@@ -526,3 +526,77 @@ def test_a_failed_rsp_rs_build_is_reported_in_one_line_with_what_to_install():
     assert reason.startswith("error: failed to run custom build command for `librocksdb-sys")
     assert reason.endswith("(it needs libclang: on Debian, apt-get install libclang-dev)")
     assert build_failure("error: could not compile `x`\nmore") == "error: could not compile `x`"
+
+
+def test_the_profile_refuses_counts_that_are_not_whole_numbers_before_starting_spark(capsys):
+    from benchmarks.cli import main
+
+    assert main(["--profile", "--set", "warmups=some"]) == 2
+    assert "--set warmups=some: give a whole number" in capsys.readouterr().out
+    assert main(["--profile", "--set", "repetitions=0"]) == 2
+    assert "--set repetitions=0: give a whole number" in capsys.readouterr().out
+
+
+def test_the_profile_table_gives_the_jit_time_after_the_phases_and_says_how_many_warm_ups_came_first():
+    from benchmarks.window_profile import table
+
+    point = {"title": "cars per district (04)", "triples_read": 10_000, "total_ms": 300.0, "jobs": 1, "stages": 1,
+             "phases_ms": {"jit": 95.0, "plan": 110.0, "spark": 150.0}, "pyoxigraph_ms": 50.0, "same_answer": True,
+             "rsp_rs_reason": "cargo is not on the PATH"}
+    result = {"master": "local[2]", "warmups": 200, "repetitions": 25, "points": [point],
+              "versions": {"commit": "abc1234", "engine": "plugins/csparql"}}
+    lines = table(result).splitlines()
+    assert "medians of 25 (after 200 warm-ups)" in lines[0] and "compiling just in time" in lines[0]
+    header = [cell.strip() for cell in lines[2].strip("|").split("|")]
+    assert header[2:6] == ["total", "plan", "spark", "jit"]
+    row = [cell.strip() for cell in lines[4].strip("|").split("|")]
+    assert row[2:6] == ["300", "110", "150", "95"] and row[8:11] == ["50", "6.0×", "yes"]
+
+
+class _ApiServer:
+    """The REST calls the drain makes, answered from a list of runs in memory (the real api-server is what the
+    quick benchmark run's Airflow trials drain through): listings page by page, pauses and run states."""
+
+    def __init__(self, runs: list[dict], finish_after: int):
+        self.runs, self.finish_after, self.calls, self.paused = runs, finish_after, [], set()
+
+    def api(self, method, path, body=None, allow=(), attempts=5):
+        self.calls.append((method, path))
+        if method == "GET":
+            listings = sum(1 for m, p in self.calls if m == "GET")
+            if listings > self.finish_after:  # the observed windows' runs have finished by now
+                for run in self.runs:
+                    if run["observed"]:
+                        run["state"] = "success"
+            query = dict(part.split("=") for part in path.split("?")[1].split("&") if not part.startswith("state"))
+            unfinished = [r for r in self.runs if r["state"] in ("queued", "running")]
+            offset, limit = int(query["offset"]), int(query["limit"])
+            return {"dag_runs": unfinished[offset:offset + limit], "total_entries": len(unfinished)}
+        dag = path.split("/")[1]
+        if path.count("/") == 1:
+            assert not [r for r in self.runs if r["observed"] and r["state"] != "success"], "paused too soon"
+            self.paused.add(dag)
+        else:
+            [run] = [r for r in self.runs if r["dag_run_id"] == path.rsplit("/", 1)[1]]
+            run["state"] = body["state"]
+        return {}
+
+
+def test_the_drain_pauses_every_dag_at_once_after_the_observed_runs_and_fails_the_later_ones(monkeypatch):
+    from benchmarks import observation
+
+    monkeypatch.setattr(observation.time, "sleep", lambda seconds: None)
+    ended = parse_instant("2026-12-07T12:00:00Z")
+    dags = [f"capacity_{n:03d}" for n in range(150)]
+    runs = [{"dag_id": dag, "dag_run_id": f"{dag}-{when}", "state": "running", "observed": when == "11:59",
+             "data_interval_end": f"2026-12-07T{when}:00Z"} for dag in dags for when in ("11:59", "12:01")]
+    runs.append({"dag_id": "ingest_tollgates", "dag_run_id": "ingest-1", "state": "running", "observed": False,
+                 "data_interval_end": "2026-12-07T11:58:00Z"})
+    server = _ApiServer(runs, finish_after=3)
+    observation._drain(server, dags, ended, timeout=60)
+    assert server.paused == set(dags)
+    assert {r["state"] for r in runs if r["dag_id"] in dags and not r["observed"]} == {"failed"}
+    assert [r["state"] for r in runs if r["dag_id"] == "ingest_tollgates"] == ["running"]  # not the trial's
+    patches = [i for i, (method, _) in enumerate(server.calls) if method == "PATCH"]
+    listings_before_the_pauses = sum(1 for method, _ in server.calls[:patches[0]] if method == "GET")
+    assert listings_before_the_pauses <= 3 * 4  # whole listings of 300 runs, 100 a page: not one DAG at a time
