@@ -211,7 +211,7 @@ def run(profile, work: Path, spark) -> dict:
         if capacity_runs:
             settings = Settings(registry=registry, warehouse=warehouse, landing=work / "landing")
             try:
-                result["capacity"] = capacity.sweep(profile, stack, settings, warehouse, feeder)
+                result["capacity"] = capacity.sweep(profile, stack, settings, warehouse, feeder, server)
             except Exception as error:
                 log.exception("the capacity sweep failed")
                 result["capacity"] = {"status": "failed", "reason": f"{type(error).__name__}: {error}"[:3000]}

@@ -165,10 +165,52 @@ def _cpu_busy_percent(before, after) -> float | None:
     return None if total <= 0 else 100.0 * (total - idle) / total
 
 
-def sweep(profile, stack, settings, warehouse, feeder) -> dict:
+def component_cpu_seconds(processes: dict[str, int]) -> dict[str, float]:
+    """The CPU seconds (user and system) each named process has used so far: its own, its descendants' that
+    still run, and those of the ended children it waited for. A process that is gone counts 0."""
+    import psutil
+
+    used = {}
+    for name, pid in processes.items():
+        try:
+            process = psutil.Process(pid)
+            times = process.cpu_times()
+            seconds = times.user + times.system + times.children_user + times.children_system
+            for child in process.children(recursive=True):
+                try:
+                    child_times = child.cpu_times()
+                    seconds += child_times.user + child_times.system
+                except psutil.Error:
+                    pass
+        except psutil.Error:
+            seconds = 0.0
+        used[name] = seconds
+    return used
+
+
+def cpu_per_window(before: dict[str, float], after: dict[str, float], windows: int) -> dict[str, float | None]:
+    """Each component's CPU milliseconds per window evaluated between two ``component_cpu_seconds``; a
+    component whose count went down (restarted meanwhile) gives None."""
+    return {name: None if not windows or after[name] < before.get(name, 0.0)
+            else 1000 * (after[name] - before.get(name, 0.0)) / windows for name in after}
+
+
+def stack_processes(stack, server=None) -> dict[str, int]:
+    """The processes whose CPU the sweep reports: Airflow's components, the Spark Connect server (its launcher,
+    whose child is the JVM) and this process (the feeder landing the stream, and the observation)."""
+    processes = {name: process.pid for name, process in stack.processes.items()}
+    if server is not None and server.process is not None:
+        processes["Spark Connect server"] = server.process.pid
+    processes["benchmark (feeder, observer)"] = os.getpid()
+    return processes
+
+
+def sweep(profile, stack, settings, warehouse, feeder, server=None) -> dict:
     """The capacity sweep (module docstring) on a running ``stack`` whose DAGs folder holds
     ``settings.registry``; ``feeder`` lands the stream, at the profile's rate during the sweep (start it at that
-    rate, so that the first windows hold no more than later ones)."""
+    rate, so that the first windows hold no more than later ones). Each count's point also gives, per window
+    evaluated, the CPU each of the stack's processes used (``server``: the Spark Connect server the stack's
+    queries run on)."""
     import psutil
 
     period = profile.capacity_period
@@ -185,9 +227,13 @@ def sweep(profile, stack, settings, warehouse, feeder) -> dict:
         for count in counts:
             log.info("capacity: %d queries, COMPUTED EVERY %s, %d s", count, period, profile.capacity_observe_seconds)
             cpu_before = psutil.cpu_times()
+            components_before = component_cpu_seconds(stack_processes(stack, server))
             trials = observe(stack, warehouse, dag_ids[:count], period, profile.capacity_observe_seconds,
-                                         profile.airflow_drain_seconds)
+                             profile.airflow_drain_seconds)
+            components_after = component_cpu_seconds(stack_processes(stack, server))
             point = summarize(count, trials, _cpu_busy_percent(cpu_before, psutil.cpu_times()), os.getloadavg()[0])
+            point["cpu_ms_per_window"] = cpu_per_window(components_before, components_after,
+                                                        point["windows_evaluated"])
             result["points"].append(point)
             log.info("capacity: %d queries: %d/%d windows, %d failed, lag slope %s, p95 %s s, CPU %.0f%%: kept up: %s",
                      count, point["windows_evaluated"], point["windows_due"], point["failed_runs"],

@@ -638,7 +638,24 @@ def _capacity_lines(capacity: dict) -> list[str]:
             f"{'–' if load is None else f'{load:.1f}'} | {'yes' if point['kept_up'] else 'no'} |")
     lines += ["", f"- capacity at COMPUTED EVERY {capacity['period']}: "
                   f"{capacity.get('capacity') or 'none of the counts tried'} queries", ""]
-    return lines
+    return lines + _cpu_per_window_lines(capacity["points"])
+
+
+def _cpu_per_window_lines(points: list[dict]) -> list[str]:
+    """Each process's CPU per window evaluated at each count (points measured before it have none)."""
+    names = sorted({name for point in points for name in point.get("cpu_ms_per_window") or {}},
+                   key=lambda name: -max((point.get("cpu_ms_per_window") or {}).get(name) or 0 for point in points))
+    if not names:
+        return []
+    lines = ["CPU milliseconds per window evaluated, by process (with its children), over each count's observation "
+             "and drain:", "", "| queries | " + " | ".join(names) + " | all |", "|---:|" + "---:|" * (len(names) + 1)]
+    for point in points:
+        used = point.get("cpu_ms_per_window") or {}
+        values = [used.get(name) for name in names]
+        total = None if any(value is None for value in values) else sum(values)
+        lines.append(f"| {point['queries']} | " + " | ".join("–" if v is None else f"{v:.0f}" for v in values)
+                     + f" | {'–' if total is None else f'{total:.0f}'} |")
+    return lines + [""]
 
 
 def _fmt_num(value) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections import Counter
 
 import pytest
@@ -600,3 +601,43 @@ def test_the_drain_pauses_every_dag_at_once_after_the_observed_runs_and_fails_th
     patches = [i for i, (method, _) in enumerate(server.calls) if method == "PATCH"]
     listings_before_the_pauses = sum(1 for method, _ in server.calls[:patches[0]] if method == "GET")
     assert listings_before_the_pauses <= 3 * 4  # whole listings of 300 runs, 100 a page: not one DAG at a time
+
+
+def test_a_process_s_cpu_counts_its_running_and_its_ended_children_and_a_window_s_share_is_per_window():
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from benchmarks.capacity import component_cpu_seconds, cpu_per_window
+
+    spin = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\n"
+    spin_and_stay = spin + "print('spun', flush=True)\ntime.sleep(30)\n"
+    parent_script = (f"import subprocess, sys, time\n"
+                     f"subprocess.run([sys.executable, '-c', {spin!r}])\n"  # a child that ended, waited for
+                     f"subprocess.Popen([sys.executable, '-c', {spin_and_stay!r}])\n"  # one still running
+                     "time.sleep(30)\n")
+    parent = subprocess.Popen([sys.executable, "-c", parent_script], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        assert parent.stdout.readline().strip() == "spun"
+        used = component_cpu_seconds({"parent": parent.pid, "gone": 2**22 + 12345})
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)  # the parent and the child still running
+        parent.wait()
+    assert used["parent"] >= 1.1 and used["gone"] == 0.0
+    assert cpu_per_window({"a": 1.0, "b": 5.0}, {"a": 3.0, "b": 1.0}, 4) == {"a": 500.0, "b": None}
+    assert cpu_per_window({"a": 1.0}, {"a": 3.0}, 0) == {"a": None}
+
+
+def test_the_capacity_report_gives_each_process_s_cpu_per_window_beside_the_sweep_s_table():
+    capacity = {"status": "ok", "period": "1m", "capacity": 20, "description": "", "points": [
+        {"queries": 20, "windows_due": 100, "windows_evaluated": 100, "windows_missed": 0, "failed_runs": 0,
+         "kept_up": True, "cpu_ms_per_window": {"triggerer": 150.0, "Spark Connect server": 400.0, "scheduler": 90.5}},
+        {"queries": 100, "windows_due": 500, "windows_evaluated": 480, "windows_missed": 20, "failed_runs": 0,
+         "kept_up": False, "cpu_ms_per_window": {"triggerer": 140.0, "Spark Connect server": 300.0, "scheduler": None}}]}
+    lines = report._capacity_lines(capacity)
+    start = next(i for i, line in enumerate(lines) if line.startswith("CPU milliseconds per window"))
+    assert lines[start + 2] == "| queries | Spark Connect server | triggerer | scheduler | all |"
+    assert lines[start + 4] == "| 20 | 400 | 150 | 90 | 640 |"  # 90.5 rounds to even
+    assert lines[start + 5] == "| 100 | 300 | 140 | – | – |"
