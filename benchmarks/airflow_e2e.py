@@ -20,7 +20,7 @@ Redis and Kafka sources land small batches (through the benchmark's own Spark it
 minute of the two cores the stack is measured on); the ingest advances the stream's watermark; the query's
 run waits for that watermark (allowed lateness 0 s). Every two seconds the lag — now minus the
 end of the latest window whose results are committed — is sampled. A period is kept up with when the lag
-does not grow over the observation (least-squares slope under ``KEEP_UP_SLOPE`` seconds per second) and at
+does not grow over the observation (``observation.lag_growth`` under ``KEEP_UP_SLOPE`` seconds per second) and at
 most one of the observation's windows (from the latest closed when the DAG is unpaused to the last closed a
 period before the end) is missing. The commit latency of a window is the end of its run (start +
 duration in the runs table, which is appended after the results commit) minus the window's end.

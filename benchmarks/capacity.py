@@ -17,8 +17,9 @@ not catch up: only the latest window is run on unpausing) and five more. For eac
 - **due**: the windows that closed during the observation, for every query (see ``observation.observe``);
   **evaluated** those whose results were committed (the drain after the observation lets runs already under way
   finish); **missed** = due − evaluated; **failed** runs;
-- **lag**: now − the end of each query's latest committed window, sampled every two seconds; its slope over the
-  last two thirds of the observation (the largest over the queries) says whether the stack falls behind;
+- **lag**: now − the end of each query's latest committed window, sampled every two seconds; how fast it grows
+  (``observation.lag_growth``: the slope of the query's window latencies over their window ends, the largest
+  over the queries) says whether the stack falls behind;
 - **commit latency**: a window's end to its results committed (the run's end in the runs table), p50 and p95
   over every committed window of every query; and the same over the windows that closed after the queries
   were unpaused (the first window of each query closed before: its latency includes the time the query was
@@ -26,10 +27,12 @@ not catch up: only the latest window is run on unpausing) and five more. For eac
   input was committed (the runs table's ``inputs_complete_at``): the wait for the stream's data (window end →
   inputs complete, p50), which the stream's landing cadence sets, and the rest (inputs complete → committed,
   p50 and p95: the wake, the queue for an evaluation place and the evaluation), which is csparql's;
-- **CPU**: the machine's busy share of its cores over the observation (``psutil.cpu_times``), and the load.
+- **CPU**: the machine's busy share of its cores over the observation (``psutil.cpu_times``), and the load;
+  and each process's CPU per window evaluated (``component_cpu_seconds``): Airflow's components, the Spark
+  Connect server, and the benchmark's own process (the feeder and the observation).
 
-N is **kept up with** when no window is missed, no run failed and no query's lag grows (slope under
-``observation.KEEP_UP_SLOPE``). The capacity is the largest N kept up with; the sweep stops at the first N that
+N is **kept up with** when no window is missed, no run failed and no query's lag grows (by less than
+``observation.KEEP_UP_SLOPE`` seconds per second). The capacity is the largest N kept up with; the sweep stops at the first N that
 is not (a larger N cannot be).
 """
 
@@ -166,25 +169,35 @@ def _cpu_busy_percent(before, after) -> float | None:
 
 
 def component_cpu_seconds(processes: dict[str, int]) -> dict[str, float]:
-    """The CPU seconds (user and system) each named process has used so far: its own, its descendants' that
-    still run, and those of the ended children it waited for. A process that is gone counts 0."""
+    """The CPU seconds (user and system) each named process has used so far: its own, that of the ended
+    children it waited for, and that of its running descendants except those under another named process (the
+    benchmark's process starts the stack's components: their CPU is theirs). A process that is gone counts 0."""
     import psutil
+
+    named = set(processes.values())
+
+    def used_by(process, waited: bool) -> float:
+        times = process.cpu_times()
+        return times.user + times.system + (times.children_user + times.children_system if waited else 0.0)
+
+    def descendants(process) -> float:
+        seconds = 0.0
+        for child in process.children():
+            if child.pid in named:
+                continue
+            try:
+                seconds += used_by(child, waited=False) + descendants(child)
+            except psutil.Error:
+                pass
+        return seconds
 
     used = {}
     for name, pid in processes.items():
         try:
             process = psutil.Process(pid)
-            times = process.cpu_times()
-            seconds = times.user + times.system + times.children_user + times.children_system
-            for child in process.children(recursive=True):
-                try:
-                    child_times = child.cpu_times()
-                    seconds += child_times.user + child_times.system
-                except psutil.Error:
-                    pass
+            used[name] = used_by(process, waited=True) + descendants(process)
         except psutil.Error:
-            seconds = 0.0
-        used[name] = seconds
+            used[name] = 0.0
     return used
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections import Counter
 
 import pytest
@@ -603,7 +602,7 @@ def test_the_drain_pauses_every_dag_at_once_after_the_observed_runs_and_fails_th
     assert listings_before_the_pauses <= 3 * 4  # whole listings of 300 runs, 100 a page: not one DAG at a time
 
 
-def test_a_process_s_cpu_counts_its_running_and_its_ended_children_and_a_window_s_share_is_per_window():
+def test_a_process_s_cpu_counts_its_children_but_not_a_named_one_and_a_window_s_share_is_per_window():
     import os
     import signal
     import subprocess
@@ -612,7 +611,7 @@ def test_a_process_s_cpu_counts_its_running_and_its_ended_children_and_a_window_
     from benchmarks.capacity import component_cpu_seconds, cpu_per_window
 
     spin = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\n"
-    spin_and_stay = spin + "print('spun', flush=True)\ntime.sleep(30)\n"
+    spin_and_stay = spin + "import os\nprint(os.getpid(), flush=True)\ntime.sleep(30)\n"
     parent_script = (f"import subprocess, sys, time\n"
                      f"subprocess.run([sys.executable, '-c', {spin!r}])\n"  # a child that ended, waited for
                      f"subprocess.Popen([sys.executable, '-c', {spin_and_stay!r}])\n"  # one still running
@@ -620,12 +619,14 @@ def test_a_process_s_cpu_counts_its_running_and_its_ended_children_and_a_window_
     parent = subprocess.Popen([sys.executable, "-c", parent_script], stdout=subprocess.PIPE, text=True,
                               start_new_session=True)
     try:
-        assert parent.stdout.readline().strip() == "spun"
+        child = int(parent.stdout.readline())  # it has spun
         used = component_cpu_seconds({"parent": parent.pid, "gone": 2**22 + 12345})
+        apart = component_cpu_seconds({"parent": parent.pid, "child": child})
     finally:
         os.killpg(parent.pid, signal.SIGKILL)  # the parent and the child still running
         parent.wait()
     assert used["parent"] >= 1.1 and used["gone"] == 0.0
+    assert apart["child"] >= 0.55 and apart["parent"] <= used["parent"] - 0.55  # a named child counts as itself
     assert cpu_per_window({"a": 1.0, "b": 5.0}, {"a": 3.0, "b": 1.0}, 4) == {"a": 500.0, "b": None}
     assert cpu_per_window({"a": 1.0}, {"a": 3.0}, 0) == {"a": None}
 
@@ -641,3 +642,24 @@ def test_the_capacity_report_gives_each_process_s_cpu_per_window_beside_the_swee
     assert lines[start + 2] == "| queries | Spark Connect server | triggerer | scheduler | all |"
     assert lines[start + 4] == "| 20 | 400 | 150 | 90 | 640 |"  # 90.5 rounds to even
     assert lines[start + 5] == "| 100 | 300 | 140 | – | – |"
+
+
+def test_a_query_that_keeps_up_has_flat_latencies_though_its_sampled_lag_is_a_sawtooth_that_can_seem_to_grow():
+    from benchmarks.observation import KEEP_UP_SLOPE, lag_growth
+
+    def observed(latencies: list[float]) -> tuple[list[tuple[int, float]], list[tuple[float, float]]]:
+        """(window end µs, latency) of windows a minute apart, the first closed 8 s before the unpause at 0, and
+        the lag the sweep samples every 2 s for 300 s: now − the end of the latest committed window."""
+        ends = [-8 + 60 * k for k in range(len(latencies))]
+        commits = [end + latency for end, latency in zip(ends, latencies)]
+        lag = [(t, t - max(e for e, c in zip(ends, commits) if c <= t)) for t in range(0, 302, 2)
+               if any(c <= t for c in commits)]
+        return [(end * 1_000_000, latency) for end, latency in zip(ends, latencies)], lag
+
+    # a query of the 20-query sweep (its latencies as measured): its last window 7 s later than the others, and
+    # the observation ending just before the next commit, at the top of a tooth
+    kept_up, sawtooth = observed([28.0, 5.3, 5.3, 5.5, 12.9])
+    assert lag_growth([], 0, sawtooth) > KEEP_UP_SLOPE  # how the sweep judged it before: not kept up
+    assert lag_growth(kept_up, 0, sawtooth) < 0.05
+    behind, lag = observed([28.0, 10.0, 40.0, 70.0, 100.0])  # every window half a minute later
+    assert lag_growth(behind, 0, lag) == pytest.approx(0.5)
