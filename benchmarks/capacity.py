@@ -32,8 +32,8 @@ not catch up: only the latest window is run on unpausing) and five more. For eac
   Connect server, and the benchmark's own process (the feeder and the observation).
 
 N is **kept up with** when no window is missed, no run failed and no query's lag grows (by less than
-``observation.KEEP_UP_SLOPE`` seconds per second). The capacity is the largest N kept up with; the sweep stops at the first N that
-is not (a larger N cannot be).
+``observation.KEEP_UP_SLOPE`` seconds per second). The capacity is the largest N kept up with; the sweep stops
+at the first N that is not (a larger N cannot be).
 """
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ it ran and the time its JVM spent compiling code just in time (``jit``). The rep
 
 A JVM keeps compiling Spark's own code for hundreds of evaluations after it starts: "warm" after the default 2
 warm-ups is warm for csparql's caches, not for the JIT. ``--set warmups=200`` profiles the evaluations of a
-process that has been running a while, as a deployment's are; the ``jit`` column tells which one a table shows. pyoxigraph answers the same window in the same run (a new in-memory
-store, ``bulk_load`` of the exported window and static graphs, the SPARQL 1.1 query:
+process that has been running a while, as a deployment's are; the ``jit`` column tells which one a table shows.
+
+pyoxigraph answers the same window in the same run (a new in-memory store, ``bulk_load`` of the exported window
+and static graphs, the SPARQL 1.1 query:
 ``benchmarks.systems.Pyoxigraph``), ``repetitions`` times after one warm-up; its median is reported beside the
 engine's, and whether both gave the same answer.
 

@@ -636,7 +636,8 @@ def test_the_capacity_report_gives_each_process_s_cpu_per_window_beside_the_swee
         {"queries": 20, "windows_due": 100, "windows_evaluated": 100, "windows_missed": 0, "failed_runs": 0,
          "kept_up": True, "cpu_ms_per_window": {"triggerer": 150.0, "Spark Connect server": 400.0, "scheduler": 90.5}},
         {"queries": 100, "windows_due": 500, "windows_evaluated": 480, "windows_missed": 20, "failed_runs": 0,
-         "kept_up": False, "cpu_ms_per_window": {"triggerer": 140.0, "Spark Connect server": 300.0, "scheduler": None}}]}
+         "kept_up": False,
+         "cpu_ms_per_window": {"triggerer": 140.0, "Spark Connect server": 300.0, "scheduler": None}}]}
     lines = report._capacity_lines(capacity)
     start = next(i for i, line in enumerate(lines) if line.startswith("CPU milliseconds per window"))
     assert lines[start + 2] == "| queries | Spark Connect server | triggerer | scheduler | all |"
