@@ -66,6 +66,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+
+def _whole_numbers(assignments: list[str], fields: dict[str, tuple[int, int]]) -> dict[str, int] | str:
+    """The counts ``--set field=N`` gives a mode, each field's default and least value in ``fields`` (name →
+    (default, least)); or the message for the first that is not a whole number at least its least value."""
+    given = dict(a.split("=", 1) for a in assignments if "=" in a)
+    counts = {}
+    for name, (default, least) in fields.items():
+        value = given.get(name, str(default))
+        if not value.isdigit() or int(value) < least:
+            return f"bench: --set {name}={value}: give a whole number, at least {least}"
+        counts[name] = int(value)
+    return counts
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -95,28 +108,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "together":
         from benchmarks import due_together
 
-        given = dict(a.split("=", 1) for a in args.set if "=" in a)
-        counts = {key: given.get(key, default) for key, default in (("queries", "20"), ("trials", "5"))}
-        wrong = [f"{key}={value}" for key, value in counts.items() if not value.isdigit() or int(value) < 1]
-        if wrong:
-            print(f"bench: --set {wrong[0]}: give a whole number, at least 1")
+        counts = _whole_numbers(args.set, {"queries": (20, 1), "trials": (5, 1)})
+        if isinstance(counts, str):
+            print(counts)
             return 2
-        due_together.main(int(counts["queries"]), int(counts["trials"]))
+        due_together.main(counts["queries"], counts["trials"])
         return 0
     if args.mode == "profile":
         from benchmarks import window_profile
 
         out = Path(args.out) if args.out else DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-profile"
         names = tuple(args.workloads.split(",")) if args.workloads else window_profile.WORKLOADS
-        given = dict(a.split("=", 1) for a in args.set if "=" in a)
-        counts = {"warmups": given.get("warmups", "2"), "repetitions": given.get("repetitions", "7")}
-        wrong = [f"{key}={value}" for key, value in counts.items()
-                 if not value.isdigit() or int(value) < (0 if key == "warmups" else 1)]
-        if wrong:
-            print(f"bench: --set {wrong[0]}: give a whole number (warm-ups at least 0, repetitions at least 1)")
+        counts = _whole_numbers(args.set, {"warmups": (2, 0), "repetitions": (7, 1)})
+        if isinstance(counts, str):
+            print(counts)
             return 2
-        window_profile.profile(out.resolve(), master=args.master, names=names, warmups=int(counts["warmups"]),
-                               repetitions=int(counts["repetitions"]),
+        window_profile.profile(out.resolve(), master=args.master, names=names, warmups=counts["warmups"],
+                               repetitions=counts["repetitions"],
                                data_folder=Path(args.data).resolve() if args.data else None)
         print((out / "profile.md").read_text(encoding="utf-8"))
         return 0
